@@ -1,0 +1,40 @@
+"""Console entry point `reverie`.
+
+The hook commands (`reverie [--home DIR] hook session-start|user-prompt-submit`) are dispatched
+before click is imported, so a hook process runs on the standard library and our light modules.
+"""
+
+from __future__ import annotations
+
+import sys
+
+HOOK_EVENTS = ("session-start", "user-prompt-submit")
+
+
+def _hook_request(argv: list[str]) -> tuple[str, str | None] | None:
+    """(event, home) when argv is exactly a hook invocation, else None."""
+    home = None
+    rest = list(argv)
+    if len(rest) >= 2 and rest[0] == "--home":
+        home, rest = rest[1], rest[2:]
+    elif rest and rest[0].startswith("--home="):
+        home, rest = rest[0].split("=", 1)[1], rest[1:]
+    if len(rest) == 2 and rest[0] == "hook" and rest[1] in HOOK_EVENTS:
+        return rest[1], home
+    return None
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    hook = _hook_request(args)
+    if hook is not None:
+        from .hook import run_hook
+
+        sys.exit(run_hook(hook[0], hook[1]))
+    from .commands import build_cli
+
+    build_cli().main(args=args, prog_name="reverie")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""The click command tree. Each module registers one command group; commands parse, open, call one
+library function, and turn domain errors into a message that names the fix."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from ..errors import ReverieError
+from ..paths import resolve_home
+
+
+@dataclass
+class AppContext:
+    home: Path
+
+
+pass_app = click.make_pass_decorator(AppContext)
+
+
+def emit_json(data) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+class ReverieGroup(click.Group):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except ReverieError as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+def build_cli() -> click.Group:
+    @click.group(cls=ReverieGroup, context_settings={"help_option_names": ["-h", "--help"]})
+    @click.option("--home", type=click.Path(file_okay=False), default=None,
+                  help="reverie home (default: $REVERIE_HOME, else the platform's user data dir).")
+    @click.pass_context
+    def cli(ctx: click.Context, home: str | None) -> None:
+        """reverie: long-term memory for coding agents."""
+        ctx.obj = AppContext(home=resolve_home(home))
+
+    from . import (  # noqa: PLC0415  (each module keeps its heavy imports inside its commands)
+        consolidate_cmd,
+        graph_cmd,
+        index_cmd,
+        recall_cmd,
+        redact_cmd,
+        schedule_cmd,
+        trust_cmd,
+    )
+
+    for module in (index_cmd, redact_cmd, consolidate_cmd, recall_cmd, graph_cmd, trust_cmd, schedule_cmd):
+        module.register(cli)
+    return cli

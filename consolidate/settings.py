@@ -1,0 +1,117 @@
+"""User settings: `<home>/settings.json`, written atomically with mode 0600 (it may hold an API key).
+
+Invariants: `load_settings` always returns every key of DEFAULTS (user values deep-merged over them);
+a missing or unreadable file means defaults. Standard library only (the hook path reads settings).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .paths import settings_path
+
+DEFAULTS: dict[str, Any] = {
+    # Card writer used when `--writer` is not given: offline | anthropic | claude-cli.
+    "writer": "offline",
+    "anthropic": {"api_key": None, "model": "claude-haiku-4-5", "use_batches": False},
+    "claude_cli": {"command": "claude", "model": "haiku", "timeout_s": 120},
+    # Path of a model2vec model folder, or a hub name for online users; None: lexical fallback.
+    "embedding_model": None,
+    "agents": {
+        # Absolute directory -> agent id; sessions whose cwd is this directory or below it join that agent.
+        "map": {},
+        # Agent ids switched off: nothing new is indexed or built; what exists stays readable.
+        "disabled": [],
+    },
+    "index": {
+        # Tool results longer than this many characters are clipped (head and tail kept).
+        "tool_result_cap": 8000,
+    },
+    "consolidate": {
+        "max_passages": 1000,
+        "max_calls": 10,
+        "max_cost_usd": 1.0,
+        "keep_threshold": 0.5,
+    },
+    "recall": {},
+    "schedule": {"hour": 2, "minute": 0, "window_start": "02:00", "window_end": "08:00", "paused": False},
+    "feedback": {"half_life_days": 90},
+}
+
+
+def _deep_merge(base: dict, override: dict) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in (override or {}).items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_settings(home: Path) -> dict[str, Any]:
+    """Defaults merged with `<home>/settings.json` (ignored if absent or not a JSON object)."""
+    path = settings_path(home)
+    try:
+        user = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(user, dict):
+            user = {}
+    except (OSError, ValueError):
+        user = {}
+    return _deep_merge(DEFAULTS, user)
+
+
+def save_settings(home: Path, data: dict[str, Any]) -> Path:
+    """Write settings atomically with mode 0600; returns the path."""
+    path = settings_path(home)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".settings.", dir=str(path.parent))
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    os.chmod(path, 0o600)
+    return path
+
+
+def user_settings(home: Path) -> dict[str, Any]:
+    """Only what the user has set (no defaults): the thing to edit and save back."""
+    try:
+        data = json.loads(settings_path(home).read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def get(settings: dict[str, Any], dotted: str, default: Any = None) -> Any:
+    """`get(s, "consolidate.max_calls")`."""
+    node: Any = settings
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def set_value(home: Path, dotted: str, value: Any) -> Path:
+    """Set one dotted key in the user's settings file and save it (0600)."""
+    data = user_settings(home)
+    node = data
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+    return save_settings(home, data)

@@ -1,0 +1,1 @@
+"""Secret detection and redaction (placeholder; filled by the redaction work)."""

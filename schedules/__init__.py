@@ -1,0 +1,1 @@
+"""Scheduling of index and consolidation runs (placeholder; filled by the schedules work)."""
