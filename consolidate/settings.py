@@ -18,7 +18,13 @@ from .paths import settings_path
 DEFAULTS: dict[str, Any] = {
     # Card writer used when `--writer` is not given: offline | anthropic | claude-cli.
     "writer": "offline",
-    "anthropic": {"api_key": None, "model": "claude-haiku-4-5", "use_batches": False},
+    "anthropic": {
+        "api_key": None, "model": "claude-haiku-4-5", "use_batches": False,
+        "max_tokens": 2048, "timeout_s": 60,
+        # Message Batches (nightly runs): poll interval, and how long to wait before leaving the
+        # batch for the next run.
+        "batch_poll_s": 30, "batch_wait_s": 21600,
+    },
     "claude_cli": {"command": "claude", "model": "haiku", "timeout_s": 120},
     # Path of a model2vec model folder, or a hub name for online users; None: lexical fallback.
     "embedding_model": None,
@@ -37,9 +43,26 @@ DEFAULTS: dict[str, Any] = {
         "max_calls": 10,
         "max_cost_usd": 1.0,
         "keep_threshold": 0.5,
+        # Retries of 429/529/5xx/timeouts (exponential backoff), then the work is left for the next run.
+        "retry": {"attempts": 3, "base_delay_s": 1.0, "max_delay_s": 30.0},
     },
     "recall": {},
-    "schedule": {"hour": 2, "minute": 0, "window_start": "02:00", "window_end": "08:00", "paused": False},
+    "schedule": {
+        # Nightly consolidation time (local wall clock); per agent: <home>/agents/<id>/schedule.json.
+        "hour": 2, "minute": 0,
+        # Automatic consolidation only inside this window (end <= start crosses midnight).
+        "window_start": "02:00", "window_end": "08:00",
+        # Pause every automatic run (also $REVERIE_PAUSE=1); `consolidate --now` still works.
+        "paused": False,
+        # tz database name; None: the machine's zone.
+        "timezone": None,
+        # Daemon: a job missed by up to this many seconds still runs (missed nightly runs are also
+        # made up later in the same window).
+        "misfire_grace_s": 3600,
+        "index_every_minutes": 60,
+        # Daemon: how often to look for missed nightly runs and backlogs inside the window.
+        "backfill_every_minutes": 10,
+    },
     "feedback": {"half_life_days": 90},
 }
 

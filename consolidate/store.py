@@ -18,6 +18,20 @@ BUSY_TIMEOUT_MS = 5000
 MIGRATIONS = Migrations("reverie.index")
 
 
+#: messages.kind values (role in brackets). Human turns are (user) `message`.
+KINDS = {
+    "message": "(user) a human turn; (assistant) a model response, split lines merged",
+    "tool_result": "(user) a line holding only tool results",
+    "compact_summary": "(user) the summary that replaces history after a compaction (isCompactSummary)",
+    "meta": "(user) isMeta: skill/command expansions, caveats, system reminders",
+    "command": "(user) a slash command invocation (<command-name>...)",
+    "command_output": "(user) local command output (<local-command-stdout>...)",
+    "notification": "(user) <task-notification> from a background task",
+    "compact_boundary": "(system) marks where a compaction happened",
+    "local_command": "(system) a local slash command and its output",
+}
+
+
 @MIGRATIONS()
 def m001_index(db: sqlite_utils.Database) -> None:
     db.execute(
@@ -26,78 +40,93 @@ def m001_index(db: sqlite_utils.Database) -> None:
             value TEXT
         )"""
     )
-    # One row per transcript file: the watermark for incremental indexing.
+    # One row per transcript file: the watermark for incremental indexing. `size`/`mtime_ns`/`dev`/
+    # `inode` are the stat taken *before* the last read, so an unchanged stat means nothing new.
     db.execute(
         """CREATE TABLE sources (
-            path TEXT PRIMARY KEY,
+            id INTEGER PRIMARY KEY,
+            path TEXT NOT NULL UNIQUE,
             conversation TEXT,
             kind TEXT NOT NULL,              -- main | subagent
             dev INTEGER, inode INTEGER,
             size INTEGER NOT NULL DEFAULT 0,
+            mtime_ns INTEGER,
             offset INTEGER NOT NULL DEFAULT 0, -- byte offset after the last complete line consumed
-            lines INTEGER NOT NULL DEFAULT 0,
-            head_hash TEXT,                  -- hash of the first bytes: detects a replaced file
-            mtime REAL,
+            lines INTEGER NOT NULL DEFAULT 0,  -- complete lines consumed
+            head_len INTEGER NOT NULL DEFAULT 0,
+            head_hash TEXT,                  -- sha1 of the first head_len bytes: detects a replaced file
+            first_indexed_at TEXT,
             indexed_at TEXT,
-            missing INTEGER NOT NULL DEFAULT 0
+            missing INTEGER NOT NULL DEFAULT 0 -- 1 when the last index run no longer found the file
         )"""
     )
     db.execute(
         """CREATE TABLE conversations (
             id TEXT PRIMARY KEY,             -- Claude Code sessionId
-            title TEXT,
-            cwd TEXT,
+            title TEXT,                      -- summary / custom-title of this session (redacted)
+            cwd TEXT,                        -- first cwd (redacted)
             git_branch TEXT,
             version TEXT,
             first_at TEXT,
             last_at TEXT,
-            transcript_path TEXT,
+            transcript_path TEXT,            -- the main session file
             messages INTEGER NOT NULL DEFAULT 0
         )"""
     )
     # One row per message; an API response split over several transcript lines is one row
-    # (keyed by api_id within the conversation), its content blocks in `blocks`.
+    # (keyed by api_id within the conversation), its content blocks in `blocks` in line order.
     db.execute(
         """CREATE TABLE messages (
             id INTEGER PRIMARY KEY,
             conversation TEXT NOT NULL REFERENCES conversations(id),
-            uuid TEXT NOT NULL UNIQUE,
+            uuid TEXT NOT NULL,              -- uuid of the message's first line (unique: see message_lines)
             api_id TEXT,
             parent_uuid TEXT,
-            role TEXT NOT NULL,              -- user | assistant | system | summary
-            kind TEXT NOT NULL,              -- message | compact_summary | summary | command | meta
+            role TEXT NOT NULL,              -- user | assistant | system
+            kind TEXT NOT NULL,              -- see KINDS
             is_sidechain INTEGER NOT NULL DEFAULT 0,
             subagent TEXT,                   -- sub-agent id (agentId, or the sidechain root uuid in v1)
-            cwd TEXT,
+            cwd TEXT,                        -- redacted; NULL when equal to the conversation's cwd
             timestamp TEXT,
-            source_path TEXT,
-            line_no INTEGER
+            model TEXT,
+            source INTEGER REFERENCES sources(id),  -- the transcript file of its first line
+            line_no INTEGER                  -- 1-based line of the first line in that file
         )"""
     )
-    db.execute("CREATE INDEX messages_conv_time ON messages(conversation, timestamp, id)")
-    db.execute("CREATE UNIQUE INDEX messages_api ON messages(conversation, api_id) WHERE api_id IS NOT NULL")
+    db.execute("CREATE INDEX messages_conv ON messages(conversation)")   # (conversation, id) order
+    db.execute("CREATE INDEX messages_api ON messages(api_id) WHERE api_id IS NOT NULL")
+    # Every transcript line stored (first and merged lines alike): line uuid -> message. Its key
+    # makes message (and line) uuids unique per agent, re-reading a replaced or truncated file
+    # idempotent, and resolves v1 sidechain roots.
+    db.execute(
+        """CREATE TABLE message_lines (
+            uuid TEXT PRIMARY KEY,
+            message_id INTEGER NOT NULL
+        ) WITHOUT ROWID"""
+    )
     db.execute(
         """CREATE TABLE blocks (
             id INTEGER PRIMARY KEY,
             message_id INTEGER NOT NULL REFERENCES messages(id),
             idx INTEGER NOT NULL,
-            type TEXT NOT NULL,              -- text | thinking | tool_use | tool_result | image | summary
-            tool_name TEXT,
+            type TEXT NOT NULL,              -- text | thinking | tool_use | tool_result | image | document | other
+            tool_name TEXT,                  -- tool_use; tool_result when its tool_use is known
             tool_use_id TEXT,
             is_error INTEGER NOT NULL DEFAULT 0,
-            text TEXT NOT NULL DEFAULT '',   -- redacted
+            text TEXT NOT NULL DEFAULT '',   -- redacted; tool results clipped (head + tail)
             original_size INTEGER,           -- characters before clipping
             clipped INTEGER NOT NULL DEFAULT 0
         )"""
     )
     db.execute("CREATE INDEX blocks_message ON blocks(message_id, idx)")
+    db.execute("CREATE INDEX blocks_tool_use ON blocks(tool_use_id) WHERE type = 'tool_use'")
     db["blocks"].enable_fts(["text"], create_triggers=True, tokenize="porter unicode61")
     db.execute(
         """CREATE TABLE index_runs (
             id INTEGER PRIMARY KEY,
             started_at TEXT, finished_at TEXT,
             files_seen INTEGER, files_changed INTEGER, messages_added INTEGER,
-            skipped TEXT, rejected TEXT
+            skipped TEXT, rejected TEXT      -- JSON {kind: n} / {reason: n} for this agent's files
         )"""
     )
 
@@ -107,11 +136,13 @@ def configure(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed: rescanned secrets leave no trace
 
 
 def open_db(path: Path) -> sqlite_utils.Database:
     """Open (creating if needed) an agent db, configured, with every migration applied."""
     from graph import store as graph_store
+    from graph import trust_store
 
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
@@ -119,6 +150,7 @@ def open_db(path: Path) -> sqlite_utils.Database:
     db = sqlite_utils.Database(conn)
     MIGRATIONS.apply(db)
     graph_store.MIGRATIONS.apply(db)
+    trust_store.MIGRATIONS.apply(db)
     return db
 
 

@@ -7,6 +7,10 @@ stored knowledge (insert, reinforce or supersede). Texts in these values are alr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 CATEGORIES = ("decision", "fact", "preference", "pattern", "lesson", "correction")
 
@@ -59,3 +63,30 @@ class NewCard:
     evidence: list[Evidence] = field(default_factory=list)
     writer: str = "offline"
     source_key: str = ""       # stable hash of (session, passages) that produced it; forget uses it
+
+
+def parse_time(value: str) -> "datetime":
+    """An ISO-8601 timestamp ("Z" or an offset; naive means UTC) as an aware UTC datetime.
+    Raises ValueError for anything else."""
+    from datetime import datetime, timezone
+
+    text = (value or "").strip()
+    if not text:
+        raise ValueError("empty timestamp")
+    dt = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc)
+
+
+def utc_iso(dt: "datetime | str") -> str:
+    """The one timestamp format stored by the graph ("2025-03-02T14:05:09.123Z"): UTC, millisecond
+    precision, fixed width, so string order is time order."""
+    from datetime import timezone
+
+    if isinstance(dt, str):
+        dt = parse_time(dt)
+    elif dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    dt = dt.astimezone(timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"

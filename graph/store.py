@@ -25,24 +25,31 @@ def m001_graph(db: sqlite_utils.Database) -> None:
             original_confidence REAL NOT NULL,
             status TEXT NOT NULL DEFAULT 'active',  -- active | superseded | faded
             superseded_by INTEGER REFERENCES cards(id),
-            sessions INTEGER NOT NULL DEFAULT 1,    -- distinct sessions it was seen in
-            access_count INTEGER NOT NULL DEFAULT 0,
+            sessions INTEGER NOT NULL DEFAULT 1,    -- distinct sessions it was seen in (= rows in card_sessions)
+            access_count INTEGER NOT NULL DEFAULT 0,  -- times recalled (folded from memory-recalls.jsonl)
+            last_accessed_at TEXT,
             pinned INTEGER NOT NULL DEFAULT 0,
             writer TEXT,
+            source_key TEXT,                 -- source_key of the merge that created it
             created_at TEXT NOT NULL,        -- learned (consolidated) at
             said_at TEXT NOT NULL,           -- first said at
             last_seen_at TEXT NOT NULL,      -- latest said_at of any session behind it
             updated_at TEXT NOT NULL,
-            vector BLOB                      -- float32 embedding, NULL when no embedder
+            status_at TEXT,                  -- when status last changed (faded, revived, superseded)
+            revived INTEGER NOT NULL DEFAULT 0,  -- times it came back from faded
+            vector BLOB                      -- float32 unit vector (graph_meta 'embedder' says whose)
         )"""
     )
     db.execute("CREATE INDEX cards_status ON cards(status, category)")
+    db.execute("CREATE INDEX cards_norm ON cards(norm)")
     db["cards"].enable_fts(["statement"], create_triggers=True, tokenize="porter unicode61")
     db.execute(
         """CREATE TABLE card_sessions (
             card_id INTEGER NOT NULL REFERENCES cards(id),
             session TEXT NOT NULL,
             said_at TEXT,
+            source_key TEXT,                 -- NewCard.source_key of that session's merge (forget uses it)
+            learned_at TEXT,
             PRIMARY KEY (card_id, session)
         )"""
     )
@@ -63,16 +70,19 @@ def m001_graph(db: sqlite_utils.Database) -> None:
             name TEXT NOT NULL,
             norm TEXT NOT NULL UNIQUE,
             type TEXT NOT NULL DEFAULT 'other',
-            created_at TEXT NOT NULL
+            created_at TEXT NOT NULL,
+            access_count INTEGER NOT NULL DEFAULT 0   -- times recalled (folded from the recall log)
         )"""
     )
     db.execute(
         """CREATE TABLE entity_aliases (
             norm TEXT PRIMARY KEY,
             alias TEXT NOT NULL,
-            entity_id INTEGER NOT NULL REFERENCES entities(id)
+            entity_id INTEGER NOT NULL REFERENCES entities(id),
+            how TEXT NOT NULL DEFAULT 'name'  -- name | normalized | fuzzy | embedding | synonym
         )"""
     )
+    db.execute("CREATE INDEX entity_aliases_entity ON entity_aliases(entity_id)")
     db.execute(
         """CREATE TABLE card_entities (
             card_id INTEGER NOT NULL REFERENCES cards(id),
@@ -97,10 +107,35 @@ def m001_graph(db: sqlite_utils.Database) -> None:
     )
     db.execute("CREATE INDEX rel_subject ON relation_statements(subject_id, verb, object_id, said_at)")
     db.execute("CREATE INDEX rel_object ON relation_statements(object_id)")
+    db.execute("CREATE INDEX rel_card ON relation_statements(card_id)")
+    # Current state of each relation, recomputed from relation_statements by graph.relations after
+    # every change (so readers need no rules): state = latest statement by said_at (explicit wins a
+    # tie); weight = distinct sessions of explicit statements whose card is not faded.
+    db.execute(
+        """CREATE TABLE relations (
+            subject_id INTEGER NOT NULL REFERENCES entities(id),
+            verb TEXT NOT NULL,
+            object_id INTEGER NOT NULL REFERENCES entities(id),
+            holds INTEGER NOT NULL,          -- 1 holds, 0 ended
+            weight INTEGER NOT NULL,         -- distinct sessions behind it among non-faded cards
+            first_said TEXT NOT NULL,
+            last_said TEXT NOT NULL,         -- latest said_at of any statement about it
+            since TEXT NOT NULL,             -- said_at where the current state began (first statement of its latest run)
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (subject_id, verb, object_id)
+        )"""
+    )
+    db.execute("CREATE INDEX relations_object ON relations(object_id)")
+    db.execute(
+        """CREATE TABLE graph_meta (
+            key TEXT PRIMARY KEY,            -- 'embedder' (id of the vectors in cards.vector),
+            value TEXT                       -- 'recall_log:<path>' (JSON read position), ...
+        )"""
+    )
     db.execute(
         """CREATE TABLE forgotten (
-            hash TEXT PRIMARY KEY,           -- keyed hash of a forgotten statement/source; never the text
-            kind TEXT NOT NULL,
+            hash TEXT PRIMARY KEY,           -- SHA-256 of a forgotten statement's norm or source_key; never the text
+            kind TEXT NOT NULL,              -- statement | source
             at TEXT NOT NULL
         )"""
     )
@@ -121,4 +156,104 @@ def m001_graph(db: sqlite_utils.Database) -> None:
             status TEXT,                     -- running | ok | partial | failed
             summary TEXT                     -- JSON: counts, calls, tokens, cost, rejected, errors, backlog
         )"""
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Small helpers shared by the graph modules (stdlib + sqlite3 connection only).
+
+import contextlib  # noqa: E402
+import itertools  # noqa: E402
+import sqlite3  # noqa: E402
+from typing import Any, Iterator  # noqa: E402
+
+_savepoints = itertools.count(1)
+
+
+def connection(db: Any) -> sqlite3.Connection:
+    """The sqlite3 connection of a `sqlite_utils.Database` (or the connection itself)."""
+    return db if isinstance(db, sqlite3.Connection) else db.conn
+
+
+@contextlib.contextmanager
+def transaction(db: Any) -> Iterator[sqlite3.Connection]:
+    """One atomic unit: BEGIN IMMEDIATE ... COMMIT, or a SAVEPOINT when the caller already holds a
+    transaction (so consolidation can wrap a card and its progress row in one). On any exception
+    everything done inside is rolled back and the exception propagates.
+
+    Code inside must use `conn.execute` only: sqlite_utils table methods commit on their own."""
+    conn = connection(db)
+    if conn.in_transaction:
+        name = f"graph_sp_{next(_savepoints)}"
+        conn.execute(f"SAVEPOINT {name}")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute(f"ROLLBACK TO {name}")
+            conn.execute(f"RELEASE {name}")
+            raise
+        conn.execute(f"RELEASE {name}")
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.rollback()
+        raise
+    conn.commit()
+
+
+def get_meta(db: Any, key: str) -> str | None:
+    row = connection(db).execute("SELECT value FROM graph_meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def set_meta(db: Any, key: str, value: str) -> None:
+    """Upsert one graph_meta value (inside the caller's transaction if there is one)."""
+    connection(db).execute(
+        "INSERT INTO graph_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
+
+
+def ensure_vectors(db: Any, embedder: Any, batch: int = 2000) -> int:
+    """Make every card's `vector` come from `embedder`: all of them when the stored embedder id
+    differs (model changed), else only the missing ones. Returns how many were (re)computed.
+    Commits in batches; safe to interrupt (the id is written last)."""
+    from .embed import to_blob
+
+    conn = connection(db)
+    stored = get_meta(conn, "embedder")
+    everything = stored != embedder.id
+    where = "" if everything else "WHERE vector IS NULL"
+    done = 0
+    last = 0
+    while True:
+        rows = conn.execute(
+            f"SELECT id, statement FROM cards {where} {'AND' if where else 'WHERE'} id > ? ORDER BY id LIMIT ?",
+            (last, batch),
+        ).fetchall()
+        if not rows:
+            break
+        vecs = embedder.encode([r[1] for r in rows])
+        with transaction(conn):
+            conn.executemany("UPDATE cards SET vector = ? WHERE id = ?",
+                             [(to_blob(v), r[0]) for r, v in zip(rows, vecs)])
+        done += len(rows)
+        last = rows[-1][0]
+    if stored != embedder.id:
+        with transaction(conn):
+            set_meta(conn, "embedder", embedder.id)
+    return done
+
+
+@MIGRATIONS()
+def m002_recall_indexes(db: sqlite_utils.Database) -> None:
+    """Recall (graph.recall) reads the strongest standing memories of a category at every session
+    start: this index serves `WHERE status = ? AND category = ? ORDER BY pinned DESC, sessions DESC,
+    importance DESC, last_seen_at DESC LIMIT n` without sorting (0.6 ms instead of 34 ms at 100k
+    cards, bench/recall_bench.py)."""
+    db.execute(
+        "CREATE INDEX IF NOT EXISTS cards_recall_standing "
+        "ON cards(status, category, pinned, sessions, importance, last_seen_at)"
     )

@@ -1,7 +1,91 @@
-"""Placeholder until its owner fills it in."""
+"""`reverie consolidate --now [--agent ID | --all] [--writer offline|anthropic|claude-cli] [--json]`.
+
+Without `--agent`, all enabled agents are consolidated (as with `--all`). A progress bar is shown on
+a terminal (stderr); `--json` prints the per-agent summary (a list when several agents ran).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
 
 import click
 
+from ..errors import ReverieError
+from . import emit_json, pass_app
+
+
+def _render(s: dict[str, Any]) -> str:
+    rejected = ", ".join(f"{k} {v}" for k, v in sorted(s.get("cards_rejected", {}).items())) or "none"
+    lines = [
+        f"{s['agent']}: {s['cards_written']} cards written from {s['conversations']} conversations "
+        f"({s['passages']} passages, {s['candidates']} candidates, {s['calls']} model calls, ${s['cost_usd']:.4f}); "
+        f"rejected: {rejected}" + ("; backlog left for the next run" if s.get("backlog") else ""),
+    ]
+    for err in s.get("errors", [])[:10]:
+        where = f" [{err['conversation'][:8]}]" if err.get("conversation") else ""
+        lines.append(f"  error{where}: {err.get('kind')}: {err.get('message')}")
+    return "\n".join(lines)
+
+
+def _bar_callback(label: str):
+    """A click progress bar on a terminal, else None."""
+    if not sys.stderr.isatty():
+        return None, None
+    state: dict[str, Any] = {"bar": None, "done": 0}
+
+    def cb(stage: str, done: int, total: int) -> None:
+        bar = state["bar"]
+        if bar is None or bar.length != total:
+            if bar is not None:
+                bar.render_finish()
+            bar = click.progressbar(length=max(total, 1), label=label, file=sys.stderr)
+            state["bar"], state["done"] = bar, 0
+        bar.update(done - state["done"])
+        state["done"] = done
+
+    def finish() -> None:
+        if state["bar"] is not None:
+            state["bar"].render_finish()
+
+    return cb, finish
+
 
 def register(cli: click.Group) -> None:
-    return None
+    @cli.command("consolidate")
+    @click.option("--now", "now_flag", is_flag=True, help="Run now, ignoring the schedule window and pause.")
+    @click.option("--agent", "agent_id", default=None, help="Consolidate this agent only.")
+    @click.option("--all", "all_agents", is_flag=True, help="Consolidate every enabled agent (the default).")
+    @click.option("--writer", type=click.Choice(["offline", "anthropic", "claude-cli"]), default=None,
+                  help="Card writer (default: settings `writer`, else offline).")
+    @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+    @pass_app
+    def consolidate(app, now_flag: bool, agent_id: str | None, all_agents: bool, writer: str | None,
+                    as_json: bool) -> None:
+        """Turn new conversations into memory cards (newest first; resumes where it stopped)."""
+        from ..pipeline import consolidate_agent, consolidate_all
+
+        if not now_flag:
+            raise ReverieError("Consolidation runs nightly; to run it now, pass --now "
+                               "(`reverie consolidate --now [--agent ID]`).")
+        if agent_id and all_agents:
+            raise ReverieError("Choose one: --agent ID or --all.")
+        cb, finish = (None, None) if as_json else _bar_callback("consolidating")
+        try:
+            if agent_id:
+                result: Any = consolidate_agent(app.home, agent_id, writer=writer, trigger="now", progress=cb)
+                summaries = [result]
+            else:
+                summaries = consolidate_all(app.home, writer=writer, trigger="now", progress=cb)
+                result = summaries
+        finally:
+            if finish:
+                finish()
+        if as_json:
+            emit_json(result)
+            return
+        if not summaries:
+            click.echo("No agents yet: run `reverie index`.")
+            return
+        for s in summaries:
+            click.echo(_render(s))

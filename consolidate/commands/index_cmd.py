@@ -1,7 +1,212 @@
-"""Placeholder until its owner fills it in."""
+"""Commands of the index: `index`, `agents`, `show conversation`, `doctor`, `settings get|set`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
 
 import click
 
+from ..errors import ReverieError
+from . import emit_json, pass_app
+
+SECRET_KEYS = {"anthropic.api_key"}
+
+
+def _counts(d: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(d.items(), key=lambda kv: (-kv[1], kv[0]))) or "none"
+
+
+def _render_index(s: dict[str, Any]) -> str:
+    lines = [
+        f"Indexed {s['files_seen']} transcript files ({s['files_changed']} changed, {s['files_missing']} gone from disk): "
+        f"{s['messages_added']} messages added ({s['blocks_added']} blocks; {s['lines_merged']} split lines merged), "
+        f"{s['titles']} titles, in {s['seconds']} s.",
+        f"skipped:  {_counts(s['skipped'])}",
+        f"rejected: {_counts(s['rejected'])}",
+    ]
+    if s.get("repaired"):
+        lines.append(f"repaired: {_counts(s['repaired'])}")
+    if s.get("agents"):
+        lines.append(f"agents updated: {', '.join(s['agents'])}")
+    if s.get("rescanned"):
+        lines.append(f"re-scrubbed {s['rescanned']} stored values after learning new secrets")
+    return "\n".join(lines)
+
+
+def _render_agents(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "No agents yet: run `reverie index`."
+    head = f"{'id':<24} {'conv':>5} {'msgs':>7} {'on disk':>7}  {'first':<20} {'last':<20} cwd"
+    out = [head]
+    for r in rows:
+        first = (r["first"] or "-")[:19]
+        last = (r["last"] or "-")[:19]
+        flag = "  (off)" if r.get("disabled") else ""
+        out.append(f"{r['id']:<24} {r['conversations']:>5} {r['messages']:>7} {r['transcripts_on_disk']:>7}  "
+                   f"{first:<20} {last:<20} {r['cwd'] or '-'}{flag}")
+    return "\n".join(out)
+
+
+def _default_for(dotted: str) -> tuple[bool, Any]:
+    """(known?, default) for a dotted settings key; keys below a dict-valued default are allowed."""
+    from ..settings import DEFAULTS
+
+    node: Any = DEFAULTS
+    parts = dotted.split(".")
+    for i, part in enumerate(parts):
+        if not isinstance(node, dict):
+            return False, None
+        if part not in node:
+            # Free-form sections (an empty {} default) accept new keys; agents.map is set whole.
+            return (node == {} and dotted.split(".")[:2] != ["agents", "map"]), None
+        node = node[part]
+    return True, node
+
+
+def _parse_value(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def _check_value(key: str, value: Any, default: Any) -> None:
+    from ..agents import valid_agent_id
+
+    if default is not None and value is not None:
+        ok = isinstance(value, type(default)) or (isinstance(default, float) and isinstance(value, int))
+        if isinstance(default, int) and isinstance(value, bool) and not isinstance(default, bool):
+            ok = False
+        if not ok:
+            raise ReverieError(f"{key} expects a {type(default).__name__} (default {json.dumps(default)}); "
+                               f"got {json.dumps(value)}. Example: reverie settings set {key} {json.dumps(default)}")
+    if key == "agents.map":
+        if not isinstance(value, dict) or not all(isinstance(k, str) and Path(k).is_absolute() for k in value):
+            raise ReverieError("agents.map is an object of absolute directory -> agent id, e.g. "
+                               "reverie settings set agents.map '{\"/home/me/work/api\": \"api\"}'")
+    if key == "agents.map":
+        ids = value.values()
+        bad = [i for i in ids if not (isinstance(i, str) and valid_agent_id(i))]
+        if bad:
+            raise ReverieError(f"Invalid agent id(s) {bad}: use lowercase letters, digits, '.', '_' and '-'.")
+    if key == "agents.disabled" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        raise ReverieError("agents.disabled is a list of agent ids, e.g. reverie settings set agents.disabled '[\"scratch\"]'")
+
+
+def _mask(key: str, value: Any) -> Any:
+    if key in SECRET_KEYS:
+        return "(set)" if value else None
+    if isinstance(value, dict):
+        return {k: _mask(f"{key}.{k}" if key else k, v) for k, v in value.items()}
+    return value
+
 
 def register(cli: click.Group) -> None:
-    return None
+    @cli.command("index")
+    @click.option("--projects-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                  help="Claude Code projects folder (default: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects).")
+    @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+    @pass_app
+    def index_command(app, projects_dir: Path | None, as_json: bool) -> None:
+        """Index new transcript lines (incremental; redacted before storage)."""
+        from ..index import index_all
+
+        summary = index_all(app.home, projects_dir)
+        if as_json:
+            emit_json(summary)
+        else:
+            click.echo(_render_index(summary))
+
+    @cli.command("agents")
+    @click.option("--json", "as_json", is_flag=True, help="Print the agents as JSON.")
+    @pass_app
+    def agents_command(app, as_json: bool) -> None:
+        """List agents: conversations, messages, first/last activity, transcripts still on disk."""
+        from ..agents import list_agents
+
+        rows = list_agents(app.home)
+        if as_json:
+            emit_json(rows)
+        else:
+            click.echo(_render_agents(rows))
+
+    @cli.group("show")
+    def show_group() -> None:
+        """Show something stored in the index."""
+
+    @show_group.command("conversation")
+    @click.argument("conversation_id")
+    @click.option("--agent", default=None, help="Agent id (default: search every agent).")
+    @click.option("--json", "as_json", is_flag=True, help="Print the conversation as JSON.")
+    @pass_app
+    def show_conversation(app, conversation_id: str, agent: str | None, as_json: bool) -> None:
+        """Rebuild a conversation from the index, in order (works after the transcript is deleted)."""
+        from ..conversation import rebuild, render
+
+        conv = rebuild(app.home, conversation_id, agent)
+        if as_json:
+            emit_json(conv)
+        else:
+            click.echo(render(conv))
+
+    @cli.command("doctor")
+    @click.option("--projects-dir", type=click.Path(file_okay=False, path_type=Path), default=None)
+    @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+    @pass_app
+    def doctor_command(app, projects_dir: Path | None, as_json: bool) -> None:
+        """Home, agents, db sizes, schema versions, and which optional parts are available."""
+        from ..doctor import diagnose, render
+
+        report = diagnose(app.home, projects_dir)
+        if as_json:
+            emit_json(report)
+        else:
+            click.echo(render(report))
+
+    @cli.group("settings")
+    def settings_group() -> None:
+        """Read or change settings (<home>/settings.json, mode 0600)."""
+
+    @settings_group.command("get")
+    @click.argument("key", required=False)
+    @click.option("--json", "as_json", is_flag=True, help="Print the value as JSON.")
+    @pass_app
+    def settings_get(app, key: str | None, as_json: bool) -> None:
+        """Print one setting (dotted KEY, e.g. index.tool_result_cap), or all of them."""
+        from .. import settings as st
+
+        data = st.load_settings(app.home)
+        if key:
+            known, _ = _default_for(key)
+            value = st.get(data, key, None)
+            if not known and value is None:
+                raise ReverieError(f"Unknown setting {key!r}. See all keys with `reverie settings get`.")
+            value = _mask(key, value)
+        else:
+            value = _mask("", data)
+        if as_json or not isinstance(value, str):
+            emit_json(value)
+        else:
+            click.echo(value)
+
+    @settings_group.command("set")
+    @click.argument("key")
+    @click.argument("value")
+    @pass_app
+    def settings_set(app, key: str, value: str) -> None:
+        """Set one setting. VALUE is read as JSON when it parses (numbers, true/false, lists, objects),
+        else as a string: `reverie settings set agents.disabled '["scratch"]'`."""
+        from .. import settings as st
+
+        known, default = _default_for(key)
+        if not known:
+            raise ReverieError(f"Unknown setting {key!r}. See all keys with `reverie settings get`.")
+        parsed = _parse_value(value)
+        if key in SECRET_KEYS:
+            parsed = value   # keys are strings; never echoed
+        _check_value(key, parsed, default)
+        path = st.set_value(app.home, key, parsed)
+        shown = "(hidden)" if key in SECRET_KEYS else json.dumps(parsed, ensure_ascii=False)
+        click.echo(f"{key} = {shown}   ({path})")

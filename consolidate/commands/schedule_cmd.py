@@ -1,7 +1,367 @@
-"""Placeholder until its owner fills it in."""
+"""`reverie schedule run|tick|install|uninstall|status`: the adapter between the application and
+`schedules/` (which imports nothing of ours; this module hands it the functions).
+
+- `run`: the APScheduler daemon (hourly index, nightly consolidation at each agent's hour,
+  backfill in the window); logs to `<log dir>/schedule.log`; SIGTERM/SIGINT stop it cleanly.
+- `tick`: one pass of "what should run now", for cron/launchd/systemd (the units run it hourly).
+- `install [--system cron|launchd|systemd] [--print]` / `uninstall [--system ...]`: the OS units.
+- `status [--json]`: per agent the next run, the last run and its result, the backlog.
+
+The application's index, agent listing and pipeline are imported inside the job functions, so this
+module loads (and the daemon keeps running, logging the failure) even before they exist.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import logging.handlers
+import os
+import sys
+from pathlib import Path
+from typing import Any
 
 import click
 
+from ..errors import ReverieError
+from . import emit_json, pass_app
+
+log = logging.getLogger(__name__)
+
+SYSTEM_CHOICE = click.Choice(["cron", "launchd", "systemd"])
+
+
+# ---------------------------------------------------------------------------------------------
+# building the runner from the application
+
+
+def state_dir(home: Path) -> Path:
+    return home / "schedules"
+
+
+def outcome_from_summary(summary: dict[str, Any]):
+    """A pipeline summary (issue 4: conversations, passages, cards_written, backlog, errors, ...)
+    as a `schedules.runner.RunOutcome`. Progress = at least one conversation or passage consolidated."""
+    from schedules.runner import RunOutcome
+
+    def count(key: str) -> int:
+        value = summary.get(key) or 0
+        if isinstance(value, (list, tuple, set, dict)):
+            return len(value)
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            return 0
+
+    conversations, passages, cards = count("conversations"), count("passages"), count("cards_written")
+    errors = summary.get("errors") or []
+    if not isinstance(errors, list):
+        errors = [errors]
+    backlog = bool(summary.get("backlog"))
+    def n(k: int, word: str) -> str:
+        return f"{k} {word}" + ("" if k == 1 else "s")
+
+    result = f"{n(cards, 'card')} from {n(passages, 'passage')} in {n(conversations, 'conversation')}"
+    if errors:
+        first = errors[0]
+        if isinstance(first, dict):
+            kind, message = first.get("kind"), first.get("message")
+            first = f"{kind}: {message}" if kind and message else (kind or message or json.dumps(first, default=str))
+        result += f"; {len(errors)} error{'s' if len(errors) != 1 else ''} (first: {first})"
+    if backlog:
+        result += "; backlog left"
+    return RunOutcome(progress=conversations > 0 or passages > 0, backlog=backlog, result=result)
+
+
+def _scrubber(home: Path):
+    """Secret redaction for everything the scheduler logs or stores (results, error messages).
+
+    The full engine (`redact.engine.Redactor`, built on first use, learning nothing) else the home's
+    remembered secrets; if neither can be loaded the text is withheld (fail closed).
+    """
+    from ..paths import secrets_dir
+
+    engine: dict[str, Any] = {}
+
+    def scrub(text: str) -> str:
+        if "fn" not in engine:
+            try:
+                from redact.engine import Redactor
+
+                redactor = Redactor(secrets_dir(home), learn=False)
+                engine["fn"] = lambda t: redactor.redact(t).text
+            except Exception:  # noqa: BLE001 - fall back to the light scrubber
+                try:
+                    from redact.memory import SecretMemory
+
+                    memory = SecretMemory(secrets_dir(home))
+                    engine["fn"] = lambda t: memory.scrub(t)[0]
+                except Exception:  # noqa: BLE001
+                    engine["fn"] = lambda t: "[withheld: redaction unavailable]"
+                log.warning("full redaction engine unavailable; scheduler messages use the fallback")
+        return engine["fn"](text) if text else text
+
+    return scrub
+
+
+def build_jobs(home: Path):
+    """The application's functions, as `schedules.runner.Jobs`."""
+    from schedules.lock import Busy
+    from schedules.runner import AgentSpec, Jobs, RunOutcome
+
+    from ..errors import AgentBusy
+    from ..paths import agent_dir
+    from ..settings import get, load_settings
+
+    def list_agents() -> list[AgentSpec]:
+        rows = importlib.import_module("consolidate.agents").list_agents(home)
+        disabled = set(get(load_settings(home), "agents.disabled", []) or [])
+        specs = []
+        for row in rows:
+            agent_id = row["id"] if isinstance(row, dict) else str(row)
+            off = bool(row.get("disabled", agent_id in disabled)) if isinstance(row, dict) else agent_id in disabled
+            specs.append(AgentSpec(id=agent_id, dir=agent_dir(home, agent_id), enabled=not off))
+        return specs
+
+    def index_all() -> str:
+        summary = importlib.import_module("consolidate.index").index_all(home) or {}
+        rejected = sum((summary.get("rejected") or {}).values()) if isinstance(summary.get("rejected"), dict) else 0
+        text = (f"{summary.get('files_changed', 0)} of {summary.get('files_seen', 0)} files changed, "
+                f"{summary.get('messages_added', 0)} messages added")
+        return text + (f", {rejected} lines rejected" if rejected else "")
+
+    def consolidate(agent_id: str, trigger: str) -> RunOutcome:
+        pipeline = importlib.import_module("consolidate.pipeline")
+        try:
+            summary = pipeline.consolidate_agent(home, agent_id, trigger=trigger)
+        except (Busy, AgentBusy) as exc:
+            return RunOutcome(progress=False, backlog=False, result=f"busy: {exc}", busy=True)
+        return outcome_from_summary(summary or {})
+
+    return Jobs(list_agents=list_agents, index_all=index_all, consolidate=consolidate, scrub=_scrubber(home))
+
+
+def config_loader(home: Path, *, strict: bool):
+    """Loads the `schedule` settings (and $REVERIE_PAUSE) afresh on every call.
+
+    strict: raise ReverieError on invalid settings (one-shot commands). Otherwise (the daemon) keep
+    the last good configuration and log the problem once per change.
+    """
+    from schedules.policy import ScheduleConfigError, config_from_settings
+
+    from ..paths import ENV_PAUSE
+    from ..settings import load_settings
+
+    last: dict[str, Any] = {}
+
+    def load():
+        try:
+            cfg = config_from_settings(load_settings(home).get("schedule"), pause_env=os.environ.get(ENV_PAUSE))
+        except ScheduleConfigError as exc:
+            if strict or "cfg" not in last:
+                raise ReverieError(str(exc)) from None
+            if last.get("error") != str(exc):
+                log.error("invalid schedule settings, keeping the previous ones: %s", exc)
+                last["error"] = str(exc)
+            return last["cfg"]
+        last["cfg"], last["error"] = cfg, None
+        return cfg
+
+    return load
+
+
+def build_runner(home: Path, *, strict: bool = True):
+    from schedules.runner import Runner
+    from schedules.state import StateStore
+
+    sdir = state_dir(home)
+    loader = config_loader(home, strict=strict)
+    loader()  # validate now: a broken setting is reported before anything starts
+    return Runner(build_jobs(home), load_config=loader, state=StateStore(sdir / "state.json"),
+                  scheduler_lock=sdir / "scheduler.lock")
+
+
+class _LogSetup:
+    """Route our and the application's logging to `<log dir>/schedule.log` for one command."""
+
+    def __init__(self, home: Path, *, stream_level: int | None) -> None:
+        from ..paths import ensure_private_dir, log_dir
+
+        self.path = ensure_private_dir(log_dir(home)) / "schedule.log"
+        fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+        self.handlers: list[logging.Handler] = []
+        fh = logging.handlers.RotatingFileHandler(self.path, maxBytes=5_000_000, backupCount=3, encoding="utf-8")
+        fh.setFormatter(fmt)
+        fh.setLevel(logging.INFO)
+        self.handlers.append(fh)
+        if stream_level is not None:
+            sh = logging.StreamHandler(sys.stderr)
+            sh.setFormatter(fmt)
+            sh.setLevel(stream_level)
+            self.handlers.append(sh)
+        try:
+            os.chmod(self.path, 0o600)
+        except OSError:
+            pass
+
+    def __enter__(self):
+        root = logging.getLogger()
+        self._old_level = root.level
+        root.setLevel(logging.INFO)
+        for h in self.handlers:
+            root.addHandler(h)
+        # Their INFO lines (every job run, every recognizer loaded) would flood the log.
+        self._quiet = {name: logging.getLogger(name) for name in ("apscheduler", "presidio-analyzer")}
+        self._levels = {name: lg.level for name, lg in self._quiet.items()}
+        for lg in self._quiet.values():
+            lg.setLevel(logging.WARNING)
+        return self
+
+    def __exit__(self, *exc):
+        root = logging.getLogger()
+        for h in self.handlers:
+            root.removeHandler(h)
+            h.close()
+        root.setLevel(self._old_level)
+        for name, lg in self._quiet.items():
+            lg.setLevel(self._levels[name])
+
+
+def _tick_argv(home: Path) -> tuple[str, ...]:
+    """Absolute command for the OS units: the `reverie` script beside this interpreter, else `python -m consolidate`."""
+    script = Path(sys.executable).parent / ("reverie.exe" if os.name == "nt" else "reverie")
+    base = (str(script),) if script.exists() else (sys.executable, "-m", "consolidate")
+    return (*base, "--home", str(home), "schedule", "tick")
+
+
+def _unit_spec(home: Path):
+    from schedules.units import UnitSpec
+
+    from ..paths import log_dir
+
+    cfg = config_loader(home, strict=True)()
+    return UnitSpec(home=home, argv=_tick_argv(home), hour=cfg.hour, minute=cfg.minute,
+                    log_dir=log_dir(home), path_env=os.environ.get("PATH"))
+
+
+# ---------------------------------------------------------------------------------------------
+# commands
+
 
 def register(cli: click.Group) -> None:
-    return None
+    @cli.group("schedule")
+    def schedule() -> None:
+        """Run by itself: hourly index, nightly consolidation (02:00), backfill in the window (02:00-08:00)."""
+
+    @schedule.command("run")
+    @pass_app
+    def run_cmd(app) -> None:
+        """Run the scheduler daemon in the foreground until SIGTERM/SIGINT."""
+        from schedules.daemon import AlreadyRunning, run_daemon
+
+        runner = build_runner(app.home, strict=False)
+        with _LogSetup(app.home, stream_level=logging.INFO) as logs:
+            try:
+                code = run_daemon(runner, banner=f" (home {app.home}, pid {os.getpid()}, log {logs.path})")
+            except AlreadyRunning as exc:
+                raise ReverieError(f"A scheduler is already running for this home: {exc} "
+                                   "(`reverie schedule status` shows it).") from None
+        sys.exit(code)
+
+    @schedule.command("tick")
+    @click.option("--json", "as_json", is_flag=True, help="Print what ran as JSON.")
+    @pass_app
+    def tick_cmd(app, as_json: bool) -> None:
+        """One pass: index if due, then nightly runs and backfill while the window lasts (for cron/launchd/systemd)."""
+        runner = build_runner(app.home, strict=True)
+        with _LogSetup(app.home, stream_level=logging.ERROR):
+            report = runner.tick()
+        if as_json:
+            emit_json(report.as_dict())
+            return
+        if report.skipped:
+            click.echo(f"nothing done: {report.skipped}")
+            return
+        if report.index:
+            click.echo(f"index: {report.index}")
+        for r in report.runs:
+            click.echo(f"{r.agent} ({r.trigger}): {r.result}")
+        if not report.runs:
+            click.echo(f"no consolidation: {report.blocked or 'nothing due'}")
+
+    @schedule.command("status")
+    @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+    @pass_app
+    def status_cmd(app, as_json: bool) -> None:
+        """Per agent: next run, last run and its result, backlog; pause, window, running scheduler."""
+        from schedules.status import format_status, status_report
+        from schedules.units import Targets, installed
+
+        runner = build_runner(app.home, strict=True)
+        data = status_report(runner, installed=installed(_unit_spec(app.home), Targets.default()))
+        if as_json:
+            emit_json(data)
+        else:
+            click.echo(format_status(data))
+
+    @schedule.command("install")
+    @click.option("--system", type=SYSTEM_CHOICE, default=None,
+                  help="OS scheduler (default: launchd on macOS, systemd where running, else cron).")
+    @click.option("--print", "print_only", is_flag=True, help="Print what would be written; change nothing.")
+    @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+    @pass_app
+    def install_cmd(app, system: str | None, print_only: bool, as_json: bool) -> None:
+        """Install an OS schedule that runs `reverie schedule tick` (hourly; nightly work at 02:00)."""
+        from schedules.units import Targets, UnitError, default_system, install
+
+        system = system or default_system()
+        try:
+            report = install(system, _unit_spec(app.home), Targets.default(), dry_run=print_only)
+        except UnitError as exc:
+            raise ReverieError(str(exc)) from None
+        if as_json:
+            emit_json(report.as_dict())
+            return
+        verb = "would write" if print_only else "wrote"
+        if report.crontab_line:
+            click.echo(f"crontab line ({'to add with `crontab -e`' if print_only else 'installed'}):")
+            click.echo(report.crontab_line)
+        for path, text in report.files.items():
+            click.echo(f"# {verb} {path}")
+            click.echo(text.rstrip("\n"))
+        if report.files and report.commands:
+            click.echo(("# then run:" if print_only else "# ran:"))
+            for c in report.commands:
+                click.echo(f"  {c}")
+        for note in report.notes:
+            click.echo(f"note: {note}")
+        if not print_only:
+            click.echo(f"installed ({system}); `reverie schedule uninstall` removes it. "
+                       "API keys for cron/launchd/systemd runs must be in settings (`reverie settings set anthropic.api_key KEY`) "
+                       "since these do not see your shell's environment.")
+
+    @schedule.command("uninstall")
+    @click.option("--system", type=SYSTEM_CHOICE, default=None, help="Only this OS scheduler (default: all).")
+    @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+    @pass_app
+    def uninstall_cmd(app, system: str | None, as_json: bool) -> None:
+        """Remove the OS schedule that `install` wrote for this home."""
+        from schedules.units import SYSTEMS, Targets, UnitError, uninstall
+
+        try:
+            reports = uninstall([system] if system else list(SYSTEMS), _unit_spec(app.home), Targets.default(),
+                                explicit=system is not None)
+        except UnitError as exc:
+            raise ReverieError(str(exc)) from None
+        if as_json:
+            emit_json([r.as_dict() for r in reports])
+            return
+        removed = [item for r in reports for item in r.removed]
+        for item in removed:
+            click.echo(f"removed {item}")
+        for r in reports:
+            for note in r.notes:
+                click.echo(f"note: {note}")
+        if not removed:
+            click.echo("nothing installed for this home")

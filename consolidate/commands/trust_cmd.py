@@ -1,7 +1,226 @@
-"""Placeholder until its owner fills it in."""
+"""Trust commands: feedback, pin/unpin, Markdown export/import, maintenance.
+
+Each command resolves the agent (`--agent`, else the agent of the current directory), opens its db,
+calls one library function in `graph.trust` / `graph.markdown` / `graph.maintenance`, and prints a
+line or, with --json, the result.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
 
 import click
 
+from ..errors import ReverieError, UnknownAgent
+from . import AppContext, emit_json, pass_app
+
+_AGENT_HELP = "Agent id (default: the agent of the current directory; see `reverie agents`)."
+
+
+def _agent(app: AppContext, agent: str | None) -> str:
+    if agent:
+        return agent
+    from ..agents import agent_for_cwd  # noqa: PLC0415
+
+    found = agent_for_cwd(app.home, os.getcwd())
+    if not found:
+        raise UnknownAgent("No agent for this directory: pass --agent ID (see `reverie agents`).")
+    return found
+
+
+def _open(app: AppContext, agent: str):
+    from ..paths import agent_db_path  # noqa: PLC0415
+    from ..store import open_db  # noqa: PLC0415
+
+    path = agent_db_path(app.home, agent)
+    if not path.exists():
+        raise UnknownAgent(f"Unknown agent {agent!r}: no memory at {path}. See `reverie agents`, or run "
+                           "`reverie index` and `reverie consolidate --now` first.")
+    return open_db(path)
+
+
+def _half_life(app: AppContext) -> float:
+    from .. import settings as st  # noqa: PLC0415
+
+    value = st.get(st.load_settings(app.home), "feedback.half_life_days", 90)
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ReverieError(f"feedback.half_life_days must be a number of days, not {value!r}: "
+                           "`reverie settings set feedback.half_life_days 90`") from None
+    if value <= 0:
+        raise ReverieError("feedback.half_life_days must be > 0: `reverie settings set feedback.half_life_days 90`")
+    return value
+
+
+def _redactor(app: AppContext):
+    from redact.engine import Redactor  # noqa: PLC0415
+
+    from ..paths import secrets_dir  # noqa: PLC0415
+
+    r = Redactor(secrets_dir(app.home))
+    return lambda text: r.redact(text).text
+
+
+def _card(db, card_id: int, agent: str) -> dict[str, Any]:
+    from graph.trust import UnknownCard, card_row  # noqa: PLC0415
+
+    try:
+        return card_row(db, card_id)
+    except UnknownCard:
+        raise ReverieError(f"No card {card_id} in agent {agent!r}: find ids with `reverie search QUERY --agent {agent}`.") \
+            from None
+
 
 def register(cli: click.Group) -> None:
-    return None
+    @cli.command("feedback")
+    @click.argument("card_id", type=int)
+    @click.argument("kind", type=click.Choice(["helpful", "harmful"]))
+    @click.option("--note", default=None, help="Why (stored redacted).")
+    @click.option("--agent", default=None, help=_AGENT_HELP)
+    @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+    @pass_app
+    def feedback_cmd(app: AppContext, card_id: int, kind: str, note: str | None, agent: str | None,
+                     as_json: bool) -> None:
+        """Record that a memory was helpful or harmful; re-scores its maturity."""
+        from graph import trust  # noqa: PLC0415
+
+        agent = _agent(app, agent)
+        db = _open(app, agent)
+        card = _card(db, card_id, agent)
+        if card["status"] not in ("active", "faded"):
+            hint = f" (replaced by card {card['superseded_by']})" if card.get("superseded_by") else ""
+            raise ReverieError(f"Card {card_id} is {card['status']}{hint}: give feedback on the memory that replaced "
+                               f"it; see archive.md of `reverie export --markdown DIR --agent {agent}`.")
+        clean_note = _redactor(app)(note) if note else None
+        half_life = _half_life(app)
+        with trust.transaction(db):
+            fid = trust.record_feedback(db, card_id, kind, source="user", note=clean_note)
+            result = trust.evaluate_card(db, card_id, half_life_days=half_life, source="feedback")
+        result.update({"agent": agent, "feedback_id": fid, "kind": kind})
+        if as_json:
+            emit_json(result)
+            return
+        line = (f"card {card_id}: {kind} recorded; {result['helpful_count']} helpful / {result['harmful_count']} "
+                f"harmful, score {result['score']:.2f}, maturity {result['maturity']}")
+        if result["maturity"] != result["maturity_before"]:
+            line += f" (was {result['maturity_before']})"
+        click.echo(line)
+        if result["inverted_to"]:
+            click.echo(f"card {card_id} was inverted into anti-pattern card {result['inverted_to']} (AVOID: ...)")
+
+    def _pin(app: AppContext, card_id: int, agent: str | None, as_json: bool, pinned: bool) -> None:
+        from graph import trust  # noqa: PLC0415
+
+        agent = _agent(app, agent)
+        db = _open(app, agent)
+        _card(db, card_id, agent)
+        with trust.transaction(db):
+            result = trust.set_pinned(db, card_id, pinned)
+        result["agent"] = agent
+        if as_json:
+            emit_json(result)
+        else:
+            state = "pinned" if pinned else "unpinned"
+            click.echo(f"card {card_id} {state}" + ("" if result["changed"] else " (already)"))
+
+    @cli.command("pin")
+    @click.argument("card_id", type=int)
+    @click.option("--agent", default=None, help=_AGENT_HELP)
+    @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+    @pass_app
+    def pin_cmd(app: AppContext, card_id: int, agent: str | None, as_json: bool) -> None:
+        """Pin a memory: its maturity and confidence never move, maintenance keeps it."""
+        _pin(app, card_id, agent, as_json, True)
+
+    @cli.command("unpin")
+    @click.argument("card_id", type=int)
+    @click.option("--agent", default=None, help=_AGENT_HELP)
+    @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+    @pass_app
+    def unpin_cmd(app: AppContext, card_id: int, agent: str | None, as_json: bool) -> None:
+        """Unpin a memory."""
+        _pin(app, card_id, agent, as_json, False)
+
+    @cli.command("export")
+    @click.option("--markdown", "directory", required=True, type=click.Path(file_okay=False),
+                  help="Directory for semantic.md, episodic.md and archive.md.")
+    @click.option("--agent", default=None, help=_AGENT_HELP)
+    @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+    @pass_app
+    def export_cmd(app: AppContext, directory: str, agent: str | None, as_json: bool) -> None:
+        """Write the agent's memory as Markdown files a person can read, review and edit."""
+        from graph.markdown import export_markdown  # noqa: PLC0415
+
+        agent = _agent(app, agent)
+        db = _open(app, agent)
+        result = export_markdown(db, Path(directory), agent=agent)
+        result["agent"] = agent
+        if as_json:
+            emit_json(result)
+        else:
+            click.echo(f"{agent}: {result['cards']} memories, {result['episodes']} episodes, "
+                       f"{result['archived_cards'] + result['archived_episodes']} archived -> {result['directory']}")
+
+    @cli.command("import")
+    @click.option("--markdown", "directory", required=True, type=click.Path(file_okay=False, exists=True),
+                  help="Directory written by `reverie export --markdown` and edited since.")
+    @click.option("--agent", default=None, help=_AGENT_HELP)
+    @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+    @pass_app
+    def import_cmd(app: AppContext, directory: str, agent: str | None, as_json: bool) -> None:
+        """Apply a person's edits of the Markdown files back to the agent's memory."""
+        from graph.markdown import MarkdownError, import_markdown  # noqa: PLC0415
+
+        agent = _agent(app, agent)
+        db = _open(app, agent)
+        try:
+            result = import_markdown(db, Path(directory), agent=agent, redact=_redactor(app))
+        except MarkdownError as exc:
+            raise ReverieError(str(exc)) from None
+        result["agent"] = agent
+        if as_json:
+            emit_json(result)
+            return
+        if not result["changed"]:
+            click.echo(f"{agent}: no edits found, nothing changed")
+        else:
+            parts = [f"{result[k]} {k.replace('_', ' ')}" for k in (
+                "edited", "retired", "added", "restored", "recategorized", "confidence_changed",
+                "episodes_edited", "episodes_removed", "episodes_added") if result[k]]
+            click.echo(f"{agent}: " + ", ".join(parts) + "; files re-exported")
+        for key in ("duplicates", "uncategorized", "redacted"):
+            if result[key]:
+                click.echo(f"  {result[key]} {key} (see docs/trust.md)")
+        for name, lines in result["unreadable"].items():
+            click.echo(f"  {name}: unreadable lines {', '.join(map(str, lines))} (left out)")
+
+    @cli.command("maintenance")
+    @click.option("--apply", "do_apply", is_flag=True, help="Apply the proposed actions (default: only list).")
+    @click.option("--agent", default=None, help=_AGENT_HELP)
+    @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+    @pass_app
+    def maintenance_cmd(app: AppContext, do_apply: bool, agent: str | None, as_json: bool) -> None:
+        """List memories below the trust thresholds with a proposed action; --apply applies them."""
+        from graph import maintenance  # noqa: PLC0415
+
+        agent = _agent(app, agent)
+        db = _open(app, agent)
+        entries = maintenance.plan(db, half_life_days=_half_life(app))
+        applied = maintenance.apply(db, entries) if do_apply and entries else None
+        if as_json:
+            emit_json({"agent": agent, "entries": entries, "applied": applied})
+            return
+        if not entries:
+            click.echo(f"{agent}: nothing below the thresholds")
+            return
+        for e in entries:
+            tag = ("c:" if e["target"] == "card" else "e:") + str(e["id"])
+            click.echo(f"{e['action']:<8} {tag:<8} {e['text']}\n         {e['reason']}")
+        if applied is None:
+            click.echo(f"{len(entries)} proposals; run `reverie maintenance --apply --agent {agent}` to apply them")
+        else:
+            click.echo(f"applied: {applied['removed']} removed, {applied['archived']} archived, "
+                       f"{applied['reinforced']} reinforced, {applied['skipped']} skipped")

@@ -1,0 +1,421 @@
+"""Secret redaction bench: quality and speed of `redact/`, side by side with detect-secrets 1.5.
+
+Run:  /tmp/venv/bin/python bench/redact_bench.py [--data DIR] [--fixtures DIR] [--mb 20] [--no-ds]
+                                                  [--show-misses] [--show-flags]
+
+Datasets (read in place, gzip-compressed JSON Lines; never decompressed to disk):
+  <data>/gitleaks_cases.jsonl.gz, <data>/detect_secrets_cases.jsonl.gz (see their README).
+
+How the bench knows "the value" of a secret row (recall counts only when it is gone from the output):
+  1. A PEM / PuTTY private key: the longest line of the key body (any line of it surviving is a leak).
+  2. Otherwise the text is cut into tokens at whitespace, quotes, backticks, brackets, commas,
+     semicolons, pipes and literal escapes (\\n, \\t, \\"); a token `key=value` / `key:value` whose
+     left side is an identifier, or `scheme://user:pass@host`, contributes its value part; tokens
+     that are URLs without credentials, paths, or XML tags are dropped.
+  3. The value is the token with the highest score = length x Shannon entropy, x1.5 when it has a
+     digit, x0.5 when it reads like a word or camelCase identifier (shell variables like $HOME and
+     lower-case dotted names like kubernetes.io/name or timestamps are never values): the secret in every row
+     shape of these datasets (a random string dominates the surrounding keys and code). A generated
+     row wraps one seeded sample in a template, and the rule picks exactly that sample.
+  The row is recalled when that value no longer occurs in the redacted output.
+  A not_secret row is "flagged" when the tool reports anything at all in it.
+
+detect-secrets is measured the same way: each reported secret_value is replaced in the text, then the
+value check above runs. "file" = scan_file on a temp file per row (default plugins and filters; temp
+files live in a temporary directory outside the repo and are removed); "line" = scan_line per line.
+
+Transcript false positives: every string of every line of the shared Claude Code fixtures goes through
+`Redactor.redact`; every finding is printed with its value masked (first 3 characters, class shape,
+length, entropy) and its context, so a person can judge. Goal: <= 1 false finding per MB.
+
+Throughput: the fixture lines repeated to --mb MB, one `redact()` call per line (as the indexer calls it
+per text block), on one core; also the secret corpus; also with 100k remembered secrets in a
+temporary secrets dir (lookup cost must not grow with the number of remembered secrets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import os
+import re
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+DEFAULT_DATA = Path("/work/shared/bench/secrets")
+DEFAULT_FIXTURES = Path("/work/shared/fixtures/claude-code")
+
+
+# --------------------------------------------------------------------------- the value of a row
+
+_SPLIT = re.compile(r"""\\[nrt"']|[\s"'`<>()\[\]{},;|]+""")
+_KEYED = re.compile(r"^([A-Za-z_$@.\-][\w.\-$@]{0,60}?)(?::=|=>|[:=])(.+)$")
+_SHELLVAR = re.compile(r"\$[A-Za-z_{(]|%\{")
+_WORDLIKE = re.compile(r"^[A-Za-z]?[a-z]+(?:[A-Z_\-]?[A-Za-z][a-z]+)*$")
+_QUOTED = re.compile(r"\"([^\"\s]{6,})\"|'([^'\s]{6,})'|`([^`\s]{6,})`")
+_NOT_VALUE = re.compile(r"^(?:[a-z]+(?:[./_\-][a-z]+)+|\d{4}-\d\d-\d\d[T ][\d:.Z+\-]*)$")
+_QUERY = re.compile(r"[?&][^=&#]+=([^&#]+)")
+_USERINFO = re.compile(r"^[A-Za-z][\w+.\-]*://[^:/@\s]*:([^@/\s]+)@")
+_URL = re.compile(r"^[A-Za-z][\w+.\-]*://")
+_PEM = re.compile(r"-----BEGIN[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----(.*?)(?:-----END|$)", re.S)
+
+
+def _entropy(s: str) -> float:
+    n = len(s)
+    if not n:
+        return 0.0
+    return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
+
+
+def secret_value(text: str) -> str:
+    """The secret of a labelled row (see the module docstring)."""
+    m = _PEM.search(text)
+    if m:
+        lines = [ln.strip() for ln in re.split(r"\n|\\n", m.group(1)) if ln.strip()]
+        if lines:
+            return max(lines, key=len)
+    best, score = "", -1.0
+    quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
+    tokens = _SPLIT.split(text) + quoted
+    tokens += [q for t in tokens if _URL.match(t) for q in _QUERY.findall(t)]
+    tokens += [seg for t in tokens if _URL.match(t) for seg in t.split("?")[0].split("/")[3:]]
+    for tok in tokens:
+        tok = tok.strip(".:=")
+        if not tok:
+            continue
+        u = _USERINFO.match(tok)
+        if u:
+            tok = u.group(1)
+        elif tok.startswith("/") and "=" in tok:
+            tok = tok.rsplit("=", 1)[1]
+        elif _URL.match(tok) or tok.startswith("/"):
+            continue
+        else:
+            k = _KEYED.match(tok)
+            if k and sum(ch.isdigit() for ch in k.group(1)) <= 2 and not k.group(2).startswith("//"):
+                tok = k.group(2).strip("=:")
+        if _NOT_VALUE.match(tok) or _SHELLVAR.search(tok):
+            continue
+        if not tok:
+            continue
+        sc = len(tok) * _entropy(tok)
+        if any(ch.isdigit() for ch in tok):
+            sc *= 1.5
+        if _WORDLIKE.match(tok):
+            sc *= 0.5
+        if sc > score:
+            best, score = tok, sc
+    return best
+
+
+def recalled(value: str, output: str) -> bool:
+    return bool(value) and value not in output
+
+
+# --------------------------------------------------------------------------- tools
+
+
+class OurTool:
+    name = "reverie"
+
+    def __init__(self) -> None:
+        from redact.engine import Redactor
+
+        self.r = Redactor(None)
+
+    def run(self, text: str) -> tuple[str, int]:
+        red = self.r.redact(text)
+        return red.text, red.count
+
+
+class DetectSecretsFile:
+    name = "detect-secrets(file)"
+
+    def __init__(self) -> None:
+        from detect_secrets.core.scan import scan_file  # noqa: F401  (bench-only dependency)
+
+        self.tmp = tempfile.TemporaryDirectory(prefix="redact-bench-")
+        self.i = 0
+
+    def run(self, text: str) -> tuple[str, int]:
+        from detect_secrets.core.scan import scan_file
+        from detect_secrets.settings import default_settings
+
+        self.i += 1
+        path = os.path.join(self.tmp.name, f"case{self.i}.txt")
+        with open(path, "w", encoding="utf-8", errors="surrogatepass") as fh:
+            fh.write(text)
+        try:
+            with default_settings():
+                values = [s.secret_value for s in scan_file(path) if s.secret_value]
+        finally:
+            os.unlink(path)
+        return _replace_all(text, values), len(values)
+
+
+class DetectSecretsLine:
+    name = "detect-secrets(line)"
+
+    def run(self, text: str) -> tuple[str, int]:
+        from detect_secrets.core.scan import scan_line
+        from detect_secrets.settings import default_settings
+
+        values = []
+        with default_settings():
+            for line in text.splitlines() or [text]:
+                values.extend(s.secret_value for s in scan_line(line) if s.secret_value)
+        return _replace_all(text, values), len(values)
+
+
+def _replace_all(text: str, values: list[str]) -> str:
+    for v in sorted(set(values), key=len, reverse=True):
+        text = text.replace(v, "[REDACTED]")
+    return text
+
+
+# --------------------------------------------------------------------------- quality
+
+
+def load(path: Path) -> list[dict]:
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def family(rule: str) -> str:
+    return rule.split("-")[0] if "-" in rule else rule
+
+
+def evaluate(tool, rows: list[dict]) -> dict:
+    stats = {"secret": 0, "hit": 0, "lit": 0, "lit_hit": 0, "neg": 0, "flag": 0, "seconds": 0.0,
+             "fam": defaultdict(lambda: [0, 0]), "misses": [], "flags": []}
+    t0 = time.perf_counter()
+    for row in rows:
+        out, n = tool.run(row["text"])
+        if row["label"] == "secret":
+            value = secret_value(row["text"])
+            ok = recalled(value, out)
+            stats["secret"] += 1
+            stats["hit"] += ok
+            fam = stats["fam"][family(row["rule"])]
+            fam[0] += 1
+            fam[1] += ok
+            if row.get("source") == "literal":
+                stats["lit"] += 1
+                stats["lit_hit"] += ok
+            if not ok:
+                stats["misses"].append(row)
+        else:
+            stats["neg"] += 1
+            if n:
+                stats["flag"] += 1
+                stats["flags"].append(row)
+    stats["seconds"] = time.perf_counter() - t0
+    return stats
+
+
+def pct(a: int, b: int) -> str:
+    return f"{100.0 * a / b:5.1f}%" if b else "   - "
+
+
+def quality_table(name: str, rows: list[dict], tools: list, show_misses: bool, show_flags: bool) -> dict:
+    print(f"\n== {name}: {sum(r['label'] == 'secret' for r in rows)} secret rows "
+          f"({sum(r['label'] == 'secret' and r.get('source') == 'literal' for r in rows)} literal), "
+          f"{sum(r['label'] != 'secret' for r in rows)} not_secret rows")
+    results = {}
+    for tool in tools:
+        results[tool.name] = evaluate(tool, rows)
+    print(f"{'tool':24} {'recall':>8} {'literal':>8} {'flag rate':>10} {'seconds':>8}")
+    for tname, s in results.items():
+        print(f"{tname:24} {pct(s['hit'], s['secret']):>8} {pct(s['lit_hit'], s['lit']):>8} "
+              f"{pct(s['flag'], s['neg']):>10} {s['seconds']:8.2f}")
+    ours = results["reverie"]
+    print("\nper rule family (recall): " + "  ".join(
+        f"{tname}" for tname in results))
+    fams = sorted(ours["fam"])
+    for fam in fams:
+        cells = []
+        for tname, s in results.items():
+            n, h = s["fam"].get(fam, [0, 0])
+            cells.append(f"{h:4d}/{n:<4d}")
+        print(f"  {fam:28} " + "  ".join(cells))
+    if show_misses:
+        print("\nmissed secret rows (reverie):")
+        for row in ours["misses"]:
+            print(f"  [{row['rule']}/{row.get('source')}] {row['text'][:160]!r}")
+    if show_flags:
+        print("\nflagged not_secret rows (reverie):")
+        for row in ours["flags"]:
+            print(f"  [{row['rule']}/{row.get('source')}] {row['text'][:160]!r}")
+    return results
+
+
+# --------------------------------------------------------------------------- transcripts
+
+
+def _strings(obj, out: list[str]) -> None:
+    if isinstance(obj, str):
+        out.append(obj)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _strings(v, out)
+    elif isinstance(obj, list):
+        for v in obj:
+            _strings(v, out)
+
+
+def fixture_texts(root: Path) -> tuple[list[str], list[str], int]:
+    """(text blocks = every JSON string of every line, raw lines, total bytes of the files)."""
+    texts: list[str] = []
+    lines: list[str] = []
+    total = 0
+    for path in sorted(root.rglob("*.jsonl")):
+        raw = path.read_text(encoding="utf-8", errors="surrogateescape")
+        total += len(raw.encode("utf-8", "surrogateescape"))
+        for line in raw.splitlines():
+            if not line.strip():
+                continue
+            lines.append(line)
+            try:
+                _strings(json.loads(line), texts)
+            except ValueError:
+                texts.append(line)
+    return texts, lines, total
+
+
+def mask(value: str) -> str:
+    shape = re.sub(r"[a-z]+", "a", re.sub(r"[A-Z]+", "A", re.sub(r"[0-9]+", "9", value)))[:24]
+    return f"{value[:3]}… len={len(value)} H={_entropy(value):.2f} shape={shape}"
+
+
+def transcript_findings(texts: list[str], total_bytes: int) -> int:
+    from redact.engine import Redactor
+
+    r = Redactor(None)
+    n = 0
+    print(f"\n== false findings on the Claude Code fixtures ({total_bytes / 1e6:.2f} MB of transcript files, "
+          f"{len(texts)} strings); every finding, value masked:")
+    for t in texts:
+        red = r.redact(t)
+        for f in red.findings:
+            n += 1
+            ctx = t[max(0, f.start - 40):f.start].replace("\n", "\\n")
+            print(f"  {f.type:14} {f.rule:22} …{ctx[-40:]!r} [{mask(t[f.start:f.end])}]")
+    print(f"findings: {n}  ->  {n / (total_bytes / 1e6):.2f} per MB (each is false: the fixtures were sanitized upstream)")
+    return n
+
+
+# --------------------------------------------------------------------------- throughput
+
+
+def throughput(lines: list[str], mb: float, rows: list[dict]) -> dict:
+    from redact.engine import Redactor
+    from redact.memory import SecretMemory
+
+    target = int(mb * 1e6)
+    corpus: list[str] = []
+    size = 0
+    while size < target:
+        for ln in lines:
+            corpus.append(ln)
+            size += len(ln.encode("utf-8", "surrogateescape")) + 1
+            if size >= target:
+                break
+    out = {}
+    r = Redactor(None)
+
+    def run(redactor, texts, label):
+        nbytes = sum(len(t.encode("utf-8", "surrogateescape")) for t in texts)
+        t0 = time.perf_counter()
+        for t in texts:
+            redactor.redact(t)
+        dt = time.perf_counter() - t0
+        out[label] = nbytes / 1e6 / dt
+        print(f"  {label:58} {nbytes / 1e6:7.1f} MB  {dt:7.2f} s  {nbytes / 1e6 / dt:8.1f} MB/s")
+
+    print(f"\n== throughput (one core, one redact() call per line / row)")
+    run(r, corpus, "transcripts, no remembered secrets")
+    secret_texts = [row["text"] for row in rows]
+    run(r, secret_texts * max(1, int(2e6 // max(1, sum(map(len, secret_texts))))), "secret corpus (all rows, repeated to >= 2 MB)")
+    with tempfile.TemporaryDirectory(prefix="redact-bench-mem-") as tmp:
+        mem = SecretMemory(Path(tmp) / "secrets")
+        import secrets as pysecrets
+        import string
+
+        alphabet = string.ascii_letters + string.digits + "_-"
+        values = ["".join(pysecrets.choice(alphabet) for _ in range(12 + i % 40)) for i in range(100_000)]
+        t0 = time.perf_counter()
+        added = mem.remember(values)
+        print(f"  remembered {added} random secrets in {time.perf_counter() - t0:.2f} s")
+        rm = Redactor(Path(tmp) / "secrets", learn=False)
+        run(rm, corpus, "transcripts, 100k remembered secrets")
+        probe = [f"psql -U app password {v} then user:{v}@host and \"{v}\"" for v in values[:2000]]
+        t0 = time.perf_counter()
+        found = sum(rm.memory.scrub(p)[1] for p in probe)
+        dt = time.perf_counter() - t0
+        print(f"  remembered lookups: {found}/{3 * len(probe)} planted occurrences found alone, "
+              f"{len(probe) / dt:,.0f} texts/s")
+        rm.memory.close()
+        mem.close()
+    return out
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--fixtures", type=Path, default=DEFAULT_FIXTURES)
+    ap.add_argument("--mb", type=float, default=20.0)
+    ap.add_argument("--no-ds", action="store_true", help="skip detect-secrets (faster)")
+    ap.add_argument("--show-misses", action="store_true")
+    ap.add_argument("--show-flags", action="store_true")
+    ap.add_argument("--only", choices=["quality", "transcripts", "speed"], default=None)
+    args = ap.parse_args(argv)
+
+    gl = load(args.data / "gitleaks_cases.jsonl.gz")
+    ds = load(args.data / "detect_secrets_cases.jsonl.gz")
+    summary = {}
+    if args.only in (None, "quality"):
+        tools = [OurTool()]
+        if not args.no_ds:
+            tools += [DetectSecretsFile(), DetectSecretsLine()]
+        g = quality_table("gitleaks cases", gl, tools, args.show_misses, args.show_flags)
+        d = quality_table("detect-secrets cases", ds, tools, args.show_misses, args.show_flags)
+        summary["gitleaks"] = g["reverie"]
+        summary["detect_secrets"] = d["reverie"]
+    texts, lines, total = fixture_texts(args.fixtures)
+    if args.only in (None, "transcripts"):
+        summary["transcript_findings"] = transcript_findings(texts, total)
+        summary["transcript_mb"] = total / 1e6
+    if args.only in (None, "speed"):
+        summary["speed"] = throughput(lines, args.mb, gl + ds)
+
+    print("\n== goals")
+    if "gitleaks" in summary:
+        g, d = summary["gitleaks"], summary["detect_secrets"]
+        neg = g["neg"] + d["neg"]
+        flags = g["flag"] + d["flag"]
+        print(f"  gitleaks recall         {pct(g['hit'], g['secret'])}  (goal >= 95%)")
+        print(f"  gitleaks literal recall {pct(g['lit_hit'], g['lit'])}  (goal >= 90%)")
+        print(f"  detect-secrets recall   {pct(d['hit'], d['secret'])}  (goal >= 92%)")
+        print(f"  not_secret flag rate    {pct(flags, neg)}  (gitleaks {pct(g['flag'], g['neg'])}, "
+              f"detect-secrets {pct(d['flag'], d['neg'])}; goal <= 10%)")
+    if "transcript_findings" in summary:
+        print(f"  transcript findings     {summary['transcript_findings'] / summary['transcript_mb']:.2f} per MB (goal <= 1)")
+    if "speed" in summary:
+        print(f"  throughput              {summary['speed']['transcripts, no remembered secrets']:.1f} MB/s "
+              f"(100k remembered: {summary['speed']['transcripts, 100k remembered secrets']:.1f} MB/s; goal >= 50)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,245 @@
+"""Agents: which working directory belongs to which agent, and the registry that keeps ids stable.
+
+An agent is, by default, one working directory (the first `cwd` of a session); its id is the slug of
+the folder's last path component, with a short hash of the directory appended when another
+directory already holds that slug. Settings can map several directories to one agent
+(`agents.map`: {"/abs/dir": "id"}, the directory and everything below it) and switch agents off
+(`agents.disabled`: [ids]; off means nothing new is indexed or built, what exists stays readable).
+
+Registry `<home>/agents.json`: `{"version": 1, "agents": {id: {"cwds": [dir, ...], "created": iso}}}`,
+written atomically (temp file + rename) under an advisory lock, by the indexer only.
+
+Invariants: once assigned, an id never changes and is never given to another directory (the
+registry is append-only for ids and cwds); `agent_for_cwd` and everything it calls use the standard
+library only and read at most two small JSON files (the hook path calls it); the registry holds
+directories as the indexer saw them after redaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import hashlib
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+from . import settings as _settings
+from .paths import agent_db_path, agents_dir
+
+REGISTRY_NAME = "agents.json"
+_SLUG_MAX = 40
+_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+
+
+def registry_path(home: Path) -> Path:
+    return Path(home) / REGISTRY_NAME
+
+
+def slugify(name: str) -> str:
+    """Lowercase, runs of anything but [a-z0-9] become '-', trimmed; 'root' when nothing is left."""
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:_SLUG_MAX].strip("-")
+    return slug or "root"
+
+
+def valid_agent_id(agent_id: str) -> bool:
+    """Ids are path components: lowercase letters, digits, '.', '_', '-' (no leading dot)."""
+    return bool(_ID_RE.match(agent_id or ""))
+
+
+def _norm_dir(path: str) -> str:
+    """Normalise a directory for comparison (no trailing slash, `..` folded; not resolved on disk)."""
+    if not path:
+        return path
+    p = os.path.normpath(os.path.expanduser(path))
+    return p
+
+
+def load_registry(home: Path) -> dict[str, Any]:
+    """The registry (empty when absent or unreadable)."""
+    try:
+        data = json.loads(registry_path(home).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"version": 1, "agents": {}}
+    if not isinstance(data, dict) or not isinstance(data.get("agents"), dict):
+        return {"version": 1, "agents": {}}
+    return data
+
+
+def _mapped(settings: dict, cwd: str) -> str | None:
+    mapping = _settings.get(settings, "agents.map", {}) or {}
+    if not isinstance(mapping, dict):
+        return None
+    cwd_n = _norm_dir(cwd)
+    best, best_len = None, -1
+    for directory, agent_id in mapping.items():
+        if not isinstance(directory, str) or not isinstance(agent_id, str):
+            continue
+        d = _norm_dir(directory)
+        if cwd_n == d or cwd_n.startswith(d.rstrip(os.sep) + os.sep) or d == os.sep:
+            if len(d) > best_len:
+                best, best_len = agent_id, len(d)
+    return best
+
+
+def resolve(cwd: str, settings: dict, registry: dict) -> str | None:
+    """The agent of `cwd`: the longest `agents.map` directory containing it, else the registry's
+    exact entry, else None."""
+    if not cwd:
+        return None
+    mapped = _mapped(settings, cwd)
+    if mapped:
+        return mapped
+    cwd_n = _norm_dir(cwd)
+    for agent_id, entry in registry.get("agents", {}).items():
+        cwds = entry.get("cwds", []) if isinstance(entry, dict) else []
+        if cwd_n in cwds:
+            return agent_id
+    return None
+
+
+def agent_for_cwd(home: Path, cwd: str) -> str | None:
+    """The agent id for a working directory, or None when no agent holds it (standard library
+    only, two small JSON reads; the hook path calls it). Disabled agents are still returned: what
+    exists stays readable (see `is_disabled`)."""
+    try:
+        home = Path(home)
+        return resolve(cwd, _settings.load_settings(home), load_registry(home))
+    except Exception:  # noqa: BLE001  (the hook fails open)
+        return None
+
+
+def disabled_agents(settings: dict) -> set[str]:
+    value = _settings.get(settings, "agents.disabled", []) or []
+    return {v for v in value if isinstance(v, str)} if isinstance(value, list) else set()
+
+
+def is_disabled(home: Path, agent_id: str) -> bool:
+    return agent_id in disabled_agents(_settings.load_settings(Path(home)))
+
+
+@contextlib.contextmanager
+def _registry_lock(home: Path) -> Iterator[None]:
+    home.mkdir(parents=True, exist_ok=True)
+    lock_path = home / (REGISTRY_NAME + ".lock")
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except ImportError:  # pragma: no cover  (Windows: single writer assumed)
+            pass
+        yield
+    finally:
+        os.close(fd)
+
+
+def _save_registry(home: Path, data: dict) -> None:
+    path = registry_path(home)
+    fd, tmp = tempfile.mkstemp(prefix=".agents.", dir=str(home))
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _new_id(cwd: str, taken: set[str]) -> str:
+    base = slugify(os.path.basename(cwd.rstrip(os.sep)) or cwd)
+    if base not in taken:
+        return base
+    digest = hashlib.sha1(cwd.encode("utf-8", "surrogatepass")).hexdigest()
+    for width in (6, 8, 12, 40):
+        candidate = f"{base}-{digest[:width]}"
+        if candidate not in taken:
+            return candidate
+    n = 2
+    while f"{base}-{n}" in taken:  # pragma: no cover  (a full sha1 collision)
+        n += 1
+    return f"{base}-{n}"
+
+
+def assign_agent(home: Path, cwd: str, settings: dict | None = None) -> str:
+    """The agent for `cwd`, creating and registering a new id when no agent holds it yet.
+
+    Mapped directories join their mapped agent (the cwd is recorded under it). Safe against a
+    concurrent indexer: the read-modify-write runs under the registry lock.
+    """
+    home = Path(home)
+    settings = settings if settings is not None else _settings.load_settings(home)
+    cwd_n = _norm_dir(cwd)
+    with _registry_lock(home):
+        registry = load_registry(home)
+        agents = registry.setdefault("agents", {})
+        agent_id = resolve(cwd_n, settings, registry)
+        if agent_id is None:
+            agent_id = _new_id(cwd_n, set(agents) | _existing_dirs(home) | _mapped_ids(settings))
+        entry = agents.setdefault(agent_id, {"cwds": [], "created": _now()})
+        if cwd_n not in entry.setdefault("cwds", []):
+            entry["cwds"].append(cwd_n)
+            registry["version"] = 1
+            _save_registry(home, registry)
+        elif not registry_path(home).exists():
+            _save_registry(home, registry)
+    return agent_id
+
+
+def _mapped_ids(settings: dict) -> set[str]:
+    mapping = _settings.get(settings, "agents.map", {}) or {}
+    return {v for v in mapping.values() if isinstance(v, str)} if isinstance(mapping, dict) else set()
+
+
+def _existing_dirs(home: Path) -> set[str]:
+    try:
+        return {e.name for e in os.scandir(agents_dir(home)) if e.is_dir()}
+    except OSError:
+        return set()
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def known_agent_ids(home: Path) -> list[str]:
+    """Ids in the registry plus any agent folder holding an agent.db, sorted."""
+    ids = set(load_registry(home).get("agents", {}))
+    ids |= {i for i in _existing_dirs(home) if agent_db_path(home, i).exists()}
+    return sorted(ids)
+
+
+def list_agents(home: Path) -> list[dict[str, Any]]:
+    """One dict per agent: id, cwd (first directory), cwds, conversations, messages, first, last
+    (timestamps), transcripts_on_disk (main session files of this agent still on disk), disabled,
+    db_bytes. Read-only: an agent without a db lists zeros."""
+    from .index import agent_stats  # SQL of the index lives in consolidate.index
+
+    home = Path(home)
+    registry = load_registry(home).get("agents", {})
+    disabled = disabled_agents(_settings.load_settings(home))
+    out = []
+    for agent_id in known_agent_ids(home):
+        entry = registry.get(agent_id) or {}
+        cwds = list(entry.get("cwds") or [])
+        stats = agent_stats(agent_db_path(home, agent_id))
+        out.append({
+            "id": agent_id,
+            "cwd": cwds[0] if cwds else stats.get("cwd"),
+            "cwds": cwds or ([stats["cwd"]] if stats.get("cwd") else []),
+            "conversations": stats["conversations"],
+            "messages": stats["messages"],
+            "first": stats["first"],
+            "last": stats["last"],
+            "transcripts_on_disk": stats["transcripts_on_disk"],
+            "disabled": agent_id in disabled,
+            "db_bytes": stats["db_bytes"],
+        })
+    return out

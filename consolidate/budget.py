@@ -1,0 +1,170 @@
+"""Budgets, retries and cost of a consolidation run, in one place.
+
+* Passages: at most `consolidate.max_passages` passages are cut per run (default 1,000).
+* Model calls: at most `consolidate.max_calls` writer calls per run (default 10); the offline writer
+  makes no model calls and is not limited by it.
+* Dollars: API backends stop before a call whose worst-case cost (estimated input tokens at the
+  input price plus `max_tokens` at the output price) would pass `consolidate.max_cost_usd`.
+* Retries: 429, 529, other 5xx, connection errors and timeouts are retried `retry.attempts` times
+  with exponential backoff and jitter (honouring `retry-after`, capped at `retry.max_delay_s`);
+  after that the request is a transient failure and its passages are left for the next run.
+
+Prices (USD per million tokens, `PRICES`): claude-haiku-4-5 $1 input / $5 output; Message Batches
+are half price; cache writes cost 1.25x input, cache reads 0.1x input.
+
+Invariant: `Budget.charge` is the only place run totals grow, so the run record's calls, tokens and
+cost are the sum of what every result reported.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, TypeVar
+
+log = logging.getLogger(__name__)
+
+PRICES: dict[str, tuple[float, float]] = {
+    "claude-haiku-4-5": (1.0, 5.0),
+    "claude-haiku-4-5-20251001": (1.0, 5.0),
+    "haiku": (1.0, 5.0),
+}
+BATCH_FACTOR = 0.5
+CACHE_WRITE_FACTOR = 1.25
+CACHE_READ_FACTOR = 0.1
+CHARS_PER_TOKEN = 4
+
+
+def price(model: str) -> tuple[float, float]:
+    return PRICES.get(model, PRICES["claude-haiku-4-5"])
+
+
+def cost_usd(model: str, *, input_tokens: int = 0, output_tokens: int = 0, cache_write: int = 0,
+             cache_read: int = 0, batch: bool = False) -> float:
+    """Dollar cost of one response's usage (input_tokens excludes cached tokens, as the API reports)."""
+    pin, pout = price(model)
+    usd = (input_tokens * pin + cache_write * pin * CACHE_WRITE_FACTOR + cache_read * pin * CACHE_READ_FACTOR
+           + output_tokens * pout) / 1_000_000
+    return usd * (BATCH_FACTOR if batch else 1.0)
+
+
+def estimate_tokens(text: str) -> int:
+    return max(1, len(text) // CHARS_PER_TOKEN)
+
+
+@dataclass
+class RetryPolicy:
+    attempts: int = 3              # total tries per request
+    base_delay_s: float = 1.0
+    max_delay_s: float = 30.0
+    sleep: Callable[[float], None] = time.sleep
+
+    def delay(self, attempt: int, retry_after: Optional[float] = None) -> float:
+        if retry_after is not None and retry_after >= 0:
+            return min(self.max_delay_s, retry_after)
+        d = self.base_delay_s * (2 ** attempt)
+        return min(self.max_delay_s, d * (0.5 + random.random() / 2))
+
+
+T = TypeVar("T")
+
+
+class Transient(Exception):
+    """A fault worth retrying (rate limit, overload, 5xx, timeout); `retry_after` in seconds."""
+
+    def __init__(self, message: str, retry_after: Optional[float] = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def with_retries(fn: Callable[[int], T], policy: RetryPolicy, on_attempt: Callable[[], None] | None = None) -> T:
+    """Call fn(attempt) until it returns; `Transient` is retried with backoff up to policy.attempts,
+    then re-raised. Anything else propagates at once."""
+    last: Transient | None = None
+    for attempt in range(max(1, policy.attempts)):
+        if on_attempt:
+            on_attempt()
+        try:
+            return fn(attempt)
+        except Transient as exc:
+            last = exc
+            if attempt + 1 >= policy.attempts:
+                break
+            wait = policy.delay(attempt, exc.retry_after)
+            log.info("transient fault (%s), retry %d in %.2fs", exc, attempt + 1, wait)
+            policy.sleep(wait)
+    assert last is not None
+    raise last
+
+
+@dataclass
+class Budget:
+    """Per-run limits and totals."""
+
+    max_passages: int = 1000
+    max_calls: int = 10
+    max_cost_usd: float = 1.0
+    passages: int = 0
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost: float = 0.0
+    exhausted: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any]) -> "Budget":
+        c = settings.get("consolidate", {})
+        return cls(max_passages=int(c.get("max_passages", 1000)), max_calls=int(c.get("max_calls", 10)),
+                   max_cost_usd=float(c.get("max_cost_usd", 1.0)))
+
+    # passages --------------------------------------------------------------------------------
+    def take_passages(self, n: int) -> bool:
+        """Reserve n passages; False (and nothing reserved) when that would pass the cap, except
+        that an empty run may always take its first stretch (so a run never stalls on one big one)."""
+        if self.passages + n > self.max_passages and self.passages > 0:
+            self._mark("passages")
+            return False
+        self.passages += n
+        return True
+
+    # calls and cost --------------------------------------------------------------------------
+    def calls_left(self) -> int:
+        return max(0, self.max_calls - self.calls)
+
+    def refuse_call(self, writer, request, *, estimate_usd: float = 0.0) -> Optional[str]:
+        """A reason not to make this call, or None."""
+        if not getattr(writer, "model_backed", False):
+            return None
+        if self.calls >= self.max_calls:
+            self._mark("calls")
+            return f"model call budget spent ({self.max_calls} calls)"
+        if estimate_usd == 0.0 and hasattr(writer, "estimate_cost"):
+            estimate_usd = writer.estimate_cost(request)
+        if self.cost + estimate_usd > self.max_cost_usd:
+            self._mark("cost")
+            return f"dollar cap reached (${self.cost:.4f} spent of ${self.max_cost_usd:.2f})"
+        return None
+
+    def charge(self, result) -> None:
+        self.calls += result.calls
+        self.input_tokens += result.input_tokens
+        self.output_tokens += result.output_tokens
+        self.cache_read_tokens += result.cache_read_tokens
+        self.cache_write_tokens += result.cache_write_tokens
+        self.cost += result.cost_usd
+
+    def _mark(self, what: str) -> None:
+        if what not in self.exhausted:
+            self.exhausted.append(what)
+
+    def totals(self) -> dict[str, Any]:
+        return {
+            "passages": self.passages, "calls": self.calls,
+            "tokens": {"input": self.input_tokens, "output": self.output_tokens,
+                       "cache_read": self.cache_read_tokens, "cache_write": self.cache_write_tokens},
+            "cost_usd": round(self.cost, 6), "budget_exhausted": list(self.exhausted),
+        }

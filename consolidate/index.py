@@ -1,0 +1,1098 @@
+"""The incremental transcript index: Claude Code transcripts -> per-agent `agent.db` (redacted).
+
+`index_all(home, projects_dir=None)` discovers every transcript (consolidate.source), finds its agent
+(consolidate.agents), reads what is new since the file's watermark, parses each line, redacts every
+stored string and writes messages and blocks, one transaction per file chunk together with the
+watermark. It returns (and records in each touched agent's `index_runs`) a summary:
+
+    {"files_seen", "files_changed", "messages_added", "skipped": {kind: n}, "rejected": {reason: n},
+     "blocks_added", "lines_merged", "titles", "lines_read", "lines": {line type: {outcome: n}},
+     "repaired": {"invalid_utf8": n}, "files_missing", "agents": [ids touched], "rescanned": n}
+
+Units: `skipped` and `rejected` count lines, except `own_session` and `agent_disabled` (skipped
+session files) and reasons starting with `file_` (files that could not be read: `file_vanished`,
+`file_unreadable`, `file_read_error`, `file_write_error`, `file_secret_in_path`). Every complete
+line read is accounted for exactly once in `lines`: stored (a new message), merged (appended to the
+message of an earlier line with the same `message.id`), title, or a skip kind / reject reason.
+
+Invariants:
+* Every string stored from a transcript (block text, tool name, title, cwd, branch, path) went
+  through `redact.engine.Redactor.redact` first; tool results and tool inputs are clipped (head and
+  tail, `index.tool_result_cap` characters) after redaction, never before.
+* Watermark per file: (dev, inode, size, mtime_ns) of the stat taken before the read, the byte offset
+  after the last complete line consumed, and a hash of the first bytes. An unchanged stat costs
+  nothing more; a half-written last line is left for the next run; a truncated or replaced file is
+  re-read from the start and deduplicated by line uuid (`message_lines`), so runs are idempotent.
+* Commits per file chunk: messages, blocks and the watermark move together; a killed run leaves a
+  consistent db and the next run resumes at the last committed offset.
+* Lines of one API message split over several transcript lines (same `message.id` in one
+  conversation) become one message row, blocks appended in line order, across runs too.
+* Sessions of our own consolidation writer are never indexed: it runs `claude` with
+  `--no-session-persistence` (no transcript at all), and a session whose first human prompt starts
+  with `[reverie-consolidation]` is skipped whole (`skipped["own_session"]`), with its sub-agent files.
+* Bad input never stops a run: malformed or non-object JSON, invalid UTF-8 (replaced, counted in
+  `repaired`), over-long lines (`index.max_line_bytes`, default 64 MiB), unknown types, missing
+  fields, files that vanish or fail mid-read are counted and the rest is indexed.
+* Files that belong to no agent yet (no `cwd` so far, own sessions, disabled agents) are remembered
+  in `<home>/index-ignored.json` with their stat, so they also cost one stat while unchanged.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from . import agents as _agents
+from . import settings as _settings
+from .errors import ReverieError
+from .paths import agent_db_path, default_projects_dir, secrets_dir
+from .source import Parsed, Record, TranscriptFile, clip, discover, first_prompt_text, is_own_session_prompt, parse_line
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CHUNK_BYTES = 8 << 20
+DEFAULT_MAX_LINE_BYTES = 64 << 20
+DEFAULT_TOOL_RESULT_CAP = 8000
+HEAD_BYTES = 4096
+IGNORED_NAME = "index-ignored.json"
+
+#: (table, key column, text columns) re-scrubbed when the secret memory learns a new secret.
+RESCAN_TARGETS = [
+    ("blocks", "id", ["text", "tool_name"]),
+    ("messages", "id", ["cwd"]),
+    ("conversations", "id", ["title", "cwd", "git_branch"]),
+]
+
+
+class RedactionUnavailable(ReverieError):
+    def __init__(self, detail: str) -> None:
+        super().__init__(
+            "The redaction engine (redact.engine) is not available, so nothing can be indexed safely "
+            f"({detail}). Reinstall reverie: `pip install -e .` from the checkout."
+        )
+
+
+def load_redactor(home: Path):
+    """The heavy redaction engine for this home (build once per run). Fails loudly when absent."""
+    try:
+        from redact.engine import Redactor
+    except ImportError as exc:
+        raise RedactionUnavailable(str(exc)) from exc
+    return Redactor(secrets_dir(home))
+
+
+def _memory_generation(home: Path) -> Any:
+    """A value that changes when the home's secret memory learns a secret (None if unknown)."""
+    try:
+        from redact.memory import SecretMemory
+    except ImportError:
+        return None
+    try:
+        mem = SecretMemory(secrets_dir(home))
+        gen = getattr(mem, "generation", None)
+        return gen() if callable(gen) else None
+    except Exception:  # noqa: BLE001
+        log.warning("could not read the secret memory generation", exc_info=True)
+        return None
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _inc(d: dict, key: str, n: int = 1) -> None:
+    d[key] = d.get(key, 0) + n
+
+
+# ---------------------------------------------------------------------------------------------
+# Watermarks
+
+
+@dataclass
+class Mark:
+    """Watermark of one file (a `sources` row, or an entry of index-ignored.json)."""
+
+    path: str
+    kind: str
+    conversation: str | None = None
+    dev: int | None = None
+    inode: int | None = None
+    size: int = 0
+    mtime_ns: int | None = None
+    offset: int = 0
+    lines: int = 0
+    head_len: int = 0
+    head_hash: str | None = None
+    missing: int = 0
+    first_indexed_at: str | None = None
+    reason: str | None = None      # ignored files: own_session | agent_disabled:<id> | no_cwd
+
+    def same_stat(self, st: os.stat_result) -> bool:
+        return (self.dev == st.st_dev and self.inode == st.st_ino and self.size == st.st_size
+                and self.mtime_ns == st.st_mtime_ns)
+
+    def as_json(self) -> dict:
+        return {k: getattr(self, k) for k in ("kind", "conversation", "dev", "inode", "size", "mtime_ns",
+                                               "offset", "lines", "head_len", "head_hash", "reason")}
+
+
+def _load_ignored(home: Path) -> dict[str, Mark]:
+    try:
+        data = json.loads((home / IGNORED_NAME).read_text(encoding="utf-8"))
+        files = data.get("files", {}) if isinstance(data, dict) else {}
+        out = {}
+        for path, row in files.items():
+            if isinstance(row, dict):
+                out[path] = Mark(path=path, **{k: row.get(k) for k in (
+                    "kind", "conversation", "dev", "inode", "size", "mtime_ns", "offset", "lines",
+                    "head_len", "head_hash", "reason")})
+        return out
+    except (OSError, ValueError, TypeError):
+        return {}
+
+
+def _save_ignored(home: Path, marks: dict[str, Mark]) -> None:
+    path = home / IGNORED_NAME
+    if not marks and not path.exists():
+        return
+    home.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".index-ignored.", dir=str(home))
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"version": 1, "files": {p: m.as_json() for p, m in sorted(marks.items())}}, fh)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+_SOURCE_COLS = ("path", "kind", "conversation", "dev", "inode", "size", "mtime_ns", "offset", "lines",
+                "head_len", "head_hash", "missing", "first_indexed_at")
+
+
+def _read_marks(db_path: Path) -> list[Mark]:
+    """Watermarks of one agent db, read-only and without applying migrations (fast path)."""
+    try:
+        conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=5)
+    except sqlite3.Error:
+        return []
+    try:
+        rows = conn.execute(f"SELECT {', '.join(_SOURCE_COLS)} FROM sources").fetchall()
+    except sqlite3.Error:
+        return []
+    finally:
+        conn.close()
+    return [Mark(**dict(zip(_SOURCE_COLS, r))) for r in rows]
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-file state while reading
+
+
+@dataclass
+class FileState:
+    tf: TranscriptFile
+    path: str                      # redacted path string (equal to the real one; see _process)
+    mark: Mark
+    agent: str | None = None
+    conversation: str | None = None
+    sub_roots: dict[str, str] = field(default_factory=dict)   # v1 sidechain line uuid -> root uuid
+    uuids: set[str] = field(default_factory=set)              # line uuids seen in this file this run
+    source_id: int | None = None
+
+
+class _Counters:
+    def __init__(self) -> None:
+        self.files_changed = 0
+        self.messages_added = 0
+        self.blocks_added = 0
+        self.lines_merged = 0
+        self.titles = 0
+        self.lines_read = 0
+        self.skipped: dict[str, int] = {}
+        self.rejected: dict[str, int] = {}
+        self.repaired: dict[str, int] = {}
+        self.lines: dict[str, dict[str, int]] = {}
+
+    def account(self, line_type: str, outcome: str, n: int = 1) -> None:
+        _inc(self.lines.setdefault(line_type, {}), outcome, n)
+
+    def merge(self, other: "_Counters") -> None:
+        for name in ("files_changed", "messages_added", "blocks_added", "lines_merged", "titles", "lines_read"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for name in ("skipped", "rejected", "repaired"):
+            mine = getattr(self, name)
+            for k, v in getattr(other, name).items():
+                _inc(mine, k, v)
+        for t, outcomes in other.lines.items():
+            for k, v in outcomes.items():
+                self.account(t, k, v)
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing one agent's db
+
+
+class _AgentWriter:
+    """The open db of one agent during a run, with caches for merging split messages."""
+
+    def __init__(self, run: "_Run", agent_id: str) -> None:
+        from .paths import agent_dir, ensure_private_dir
+        from .store import open_db
+
+        self.run = run
+        self.agent_id = agent_id
+        ensure_private_dir(run.home)
+        ensure_private_dir(agent_dir(run.home, agent_id).parent)
+        ensure_private_dir(agent_dir(run.home, agent_id))
+        self.db = open_db(agent_db_path(run.home, agent_id))
+        self.conn: sqlite3.Connection = self.db.conn
+        self.conn.isolation_level = None   # explicit BEGIN IMMEDIATE / COMMIT
+        # Fewer, larger checkpoints while indexing (each one syncs the db); close() truncates the WAL.
+        self.conn.execute("PRAGMA wal_autocheckpoint = 8192")
+        self.api_cache: dict[tuple[str, str], list[int]] = {}   # (conv, api_id) -> [msg id, next idx]
+        self.tool_names: dict[str, str] = {}
+        self.counters = _Counters()
+        self.files: set[str] = set()
+        self.conv_cwd: dict[str, str | None] = {}
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _existing(self, uuids: list[str]) -> set[str]:
+        found: set[str] = set()
+        for i in range(0, len(uuids), 500):
+            part = uuids[i:i + 500]
+            q = ",".join("?" * len(part))
+            found.update(r[0] for r in self.conn.execute(f"SELECT uuid FROM message_lines WHERE uuid IN ({q})", part))
+        return found
+
+    def _api_message(self, conv: str, api_id: str) -> list[int] | None:
+        key = (conv, api_id)
+        hit = self.api_cache.get(key)
+        if hit is not None:
+            return hit
+        row = self.conn.execute(
+            "SELECT m.id, (SELECT COALESCE(MAX(idx), -1) + 1 FROM blocks WHERE message_id = m.id) "
+            "FROM messages m WHERE m.api_id = ? AND m.conversation = ?", (api_id, conv)).fetchone()
+        if row is None:
+            return None
+        hit = [row[0], row[1]]
+        self.api_cache[key] = hit
+        return hit
+
+    def _subagent_of_line(self, uuid: str) -> str | None:
+        row = self.conn.execute(
+            "SELECT m.subagent FROM message_lines l JOIN messages m ON m.id = l.message_id WHERE l.uuid = ?",
+            (uuid,)).fetchone()
+        return row[0] if row else None
+
+    def _tool_name(self, tool_use_id: str | None) -> str | None:
+        if not tool_use_id:
+            return None
+        name = self.tool_names.get(tool_use_id)
+        if name is None:
+            row = self.conn.execute(
+                "SELECT tool_name FROM blocks WHERE tool_use_id = ? AND type = 'tool_use' LIMIT 1",
+                (tool_use_id,)).fetchone()
+            name = row[0] if row else None
+        return name
+
+    def _leaf_in_file(self, leaf: str, fs: FileState) -> bool:
+        if leaf in fs.uuids:
+            return True
+        row = self.conn.execute(
+            "SELECT 1 FROM message_lines l JOIN messages m ON m.id = l.message_id "
+            "WHERE l.uuid = ? AND m.source = ?", (leaf, fs.source_id)).fetchone()
+        return row is not None
+
+    # -- one chunk -----------------------------------------------------------------------------
+    def write_chunk(self, fs: FileState, items: list[tuple[int, Parsed]], new_offset: int,
+                    new_lines: int, stat: os.stat_result, head: tuple[int, str]) -> _Counters:
+        """Store one chunk of parsed lines and move the watermark, in one transaction.
+
+        Returns the chunk's counters (merged into the run only once the commit succeeded)."""
+        run = self.run
+        c = _Counters()
+        records = [(ln, p) for ln, p in items if p.outcome == "message"]
+        existing = self._existing(sorted({p.record.uuid for _, p in records}))
+        # Redact outside the write transaction (the heavy part), only what will be stored.
+        prepared: list[tuple[int, Parsed, bool]] = []
+        seen_here: set[str] = set()
+        for ln, p in records:
+            rec = p.record
+            dup = rec.uuid in existing or rec.uuid in seen_here
+            seen_here.add(rec.uuid)
+            if not dup:
+                run.prepare(rec)
+            prepared.append((ln, p, dup))
+        titles = [(ln, p) for ln, p in items if p.outcome == "title"]
+        clean_titles = {id(p): run.clean(p.title or "") for _, p in titles}
+
+        conv_stats: dict[str, dict[str, Any]] = {}
+        conn = self.conn
+        new_api: dict[tuple[str, str], list[int]] = {}
+        new_tools: dict[str, str] = {}
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if fs.source_id is None:
+                conn.execute("INSERT OR IGNORE INTO sources (path, kind, conversation) VALUES (?, ?, ?)",
+                             (fs.path, fs.tf.kind, fs.conversation))
+                fs.source_id = conn.execute("SELECT id FROM sources WHERE path = ?", (fs.path,)).fetchone()[0]
+            # Authoritative duplicate check, under the write lock (another indexer may have run).
+            fresh = [p.record.uuid for _, p, dup in prepared if not dup]
+            taken = self._existing(sorted(set(fresh))) if fresh else set()
+            for ln, p in items:
+                if p.outcome in ("skip", "reject"):
+                    target = c.skipped if p.outcome == "skip" else c.rejected
+                    _inc(target, p.kind)
+                    c.account(p.line_type, p.kind)
+                elif p.outcome == "message":
+                    pass  # handled below, in line order
+            for ln, p, dup in prepared:
+                rec = p.record
+                fs.uuids.add(rec.uuid)
+                conv = rec.session_id or fs.conversation
+                if dup or rec.uuid in taken:
+                    _inc(c.skipped, "duplicate")
+                    c.account(p.line_type, "duplicate")
+                    continue
+                if p.repaired:
+                    _inc(c.repaired, "invalid_utf8")
+                if conv not in self.conv_cwd:
+                    conn.execute("INSERT OR IGNORE INTO conversations (id, cwd) VALUES (?, ?)", (conv, rec.cwd))
+                    self.conv_cwd[conv] = conn.execute("SELECT cwd FROM conversations WHERE id = ?",
+                                                       (conv,)).fetchone()[0]
+                    if self.conv_cwd[conv] is None and rec.cwd:
+                        conn.execute("UPDATE conversations SET cwd = ? WHERE id = ?", (rec.cwd, conv))
+                        self.conv_cwd[conv] = rec.cwd
+                subagent = self._subagent(fs, rec)
+                merged_into = None
+                if rec.api_id:
+                    merged_into = new_api.get((conv, rec.api_id)) or self._api_message(conv, rec.api_id)
+                if merged_into is not None:
+                    conn.execute("INSERT INTO message_lines (uuid, message_id) VALUES (?, ?)",
+                                 (rec.uuid, merged_into[0]))
+                    taken.add(rec.uuid)
+                    self._insert_blocks(merged_into, rec, new_tools, c)
+                    c.lines_merged += 1
+                    c.account(p.line_type, "merged")
+                    continue
+                cur = conn.execute(
+                    "INSERT INTO messages (conversation, uuid, api_id, parent_uuid, role, kind, "
+                    "is_sidechain, subagent, cwd, timestamp, model, source, line_no) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (conv, rec.uuid, rec.api_id, rec.parent_uuid, rec.role, rec.kind, int(rec.is_sidechain),
+                     subagent, None if rec.cwd == self.conv_cwd.get(conv) else rec.cwd, rec.timestamp,
+                     rec.model, fs.source_id, ln))
+                msg_id = cur.lastrowid
+                conn.execute("INSERT INTO message_lines (uuid, message_id) VALUES (?, ?)", (rec.uuid, msg_id))
+                taken.add(rec.uuid)
+                holder = [msg_id, 0]
+                if rec.api_id:
+                    new_api[(conv, rec.api_id)] = holder
+                self._insert_blocks(holder, rec, new_tools, c)
+                c.messages_added += 1
+                c.account(p.line_type, "stored")
+                st = conv_stats.setdefault(conv, {"n": 0, "first": None, "last": None, "cwd": None,
+                                                  "branch": None, "version": None})
+                st["n"] += 1
+                if rec.timestamp:
+                    if st["first"] is None or rec.timestamp < st["first"]:
+                        st["first"] = rec.timestamp
+                    if st["last"] is None or rec.timestamp > st["last"]:
+                        st["last"] = rec.timestamp
+                st["cwd"] = st["cwd"] or rec.cwd
+                st["branch"] = rec.git_branch or st["branch"]
+                st["version"] = rec.version or st["version"]
+            for conv, st in conv_stats.items():
+                conn.execute(
+                    "INSERT INTO conversations (id, cwd, git_branch, version, first_at, last_at, transcript_path, messages) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+                    "messages = messages + excluded.messages, "
+                    "first_at = CASE WHEN first_at IS NULL OR excluded.first_at < first_at THEN COALESCE(excluded.first_at, first_at) ELSE first_at END, "
+                    "last_at = CASE WHEN last_at IS NULL OR excluded.last_at > last_at THEN COALESCE(excluded.last_at, last_at) ELSE last_at END, "
+                    "cwd = COALESCE(cwd, excluded.cwd), "
+                    "git_branch = COALESCE(excluded.git_branch, git_branch), "
+                    "version = COALESCE(excluded.version, version), "
+                    "transcript_path = COALESCE(transcript_path, excluded.transcript_path)",
+                    (conv, st["cwd"], st["branch"], st["version"], st["first"], st["last"],
+                     fs.path if fs.tf.kind == "main" else None, st["n"]))
+            for ln, p in titles:
+                conv = p.session_id or fs.conversation
+                if p.kind == "summary" and not (p.leaf_uuid and self._leaf_in_file(p.leaf_uuid, fs)):
+                    _inc(c.skipped, "summary_foreign")
+                    c.account(p.line_type, "summary_foreign")
+                    continue
+                if p.kind == "summary" and p.leaf_uuid:
+                    # The title belongs to the conversation holding the leaf.
+                    row = conn.execute("SELECT m.conversation FROM message_lines l JOIN messages m "
+                                       "ON m.id = l.message_id WHERE l.uuid = ?", (p.leaf_uuid,)).fetchone()
+                    conv = row[0] if row else conv
+                conn.execute(
+                    "INSERT INTO conversations (id, title, transcript_path) VALUES (?, ?, ?) "
+                    "ON CONFLICT(id) DO UPDATE SET title = excluded.title",
+                    (conv, clean_titles[id(p)], fs.path if fs.tf.kind == "main" else None))
+                c.titles += 1
+                c.account(p.line_type, "title")
+            self._save_mark(fs, new_offset, new_lines, stat, head)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            self.conv_cwd.clear()
+            fs.source_id = None
+            raise
+        self.api_cache.update(new_api)
+        self.tool_names.update(new_tools)
+        c.lines_read = len(items)
+        return c
+
+    def _subagent(self, fs: FileState, rec: Record) -> str | None:
+        if rec.agent_id:
+            return rec.agent_id
+        if not rec.is_sidechain:
+            return None
+        # v1: sidechains inline in the main file; the sub-agent is named by its root line's uuid.
+        parent = rec.parent_uuid
+        if parent is None:
+            root = rec.uuid
+        else:
+            root = fs.sub_roots.get(parent) or self._subagent_of_line(parent) or parent
+        fs.sub_roots[rec.uuid] = root
+        return root
+
+    def _insert_blocks(self, holder: list[int], rec: Record, new_tools: dict, c: _Counters) -> None:
+        msg_id = holder[0]
+        rows = []
+        for b in rec.blocks:
+            tool_name = b.tool_name
+            if b.type == "tool_use" and b.tool_use_id and tool_name:
+                new_tools[b.tool_use_id] = tool_name
+            elif b.type == "tool_result":
+                tool_name = new_tools.get(b.tool_use_id or "") or self._tool_name(b.tool_use_id)
+            rows.append((msg_id, holder[1], b.type, tool_name, b.tool_use_id, int(b.is_error), b.text,
+                         b.original_size, int(b.clipped)))
+            holder[1] += 1
+        if rows:
+            self.conn.executemany(
+                "INSERT INTO blocks (message_id, idx, type, tool_name, tool_use_id, is_error, text, original_size, clipped) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            c.blocks_added += len(rows)
+
+    def _save_mark(self, fs: FileState, offset: int, lines: int, st: os.stat_result, head: tuple[int, str]) -> None:
+        m = fs.mark
+        m.offset, m.lines = offset, lines
+        # mtime_ns stays NULL until the file was read to its end (finish_file): a run killed between
+        # two chunks must not leave a watermark that looks like "unchanged".
+        m.dev, m.inode, m.size, m.mtime_ns = st.st_dev, st.st_ino, st.st_size, None
+        m.head_len, m.head_hash = head
+        m.conversation = m.conversation or fs.conversation
+        m.missing = 0
+        now = _now()
+        m.first_indexed_at = m.first_indexed_at or now
+        self.conn.execute(
+            "INSERT INTO sources (path, conversation, kind, dev, inode, size, mtime_ns, offset, lines, head_len, "
+            "head_hash, first_indexed_at, indexed_at, missing) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0) "
+            "ON CONFLICT(path) DO UPDATE SET conversation = COALESCE(conversation, excluded.conversation), "
+            "dev = excluded.dev, inode = excluded.inode, size = excluded.size, mtime_ns = excluded.mtime_ns, "
+            "offset = excluded.offset, lines = excluded.lines, head_len = excluded.head_len, "
+            "head_hash = excluded.head_hash, indexed_at = excluded.indexed_at, missing = 0",
+            (fs.path, m.conversation, m.kind, m.dev, m.inode, m.size, m.mtime_ns, m.offset, m.lines,
+             m.head_len, m.head_hash, m.first_indexed_at, now))
+
+    def finish_file(self, fs: FileState, st: os.stat_result) -> None:
+        """The file was read to its end: record the pre-read stat, so an unchanged file is skipped."""
+        m = fs.mark
+        m.dev, m.inode, m.size, m.mtime_ns = st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+        self.conn.execute("UPDATE sources SET dev = ?, inode = ?, size = ?, mtime_ns = ? WHERE path = ?",
+                          (m.dev, m.inode, m.size, m.mtime_ns, fs.path))
+
+    def set_missing(self, paths_missing: list[str], paths_back: list[str]) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.executemany("UPDATE sources SET missing = 1 WHERE path = ?", [(p,) for p in paths_missing])
+            self.conn.executemany("UPDATE sources SET missing = 0 WHERE path = ?", [(p,) for p in paths_back])
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+
+    def record_run(self, started: str, files_seen: int) -> None:
+        c = self.counters
+        self.conn.execute(
+            "INSERT INTO index_runs (started_at, finished_at, files_seen, files_changed, messages_added, skipped, rejected) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (started, _now(), files_seen, c.files_changed, c.messages_added,
+             json.dumps(c.skipped, sort_keys=True), json.dumps(c.rejected, sort_keys=True)))
+
+    def close(self) -> None:
+        try:
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error:
+            pass
+        self.conn.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# The run
+
+
+class _Run:
+    def __init__(self, home: Path, projects_dir: Path, redactor, chunk_bytes: int,
+                 progress: Callable[[str, int], None] | None) -> None:
+        self.home = home
+        self.projects_dir = projects_dir
+        self.settings = _settings.load_settings(home)
+        self.cap = int(_settings.get(self.settings, "index.tool_result_cap", DEFAULT_TOOL_RESULT_CAP) or 0)
+        self.max_line = int(_settings.get(self.settings, "index.max_line_bytes", DEFAULT_MAX_LINE_BYTES)
+                            or DEFAULT_MAX_LINE_BYTES)
+        self.disabled = _agents.disabled_agents(self.settings)
+        self.chunk_bytes = max(1, int(chunk_bytes))
+        self.progress = progress
+        self._redactor = redactor
+        self._cache: dict[str, str] = {}
+        self.writers: dict[str, _AgentWriter] = {}
+        self.marks: dict[str, tuple[str, Mark]] = {}
+        self.ignored = _load_ignored(home)
+        self.agent_of_cwd: dict[str, str] = {}
+        self.counters = _Counters()
+        self.file_skips: dict[str, int] = {}
+        self.file_rejects: dict[str, int] = {}
+
+    # -- redaction -----------------------------------------------------------------------------
+    @property
+    def redactor(self):
+        if self._redactor is None:
+            self._redactor = load_redactor(self.home)
+        return self._redactor
+
+    def clean(self, text: str) -> str:
+        if not text:
+            return text
+        return self.redactor.redact(text).text
+
+    def clean_short(self, text: str | None) -> str | None:
+        """Redact a short, often repeated string (cwd, branch, tool name, path), memoised."""
+        if not text:
+            return text
+        hit = self._cache.get(text)
+        if hit is None:
+            if len(self._cache) > 50_000:
+                self._cache.clear()
+            hit = self._cache[text] = self.clean(text)
+        return hit
+
+    def prepare(self, rec: Record) -> None:
+        """Redact every string of a record that will be stored; clip tool results and inputs."""
+        rec.cwd = self.clean_short(rec.cwd)
+        rec.git_branch = self.clean_short(rec.git_branch)
+        for b in rec.blocks:
+            text = self.clean(b.text)
+            if b.type in ("tool_result", "tool_use"):
+                text, _, clipped = clip(text, self.cap)
+                b.original_size, b.clipped = len(b.text), clipped
+            b.text = text
+            if b.tool_name:
+                b.tool_name = self.clean_short(b.tool_name)
+
+    # -- agents --------------------------------------------------------------------------------
+    def writer(self, agent_id: str) -> _AgentWriter:
+        w = self.writers.get(agent_id)
+        if w is None:
+            w = self.writers[agent_id] = _AgentWriter(self, agent_id)
+        return w
+
+    def agent_for(self, cwd: str) -> str:
+        cwd = self.clean_short(cwd) or cwd
+        hit = self.agent_of_cwd.get(cwd)
+        if hit is None:
+            hit = self.agent_of_cwd[cwd] = _agents.assign_agent(self.home, cwd, self.settings)
+        return hit
+
+    def load_marks(self) -> None:
+        for agent_id in _agents.known_agent_ids(self.home):
+            db_path = agent_db_path(self.home, agent_id)
+            if not db_path.exists():
+                continue
+            for m in _read_marks(db_path):
+                self.marks.setdefault(m.path, (agent_id, m))
+
+    # -- files ---------------------------------------------------------------------------------
+    def process(self, tf: TranscriptFile) -> None:
+        path_s = str(tf.path)
+        st = tf.stat
+        known = self.marks.get(path_s)
+        ign = self.ignored.get(path_s)
+        if known is not None:
+            agent_id, mark = known
+            if st is not None and mark.same_stat(st):
+                return
+            if agent_id in self.disabled:
+                self._file_skip("agent_disabled")
+                return
+        elif ign is not None:
+            reason = ign.reason or ""
+            if reason.startswith("agent_disabled:") and reason.split(":", 1)[1] not in self.disabled:
+                self.ignored.pop(path_s, None)      # switched back on: index it from the start
+                ign = None
+            elif st is not None and ign.same_stat(st):
+                return
+            elif reason == "own_session" or reason.startswith("agent_disabled:"):
+                self._file_skip("own_session" if reason == "own_session" else "agent_disabled")
+                if st is not None:
+                    ign.dev, ign.inode, ign.size, ign.mtime_ns = st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+                return
+        clean_path = self.clean_short(path_s)
+        if clean_path != path_s:
+            self._file_reject("file_secret_in_path")
+            return
+        self._read_file(tf, known, ign)
+
+    def _file_skip(self, reason: str) -> None:
+        _inc(self.file_skips, reason)
+
+    def _file_reject(self, reason: str) -> None:
+        _inc(self.file_rejects, reason)
+
+    def _open(self, path: Path) -> int:
+        return os.open(path, os.O_RDONLY)
+
+    def _read(self, fd: int, n: int) -> bytes:
+        return os.read(fd, n)
+
+    def _read_file(self, tf: TranscriptFile, known: tuple[str, Mark] | None, ign: Mark | None) -> None:
+        path_s = str(tf.path)
+        try:
+            fd = self._open(tf.path)
+        except FileNotFoundError:
+            self._file_reject("file_vanished")
+            return
+        except OSError:
+            self._file_reject("file_unreadable")
+            return
+        try:
+            st = os.fstat(fd)
+            if known is not None:
+                agent_id, mark = known
+            elif ign is not None:
+                agent_id, mark = None, ign
+            else:
+                agent_id, mark = None, Mark(path=path_s, kind=tf.kind)
+            start, lines = mark.offset, mark.lines
+            if start and (mark.dev != st.st_dev or mark.inode != st.st_ino or st.st_size < start
+                          or self._head(fd, mark.head_len)[1] != mark.head_hash):
+                start, lines = 0, 0     # replaced or truncated: re-read (duplicates are skipped)
+                mark.head_len, mark.head_hash = 0, None
+            if start == st.st_size and mark.same_stat(st):
+                return
+            self.counters.files_changed += 1
+            fs = FileState(tf=tf, path=path_s, mark=mark, agent=agent_id,
+                           conversation=mark.conversation or tf.session_hint)
+            if fs.agent is None and tf.kind == "subagent":
+                if not self._agent_from_parent(fs):
+                    return
+            self._read_loop(fd, fs, start, lines, st)
+        finally:
+            os.close(fd)
+
+    def _agent_from_parent(self, fs: FileState) -> bool:
+        """Sub-agent files go with their parent session's agent; False when the file is skipped."""
+        parent = fs.tf.parent_path
+        if parent is None:
+            return True
+        parent_s = str(parent)
+        known = self.marks.get(parent_s)
+        if known is not None:
+            fs.agent = known[0]
+            return True
+        ign = self.ignored.get(parent_s)
+        reason = (ign.reason or "") if ign is not None else ""
+        if reason == "own_session" or reason.startswith("agent_disabled:"):
+            self._file_skip("own_session" if reason == "own_session" else "agent_disabled")
+            self._ignore(fs, reason, None)
+            return False
+        return True   # parent unknown: the file's own cwd decides
+
+    def _ignore(self, fs: FileState, reason: str, st: os.stat_result | None, offset: int | None = None,
+                lines: int | None = None) -> None:
+        m = fs.mark
+        m.reason = reason
+        if st is None:
+            try:
+                st = os.stat(fs.tf.path)
+            except OSError:
+                return
+        m.dev, m.inode, m.size, m.mtime_ns = st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+        if offset is not None:
+            m.offset = offset
+        if lines is not None:
+            m.lines = lines
+        self.ignored[fs.path] = m
+
+    def _head(self, fd: int, n: int) -> tuple[int, str | None]:
+        if n <= 0:
+            return 0, None
+        data = os.pread(fd, n, 0)
+        return len(data), hashlib.sha1(data).hexdigest()
+
+    def _read_loop(self, fd: int, fs: FileState, start: int, lines: int, st: os.stat_result) -> None:
+        pos = start                   # file offset of buf[0]
+        buf = b""
+        discarding = False            # inside an over-long line: drop bytes until its newline
+        os.lseek(fd, start, os.SEEK_SET)
+        while True:
+            try:
+                data = self._read(fd, self.chunk_bytes)
+            except OSError:
+                self._file_reject("file_read_error")
+                return
+            if not data:
+                break
+            if discarding:
+                nl = data.find(b"\n")
+                if nl < 0:
+                    pos += len(data)
+                    continue
+                pos += nl + 1
+                data = data[nl + 1:]
+                discarding = False
+                lines += 1
+                self.counters.account("?", "line_too_long")
+                _inc(self.counters.rejected, "line_too_long")
+                self.counters.lines_read += 1
+                buf = b""
+            buf = buf + data if buf else data
+            last = buf.rfind(b"\n")
+            if last < 0:
+                if len(buf) > self.max_line:
+                    discarding = True
+                    pos += len(buf)
+                    buf = b""
+                continue
+            complete, buf = buf[:last + 1], buf[last + 1:]
+            raw_lines = complete.split(b"\n")
+            raw_lines.pop()
+            items: list[tuple[int, Parsed]] = []
+            for raw in raw_lines:
+                lines += 1
+                if len(raw) > self.max_line:
+                    items.append((lines, Parsed("reject", "line_too_long")))
+                else:
+                    items.append((lines, parse_line(raw)))
+            pos += len(complete)
+            if not self._handle_chunk(fd, fs, items, pos, lines, st):
+                return
+            if self.progress is not None:
+                self.progress(fs.path, pos)
+        if fs.agent is None:
+            # No cwd yet (empty, partial first line, titles only): remember the stat and the offset
+            # reached, look again when the file changes.
+            self._ignore(fs, "no_cwd", st, pos, lines)
+        if fs.agent is not None and self.marks.get(fs.path, (None,))[0] == fs.agent:
+            try:
+                self.writer(fs.agent).finish_file(fs, st)
+            except sqlite3.Error:
+                log.exception("could not record the end of a transcript for agent %s", fs.agent)
+
+    def _handle_chunk(self, fd: int, fs: FileState, items: list[tuple[int, Parsed]], offset: int,
+                      lines: int, st: os.stat_result) -> bool:
+        """Route one chunk to its agent (deciding the agent on the first chunk with a cwd).
+        False stops reading this file."""
+        if fs.agent is None:
+            cwd = next((p.cwd for _, p in items if p.cwd), None)
+            if fs.conversation is None or fs.conversation == fs.tf.session_hint:
+                fs.conversation = next((p.session_id for _, p in items if p.session_id), fs.conversation)
+            if cwd is None:
+                # No agent yet: account the lines here and remember the file.
+                c = _Counters()
+                for _, p in items:
+                    if p.outcome == "message":
+                        reason = "no_cwd"
+                        _inc(c.rejected, reason)
+                    elif p.outcome == "title":
+                        reason = "summary_foreign"
+                        _inc(c.skipped, reason)
+                    else:
+                        reason = p.kind
+                        _inc(c.skipped if p.outcome == "skip" else c.rejected, reason)
+                    c.account(p.line_type, reason)
+                c.lines_read = len(items)
+                self.counters.merge(c)
+                fs.mark.conversation = fs.conversation
+                self._ignore(fs, "no_cwd", st, offset, lines)
+                return True
+            if fs.tf.kind == "main" and fs.mark.offset == 0:
+                first = next((first_prompt_text(p.record) for _, p in items
+                              if p.outcome == "message" and p.record.role == "user"
+                              and first_prompt_text(p.record) is not None), None)
+                if is_own_session_prompt(first):
+                    self._file_skip("own_session")
+                    self._ignore(fs, "own_session", st, offset, lines)
+                    return False
+            agent_id = self.agent_for(cwd)
+            if agent_id in self.disabled:
+                self._file_skip("agent_disabled")
+                fs.mark.offset, fs.mark.lines = 0, 0
+                self._ignore(fs, f"agent_disabled:{agent_id}", st, 0, 0)
+                return False
+            fs.agent = agent_id
+            self.ignored.pop(fs.path, None)
+            fs.mark.reason = None
+        w = self.writer(fs.agent)
+        head = (fs.mark.head_len, fs.mark.head_hash)
+        if head[0] < HEAD_BYTES and offset > head[0]:
+            head = self._head(fd, min(HEAD_BYTES, offset))
+        try:
+            c = w.write_chunk(fs, items, offset, lines, st, head)
+        except sqlite3.Error:
+            log.exception("could not write a chunk of a transcript for agent %s", fs.agent)
+            self._file_reject("file_write_error")
+            return False
+        self.counters.merge(c)
+        if fs.path not in w.files:
+            w.files.add(fs.path)
+            w.counters.files_changed += 1
+        w.counters.merge(c)
+        self.marks[fs.path] = (fs.agent, fs.mark)
+        return True
+
+    # -- end of run ----------------------------------------------------------------------------
+    def finish_missing(self, seen: set[str]) -> int:
+        root = str(self.projects_dir).rstrip(os.sep) + os.sep
+        per_agent: dict[str, tuple[list[str], list[str]]] = {}
+        missing_now = 0
+        for path, (agent_id, mark) in self.marks.items():
+            if not path.startswith(root):
+                continue
+            gone = path not in seen
+            if gone:
+                missing_now += 1
+            if gone and not mark.missing:
+                per_agent.setdefault(agent_id, ([], []))[0].append(path)
+                mark.missing = 1
+            elif not gone and mark.missing:
+                per_agent.setdefault(agent_id, ([], []))[1].append(path)
+                mark.missing = 0
+        for agent_id, (gone, back) in per_agent.items():
+            self.writer(agent_id).set_missing(gone, back)
+        for path in [p for p in self.ignored if p.startswith(root) and p not in seen]:
+            del self.ignored[path]
+        return missing_now
+
+
+def index_all(home: Path, projects_dir: Path | None = None, *, redactor=None,
+              chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+              progress: Callable[[str, int], None] | None = None) -> dict[str, Any]:
+    """Index every transcript under `projects_dir` (default: Claude Code's) into `home`.
+
+    `redactor` defaults to `redact.engine.Redactor(secrets_dir(home))` (built once, lazily, and only
+    if something new has to be stored). `progress(path, offset)` is called after each committed chunk.
+    Returns the summary described in the module docstring.
+    """
+    home = Path(home)
+    projects_dir = Path(projects_dir) if projects_dir else default_projects_dir()
+    projects_dir = projects_dir.expanduser().resolve() if projects_dir.exists() else projects_dir.expanduser()
+    started = _now()
+    t0 = time.monotonic()
+    run = _Run(home, projects_dir, redactor, chunk_bytes, progress)
+    gen_before = _memory_generation(home)
+    files = discover(projects_dir)
+    run.load_marks()
+    seen: set[str] = set()
+    for tf in files:
+        seen.add(str(tf.path))
+        try:
+            run.process(tf)
+        except RedactionUnavailable:
+            raise
+        except sqlite3.Error:
+            log.exception("index: database error on a transcript; continuing with the others")
+            run._file_reject("file_write_error")
+    files_missing = run.finish_missing(seen)
+    rescanned = 0
+    gen_after = _memory_generation(home) if run._redactor is not None else gen_before
+    if gen_after is not None and gen_after != gen_before:
+        rescanned = _rescan_all(run)
+    c = run.counters
+    skipped = dict(c.skipped)
+    for k, v in run.file_skips.items():
+        _inc(skipped, k, v)
+    rejected = dict(c.rejected)
+    for k, v in run.file_rejects.items():
+        _inc(rejected, k, v)
+    per_agent_seen: dict[str, int] = {}
+    for path in seen:
+        hit = run.marks.get(path)
+        if hit is not None:
+            _inc(per_agent_seen, hit[0])
+    for agent_id, w in run.writers.items():
+        w.record_run(started, per_agent_seen.get(agent_id, 0))
+    agents_touched = sorted(a for a, w in run.writers.items() if w.counters.lines_read)
+    for w in run.writers.values():
+        w.close()
+    _save_ignored(home, run.ignored)
+    summary = {
+        "files_seen": len(files),
+        "files_changed": c.files_changed,
+        "messages_added": c.messages_added,
+        "skipped": dict(sorted(skipped.items())),
+        "rejected": dict(sorted(rejected.items())),
+        "blocks_added": c.blocks_added,
+        "lines_merged": c.lines_merged,
+        "titles": c.titles,
+        "lines_read": c.lines_read,
+        "lines": {t: dict(sorted(o.items())) for t, o in sorted(c.lines.items())},
+        "repaired": dict(c.repaired),
+        "files_missing": files_missing,
+        "agents": agents_touched,
+        "rescanned": rescanned,
+        "seconds": round(time.monotonic() - t0, 3),
+    }
+    log.info("index: %d files seen, %d changed, %d messages added", len(files), c.files_changed, c.messages_added)
+    return summary
+
+
+def _rescan_all(run: _Run) -> int:
+    """The secret memory learned something this run: re-scrub every agent's stored text."""
+    try:
+        from redact.rescan import rescan
+    except ImportError:
+        log.warning("redact.rescan is not available; earlier rows were not re-scrubbed")
+        return 0
+    total = 0
+    for agent_id in _agents.known_agent_ids(run.home):
+        if not agent_db_path(run.home, agent_id).exists():
+            continue
+        w = run.writer(agent_id)
+        total += int(rescan(w.conn, RESCAN_TARGETS, run.redactor) or 0)
+    return total
+
+
+# ---------------------------------------------------------------------------------------------
+# Readers (the SQL of the index stays here and in consolidate.store)
+
+
+def _ro(db_path: Path) -> sqlite3.Connection | None:
+    if not Path(db_path).exists():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=5)
+        conn.execute("PRAGMA busy_timeout = 5000")
+        return conn
+    except sqlite3.Error:
+        return None
+
+
+def db_bytes(db_path: Path) -> int:
+    total = 0
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            total += os.path.getsize(str(db_path) + suffix)
+        except OSError:
+            pass
+    return total
+
+
+def agent_stats(db_path: Path) -> dict[str, Any]:
+    """Counts of one agent db: conversations, messages, first, last, transcripts_on_disk, cwd, db_bytes."""
+    out: dict[str, Any] = {"conversations": 0, "messages": 0, "first": None, "last": None,
+                           "transcripts_on_disk": 0, "cwd": None, "db_bytes": db_bytes(db_path)}
+    conn = _ro(db_path)
+    if conn is None:
+        return out
+    try:
+        row = conn.execute("SELECT COUNT(*), COALESCE(SUM(messages), 0), MIN(first_at), MAX(last_at) "
+                           "FROM conversations").fetchone()
+        out["conversations"], out["messages"], out["first"], out["last"] = row
+        row = conn.execute("SELECT cwd FROM conversations WHERE cwd IS NOT NULL ORDER BY first_at LIMIT 1").fetchone()
+        out["cwd"] = row[0] if row else None
+        out["transcripts_on_disk"] = sum(
+            1 for (path,) in conn.execute("SELECT path FROM sources WHERE kind = 'main'") if os.path.exists(path))
+    except sqlite3.Error:
+        pass
+    finally:
+        conn.close()
+    return out
+
+
+def find_conversation(home: Path, conversation_id: str, agent: str | None = None) -> list[tuple[str, str]]:
+    """(agent, conversation id) pairs matching an id or a unique prefix of one."""
+    ids = [agent] if agent else _agents.known_agent_ids(home)
+    out = []
+    for agent_id in ids:
+        conn = _ro(agent_db_path(home, agent_id))
+        if conn is None:
+            continue
+        try:
+            exact = conn.execute("SELECT id FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
+            if exact:
+                out.append((agent_id, exact[0]))
+                continue
+            like = conversation_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            for (cid,) in conn.execute("SELECT id FROM conversations WHERE id LIKE ? ESCAPE '\\' LIMIT 5", (like,)):
+                out.append((agent_id, cid))
+        except sqlite3.Error:
+            pass
+        finally:
+            conn.close()
+    return out
+
+
+def list_conversations(db_path: Path) -> list[dict[str, Any]]:
+    """Every conversation row of one agent db, oldest first."""
+    conn = _ro(db_path)
+    if conn is None:
+        return []
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in conn.execute("SELECT * FROM conversations ORDER BY first_at, id")]
+    except sqlite3.Error:
+        return []
+    finally:
+        conn.close()
+
+
+def load_conversation(db_path: Path, conversation_id: str) -> dict[str, Any] | None:
+    """A conversation's row, its source files (with `on_disk` checked now) and its messages with
+    their blocks, in index order (message id, block idx)."""
+    conn = _ro(db_path)
+    if conn is None:
+        return None
+    conn.row_factory = sqlite3.Row
+    try:
+        conv = conn.execute("SELECT * FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
+        if conv is None:
+            return None
+        sources = [dict(r) for r in conn.execute(
+            "SELECT path, kind, missing, lines, offset, indexed_at FROM sources WHERE conversation = ? "
+            "ORDER BY kind, path", (conversation_id,))]
+        msgs = [dict(r) for r in conn.execute(
+            "SELECT m.id, m.uuid, m.parent_uuid, m.role, m.kind, m.is_sidechain, m.subagent, m.timestamp, m.model, "
+            "COALESCE(m.cwd, c.cwd) AS cwd, s.path AS source_path, m.line_no FROM messages m "
+            "JOIN conversations c ON c.id = m.conversation LEFT JOIN sources s ON s.id = m.source "
+            "WHERE m.conversation = ? ORDER BY m.id", (conversation_id,))]
+        by_id = {m["id"]: m for m in msgs}
+        for m in msgs:
+            m["blocks"] = []
+        ids = list(by_id)
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            q = ",".join("?" * len(part))
+            for r in conn.execute(
+                    f"SELECT message_id, idx, type, tool_name, tool_use_id, is_error, text, original_size, clipped "
+                    f"FROM blocks WHERE message_id IN ({q}) ORDER BY message_id, idx", part):
+                by_id[r["message_id"]]["blocks"].append({k: r[k] for k in r.keys() if k != "message_id"})
+        return {"conversation": dict(conv), "sources": sources, "messages": msgs}
+    finally:
+        conn.close()

@@ -1,0 +1,160 @@
+"""Card writer through the local `claude` CLI in headless mode (the user's own Claude login).
+
+The child runs as::
+
+    claude -p --output-format json --model haiku --json-schema '<schema>'
+           --settings '{"disableAllHooks":true}' --no-session-persistence --tools "" --max-turns 1
+
+with the prompt on stdin (first line `[reverie-consolidation]`) and `REVERIE_CHILD=1` in its
+environment, so that (1) no hook runs in the child (ours print nothing under the guard anyway),
+(2) no transcript of it is written, and (3) if one were written, our indexer skips sessions carrying
+the guard and consolidation skips the marker. Output is the CLI's JSON result: `structured_output`
+(or `result` holding JSON) validated into `CardsResponse`; error subtypes and non-zero exits are
+reported (rate/usage limits, overload and timeouts as transient: left for the next run).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+from typing import Any, Iterator
+
+from pydantic import ValidationError
+
+from ..budget import RetryPolicy, Transient, with_retries
+from ..errors import ReverieError
+from ..paths import ENV_CHILD_GUARD
+from .base import CardsResponse, WriteError, WriteRequest, WriteResult, response_schema, sequential
+from .prompts import cli_prompt
+
+log = logging.getLogger(__name__)
+
+CHILD_SETTINGS = '{"disableAllHooks":true}'
+_TRANSIENT = re.compile(r"overloaded|rate.?limit|usage limit|429|529|\b5\d\d\b|timed? ?out|temporarily|ECONNRESET|"
+                        r"network|connection", re.I)
+
+
+class ClaudeCliWriter:
+    name = "claude-cli"
+    model_backed = True
+
+    def __init__(self, *, command: str = "claude", model: str = "haiku", timeout_s: float = 120.0,
+                 retry: RetryPolicy | None = None) -> None:
+        self.command = command
+        self.model = model
+        self.timeout_s = timeout_s
+        self.retry = retry or RetryPolicy()
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any], **overrides: Any) -> "ClaudeCliWriter":
+        c = settings.get("claude_cli") or {}
+        writer = cls(command=c.get("command") or "claude", model=c.get("model") or "haiku",
+                     timeout_s=float(c.get("timeout_s", 120)), **overrides)
+        if shutil.which(writer.command) is None:
+            raise ReverieError(
+                f"`{writer.command}` is not on PATH: install Claude Code (npm i -g @anthropic-ai/claude-code) "
+                "or set claude_cli.command in settings, or use --writer offline.")
+        return writer
+
+    def argv(self) -> list[str]:
+        return [
+            self.command, "-p", "--output-format", "json", "--model", self.model,
+            "--json-schema", json.dumps(response_schema(), separators=(",", ":")),
+            "--settings", CHILD_SETTINGS, "--no-session-persistence", "--tools", "", "--max-turns", "1",
+        ]
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env[ENV_CHILD_GUARD] = "1"
+        return env
+
+    def estimate_cost(self, request: WriteRequest) -> float:
+        return 0.0  # billed to the user's Claude plan; the CLI reports its own cost afterwards
+
+    def write_many(self, requests: list[WriteRequest], budget) -> Iterator[WriteResult]:
+        return sequential(self, requests, budget)
+
+    def write_one(self, request: WriteRequest, budget=None) -> WriteResult:
+        result = WriteResult(request.id)
+        prompt = cli_prompt(request)
+
+        def attempt(_: int) -> dict:
+            result.calls += 1
+            try:
+                proc = subprocess.run(self.argv(), input=prompt, capture_output=True, text=True,
+                                      timeout=self.timeout_s, env=self.env())
+            except subprocess.TimeoutExpired:
+                raise Transient(f"claude timed out after {self.timeout_s:g}s") from None
+            except OSError as exc:
+                raise ReverieError(f"cannot run `{self.command}`: {exc.strerror}") from None
+            out = proc.stdout.strip()
+            data = None
+            if out:
+                try:
+                    data = json.loads(out.splitlines()[-1] if not out.startswith("{") else out)
+                except ValueError:
+                    data = None
+            if proc.returncode != 0 and not isinstance(data, dict):
+                detail = (proc.stderr or "")[-300:]
+                if _TRANSIENT.search(detail):
+                    raise Transient(f"claude exited {proc.returncode} (transient)")
+                raise _Failed(f"claude exited {proc.returncode}")
+            if not isinstance(data, dict):
+                raise _Malformed("claude printed no JSON result")
+            if data.get("is_error") and _TRANSIENT.search(str(data.get("result", ""))):
+                raise Transient(f"claude error: {data.get('subtype', 'error')}")
+            return data
+
+        try:
+            data = with_retries(attempt, self.retry)
+        except Transient as exc:
+            result.error = WriteError("transient", f"{exc} after {self.retry.attempts} attempts", retryable=True)
+            return result
+        except _Malformed as exc:
+            result.error = WriteError("malformed", str(exc))
+            return result
+        except _Failed as exc:
+            result.error = WriteError("failed", str(exc))
+            return result
+        except ReverieError as exc:
+            result.error = WriteError("failed", str(exc))
+            return result
+
+        usage = data.get("usage") or {}
+        result.input_tokens = int(usage.get("input_tokens", 0) or 0)
+        result.output_tokens = int(usage.get("output_tokens", 0) or 0)
+        result.cache_read_tokens = int(usage.get("cache_read_input_tokens", 0) or 0)
+        result.cache_write_tokens = int(usage.get("cache_creation_input_tokens", 0) or 0)
+        result.cost_usd = float(data.get("total_cost_usd", 0.0) or 0.0)
+        subtype = data.get("subtype", "")
+        if data.get("is_error") or subtype != "success":
+            kind = "schema" if subtype == "error_max_structured_output_retries" else "failed"
+            result.error = WriteError(kind, f"claude result {subtype or 'error'}")
+            return result
+        payload = data.get("structured_output")
+        if payload is None:
+            text = data.get("result") or ""
+            text = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip())
+            try:
+                payload = json.loads(text)
+            except ValueError:
+                result.error = WriteError("malformed", "claude result is not JSON")
+                return result
+        try:
+            result.cards = CardsResponse.model_validate(payload).cards
+        except ValidationError as exc:
+            fields = sorted({".".join(str(p) for p in e["loc"]) + ":" + e["type"] for e in exc.errors()})[:5]
+            result.error = WriteError("schema", "claude output misses the schema: " + ", ".join(fields))
+        return result
+
+
+class _Malformed(Exception):
+    pass
+
+
+class _Failed(Exception):
+    pass

@@ -1,0 +1,70 @@
+"""Prompts of the model backends: pure functions from a request to the messages sent.
+
+`INSTRUCTIONS` is the fixed part (cached with `cache_control` by the API writer); the per-call part
+lists the candidate passages under labels P1..Pn with the user's request they answer. Passage texts
+come from the index and are already redacted; nothing else of the user's is sent.
+"""
+
+from __future__ import annotations
+
+import json
+
+from graph.model import CATEGORIES, VERBS
+
+from ..passages import CONSOLIDATION_MARKER
+from .base import MAX_WORDS, WriteRequest, response_schema
+
+INSTRUCTIONS = f"""You turn excerpts of a coding agent's conversations into memory cards for a FUTURE session of the same agent.
+A card states what that future session will need to know: decisions and their reasons, stable facts about the systems and people involved, the user's preferences and rules, recurring patterns, lessons learned, and corrections. Progress reports, narration, plans for the next five minutes and task chatter are NOT memory: write no card for them.
+
+Rules for every card:
+- statement: ONE self-contained sentence of at most {MAX_WORDS} words, with the specific names (services, hosts, files, tools, people) spelled exactly as in the passage. Write it as durable knowledge ("auth-service runs on prod-k8s", "Use pnpm, not npm, in this repo"), never as narration ("the user said", "we discussed", "today").
+- category: one of {", ".join(CATEGORIES)}.
+- importance: 0-4 (4: a rule the agent must never break; 3: a decision, preference or lesson; 2: a useful fact; 1: minor).
+- entities: named things only (no generic words like "config", "tests", "the server"), each with a type.
+- relations: only with these verbs: {", ".join(VERBS)}; subject and object must be entities of the card; set holds=false when the passage says the relation ended ("moved X off Y", "no longer", "retired"). Leave relations empty rather than guess.
+- evidence: the labels (P1, P2, ...) of the passages that support the card; quote: a short verbatim span of one cited passage that supports it.
+- A user turn that corrects the agent yields a card stating the right way (category correction).
+- Never copy a secret, password, token or key value into a card; "[REDACTED:...]" placeholders mean a secret was removed: do not reproduce them.
+- Write at most the number of cards you are told, fewer is better, and ZERO cards when nothing qualifies.
+Answer only with JSON matching the schema."""
+
+
+def passages_block(request: WriteRequest) -> str:
+    lines = []
+    for cand in request.candidates:
+        p = cand.passage
+        head = f"[{cand.label}] {p.kind}"
+        if p.timestamp:
+            head += f" at {p.timestamp[:16]}"
+        lines.append(head)
+        if p.kind == "assistant" and p.context:
+            lines.append(f"  (answering the user's request: {p.context})")
+        if p.kind == "user" and cand.judgement.correction and p.previous_reply:
+            lines.append(f"  (the agent had just said: {p.previous_reply})")
+        lines.append("  " + p.text.replace("\n", "\n  "))
+    return "\n".join(lines)
+
+
+def user_prompt(request: WriteRequest) -> str:
+    known = sorted(request.known_entities)[:60]
+    known_line = f"Names this agent already knows (reuse their spelling): {', '.join(known)}\n" if known else ""
+    return (
+        f"Agent: {request.agent}\n{known_line}"
+        f"Write at most {request.max_cards} card(s) from these {len(request.candidates)} passage(s):\n\n"
+        f"{passages_block(request)}"
+    )
+
+
+def api_messages(request: WriteRequest) -> tuple[list[dict], list[dict]]:
+    """(system blocks, messages) for the Messages API; the fixed instructions carry cache_control."""
+    system = [{"type": "text", "text": INSTRUCTIONS, "cache_control": {"type": "ephemeral"}}]
+    messages = [{"role": "user", "content": user_prompt(request)}]
+    return system, messages
+
+
+def cli_prompt(request: WriteRequest) -> str:
+    """The whole prompt for `claude -p`, starting with the consolidation marker line (so a child
+    transcript that was persisted anyway is recognisable and skipped by consolidation)."""
+    return (f"{CONSOLIDATION_MARKER}\n{INSTRUCTIONS}\n\nJSON schema of the answer:\n"
+            f"{json.dumps(response_schema(), separators=(',', ':'))}\n\n{user_prompt(request)}")

@@ -1,0 +1,176 @@
+"""`reverie forget`: delete memories on request, and do not learn them again.
+
+Forgetting a card deletes it with its evidence, sessions, entity links and relation statements;
+forgetting an entity deletes the entity, its aliases, every relation statement that names it and
+every card that mentions it. Entities left with no card and no statement are deleted too. Cards
+that the forgotten card had superseded become active again (nothing supersedes them any more).
+
+What was forgotten is remembered only as hashes in `forgotten`: the SHA-256 of each card's
+normalized statement and of each `source_key` (session + passages) behind it. `graph.merge`
+refuses a card whose statement or source key hashes to one of them, so consolidating the same
+transcripts again does not bring it back.
+
+Why a plain SHA-256 and not an HMAC with the home's secret key: the statements were redacted before
+they were stored, so the hash input carries no secret value; a plain hash keeps the graph free of
+any dependency on redact's key. The hash is still one-way: the forgotten text is not kept.
+
+Invariants: one transaction per call; relation state is recomputed for every touched triple before
+commit; `graph_meta['generation']` is bumped so open merge sessions reload their caches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any, Iterable
+
+from . import relations
+from .store import connection, get_meta, set_meta, transaction
+
+log = logging.getLogger(__name__)
+
+
+def statement_hash(norm: str) -> str:
+    """Hash of a normalized statement (`cards.norm`). See the module docstring for why SHA-256."""
+    return hashlib.sha256(("statement:" + norm).encode("utf-8")).hexdigest()
+
+
+def source_hash(source_key: str) -> str:
+    return hashlib.sha256(("source:" + source_key).encode("utf-8")).hexdigest()
+
+
+def is_forgotten(db: Any, norm: str, source_key: str = "") -> bool:
+    """True when this statement (normalized) or this source key was forgotten."""
+    conn = connection(db)
+    hashes = [statement_hash(norm)] + ([source_hash(source_key)] if source_key else [])
+    row = conn.execute(
+        f"SELECT 1 FROM forgotten WHERE hash IN ({','.join('?' * len(hashes))}) LIMIT 1", hashes
+    ).fetchone()
+    return row is not None
+
+
+def bump_generation(conn) -> None:
+    """Tell open merge sessions (maybe in another process) that cards/entities were removed."""
+    gen = int(get_meta(conn, "generation") or 0) + 1
+    set_meta(conn, "generation", str(gen))
+
+
+def _remember(conn, card_ids: list[int], now: str) -> int:
+    n = 0
+    for i in range(0, len(card_ids), 500):
+        chunk = card_ids[i:i + 500]
+        marks = ",".join("?" * len(chunk))
+        hashes = {(statement_hash(norm), "statement") for (norm,) in
+                  conn.execute(f"SELECT norm FROM cards WHERE id IN ({marks})", chunk)}
+        keys = {k for (k,) in conn.execute(f"SELECT source_key FROM cards WHERE id IN ({marks})", chunk) if k}
+        keys |= {k for (k,) in conn.execute(f"SELECT source_key FROM card_sessions WHERE card_id IN ({marks})", chunk) if k}
+        hashes |= {(source_hash(k), "source") for k in keys}
+        for h, kind in hashes:
+            cur = conn.execute("INSERT OR IGNORE INTO forgotten(hash, kind, at) VALUES (?, ?, ?)", (h, kind, now))
+            n += cur.rowcount
+    return n
+
+
+def _delete_cards(conn, card_ids: list[int], now: str) -> dict[str, int]:
+    counts = {"cards": 0, "evidence": 0, "statements": 0, "reactivated": 0}
+    touched: set = relations.triples_of_cards(conn, card_ids)
+    for i in range(0, len(card_ids), 500):
+        chunk = card_ids[i:i + 500]
+        marks = ",".join("?" * len(chunk))
+        counts["statements"] += conn.execute(
+            f"DELETE FROM relation_statements WHERE card_id IN ({marks})", chunk).rowcount
+        counts["reactivated"] += conn.execute(
+            f"""UPDATE cards SET superseded_by = NULL, status = 'active', status_at = ?, updated_at = ?
+                WHERE superseded_by IN ({marks}) AND id NOT IN ({marks})""", (now, now, *chunk, *chunk)).rowcount
+        conn.execute(f"UPDATE cards SET superseded_by = NULL WHERE superseded_by IN ({marks})", chunk)
+        counts["evidence"] += conn.execute(f"DELETE FROM evidence WHERE card_id IN ({marks})", chunk).rowcount
+        conn.execute(f"DELETE FROM card_sessions WHERE card_id IN ({marks})", chunk)
+        conn.execute(f"DELETE FROM card_entities WHERE card_id IN ({marks})", chunk)
+        counts["cards"] += conn.execute(f"DELETE FROM cards WHERE id IN ({marks})", chunk).rowcount
+    relations.recompute(conn, touched, now)
+    return counts
+
+
+def _delete_orphan_entities(conn, candidates: Iterable[int] | None = None) -> int:
+    """Entities with no card link and no relation statement; returns how many were deleted."""
+    where = ""
+    params: list[int] = []
+    if candidates is not None:
+        params = list(set(candidates))
+        if not params:
+            return 0
+        where = f"AND e.id IN ({','.join('?' * len(params))})"
+    orphans = [eid for (eid,) in conn.execute(
+        f"""SELECT e.id FROM entities e WHERE NOT EXISTS (SELECT 1 FROM card_entities ce WHERE ce.entity_id = e.id)
+            AND NOT EXISTS (SELECT 1 FROM relation_statements s WHERE s.subject_id = e.id OR s.object_id = e.id)
+            {where}""", params)]
+    for eid in orphans:
+        conn.execute("DELETE FROM relations WHERE subject_id = ? OR object_id = ?", (eid, eid))
+        conn.execute("DELETE FROM entity_aliases WHERE entity_id = ?", (eid,))
+        conn.execute("DELETE FROM entities WHERE id = ?", (eid,))
+    return len(orphans)
+
+
+def _entities_of_cards(conn, card_ids: list[int]) -> set[int]:
+    out: set[int] = set()
+    for i in range(0, len(card_ids), 500):
+        chunk = card_ids[i:i + 500]
+        marks = ",".join("?" * len(chunk))
+        out |= {e for (e,) in conn.execute(f"SELECT entity_id FROM card_entities WHERE card_id IN ({marks})", chunk)}
+        for s, o in conn.execute(f"SELECT subject_id, object_id FROM relation_statements WHERE card_id IN ({marks})", chunk):
+            out |= {s, o}
+    return out
+
+
+def forget_cards(db: Any, card_ids: Iterable[int], *, now: str) -> dict[str, int]:
+    """Delete these cards (and everything that hangs on them only) and remember their hashes.
+    Returns counts: cards, evidence, statements, entities, reactivated, hashes. Unknown ids are
+    ignored (count 0)."""
+    conn = connection(db)
+    wanted = sorted({int(c) for c in card_ids})
+    with transaction(conn):
+        ids = [cid for (cid,) in conn.execute(
+            f"SELECT id FROM cards WHERE id IN ({','.join('?' * len(wanted))})", wanted)] if wanted else []
+        if not ids:
+            return {"cards": 0, "evidence": 0, "statements": 0, "entities": 0, "reactivated": 0, "hashes": 0}
+        hashes = _remember(conn, ids, now)
+        entities = _entities_of_cards(conn, ids)
+        counts = _delete_cards(conn, ids, now)
+        counts["entities"] = _delete_orphan_entities(conn, entities)
+        counts["hashes"] = hashes
+        bump_generation(conn)
+    log.info("forgot %d card(s)", counts["cards"])
+    return counts
+
+
+def forget_entity(db: Any, entity_id: int, *, now: str) -> dict[str, int]:
+    """Delete an entity, its aliases, every statement naming it and every card mentioning it
+    (remembering their hashes), then entities left with nothing."""
+    conn = connection(db)
+    with transaction(conn):
+        card_ids = sorted({c for (c,) in conn.execute(
+            "SELECT card_id FROM card_entities WHERE entity_id = ?", (entity_id,))} | {c for (c,) in conn.execute(
+            "SELECT card_id FROM relation_statements WHERE (subject_id = ? OR object_id = ?) AND card_id IS NOT NULL",
+            (entity_id, entity_id))})
+        hashes = _remember(conn, card_ids, now) if card_ids else 0
+        neighbours = _entities_of_cards(conn, card_ids) if card_ids else set()
+        neighbours |= {x for row in conn.execute(
+            "SELECT subject_id, object_id FROM relation_statements WHERE subject_id = ? OR object_id = ?",
+            (entity_id, entity_id)) for x in row}
+        counts = _delete_cards(conn, card_ids, now) if card_ids else \
+            {"cards": 0, "evidence": 0, "statements": 0, "reactivated": 0}
+        touched = {tuple(r) for r in conn.execute(
+            "SELECT DISTINCT subject_id, verb, object_id FROM relation_statements WHERE subject_id = ? OR object_id = ?",
+            (entity_id, entity_id))}
+        counts["statements"] += conn.execute(
+            "DELETE FROM relation_statements WHERE subject_id = ? OR object_id = ?", (entity_id, entity_id)).rowcount
+        relations.recompute(conn, touched, now)
+        conn.execute("DELETE FROM relations WHERE subject_id = ? OR object_id = ?", (entity_id, entity_id))
+        conn.execute("DELETE FROM card_entities WHERE entity_id = ?", (entity_id,))
+        conn.execute("DELETE FROM entity_aliases WHERE entity_id = ?", (entity_id,))
+        counts["entities"] = conn.execute("DELETE FROM entities WHERE id = ?", (entity_id,)).rowcount
+        counts["entities"] += _delete_orphan_entities(conn, neighbours - {entity_id})
+        counts["hashes"] = hashes
+        bump_generation(conn)
+    log.info("forgot entity %d with %d card(s)", entity_id, counts["cards"])
+    return counts

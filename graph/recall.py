@@ -1,0 +1,710 @@
+"""Recall: what an agent's memory injects at session start and before each prompt. Stdlib only.
+
+`recall(db_path, prompt, ...)` reads one agent's graph (read-only, never waiting on a writer) and
+returns the JSON of issue 6 with the exact text to inject:
+
+1. standing decisions and preferences (categories correction, decision, preference). At session
+   start (kind "primer") the strongest of them; on a prompt only those relevant to it. Order:
+   pinned, then recurring (seen in >= 2 sessions), then corrections, then more sessions, higher
+   importance, more recently seen.
+2. for every entity the prompt names (whole-word match of a name or alias of >= 3 characters,
+   looked up by the prompt's 1..4-word n-grams in the indexed `norm` columns, so the cost does not
+   grow with the number of entities), its relations from the `relations` table that
+   `graph.relations` maintains (state = latest statement by said_at; weight = distinct sessions
+   among non-faded cards): current first, then strongest, then most recent, at most 12 each;
+   ended ones marked "(no longer)".
+3. the notes nearest the prompt: candidates from FTS5 BM25 (cards_fts) and from the cards linked
+   to the named entities, re-ranked by a hybrid of BM25 (relative to the best hit), cosine
+   similarity of the stored card vectors to the prompt's vector (when an embedder is given and the
+   vectors are its own) and entity links; recurrence multiplies the relevance by at most
+   `1 + STRENGTH_MAX_BOOST`, so a memory seen in many sessions can overtake a slightly closer one
+   but never a much closer one.
+
+Invariants:
+- Only active cards are recalled (faded and superseded never are).
+- Every block and the whole text respect `Budgets`; lines are never cut, a line that does not fit
+  is left out. The text stays well under Claude Code's 10,000-character limit.
+- The first line of any non-empty text starts with `MARKER`, and so does every block header
+  (consolidation skips text carrying the marker: we never learn from our own injections).
+- With a session id, a card or entity is injected at most once per session: a small JSON file per
+  session under `<agent dir>/recall-sessions/`, pruned by age and count (see `SessionState`).
+- Nothing relevant gives an empty text (and nothing is recorded).
+- The database is opened read-only with a short busy timeout: a consolidation's write
+  transaction never blocks recall (WAL readers do not wait for writers).
+- `scrub` (the remembered-secret check) is applied to every text that goes out, before budgets.
+"""
+
+from __future__ import annotations
+
+import array
+import datetime as _dt
+import json
+import math
+import operator
+import os
+import re
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Protocol
+
+from .text import NEGATIONS, STOPWORDS, fold, words
+
+MARKER = "[reverie memory]"
+STANDING_CATEGORIES = ("correction", "decision", "preference")
+#: Most a memory's recurrence can multiply its relevance by is 1 + this (seen in e^3 ~ 20 sessions).
+STRENGTH_MAX_BOOST = 0.25
+#: Busy timeout of the read-only connection (WAL readers normally never wait at all).
+BUSY_TIMEOUT_S = 0.25
+#: Entity names shorter than this never match (too ambiguous).
+MIN_NAME_CHARS = 3
+#: Longest entity name matched, in words.
+MAX_NGRAM = 4
+#: Prompt characters considered (a pasted log should not make recall slow).
+MAX_PROMPT_CHARS = 8000
+#: Ranked candidates split between the standing and notes blocks.
+CANDIDATES = 60
+#: Cards per named entity considered as candidates (its most recently linked ones).
+ENTITY_CARDS_SCANNED = 300
+#: FTS query terms at most (the first ones of the prompt).
+MAX_QUERY_TERMS = 24
+#: A term matching more than this share of all cards is too common to search by (see fts_match).
+COMMON_SHARE = 0.05
+#: The terms searched by match at most this many cards together (bounds the BM25 cost).
+MATCHED_CAP = 8000
+
+HEADERS = {
+    "standing": f"{MARKER} Standing decisions and preferences from your past sessions "
+                "(your own memories; possibly outdated, check before relying on them):",
+    "entities": f"{MARKER} What you know about the things this prompt names, from past sessions "
+                "(possibly outdated, check before relying on it):",
+    "notes": f"{MARKER} Your notes nearest this prompt, from past sessions "
+             "(possibly outdated, check before relying on them):",
+}
+
+
+class Budgets:
+    """Caps per block and in total. Defaults: 4,000 characters in all (~1,000 tokens, 40% of
+    Claude Code's 10,000-character limit); standing <= 8 memories / 1,500 chars; <= 4 entities,
+    <= 12 relations each, 1,600 chars; notes <= 8 / 2,400 chars. Headers count. Overridable with
+    the `recall` settings (same names); `max_chars` is never above 9,500.
+    `min_relative`: candidates below this share of the best candidate's relevance are not
+    recalled."""
+
+    DEFAULTS: dict[str, int | float] = {
+        "max_chars": 4000, "standing_items": 8, "standing_chars": 1500, "entities": 4,
+        "relations_per_entity": 12, "entity_chars": 1600, "notes_items": 8, "notes_chars": 2400,
+        "min_relative": 0.3,
+    }
+    HARD_MAX_CHARS = 9500
+
+    max_chars: int
+    standing_items: int
+    standing_chars: int
+    entities: int
+    relations_per_entity: int
+    entity_chars: int
+    notes_items: int
+    notes_chars: int
+    min_relative: float
+
+    def __init__(self, **values: int | float) -> None:
+        unknown = set(values) - set(self.DEFAULTS)
+        if unknown:
+            raise TypeError(f"unknown budget(s): {', '.join(sorted(unknown))}")
+        for key, default in self.DEFAULTS.items():
+            setattr(self, key, type(default)(values.get(key, default)))
+        self.max_chars = max(0, min(self.max_chars, self.HARD_MAX_CHARS))
+
+    def as_dict(self) -> dict[str, int | float]:
+        return {key: getattr(self, key) for key in self.DEFAULTS}
+
+    def __repr__(self) -> str:
+        return f"Budgets({self.as_dict()})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Budgets) and self.as_dict() == other.as_dict()
+
+    @classmethod
+    def from_settings(cls, values: dict[str, Any] | None) -> "Budgets":
+        """Defaults overridden by the numeric keys of a `recall` settings dict (others ignored)."""
+        updates = {key: value for key, value in (values or {}).items()
+                   if key in cls.DEFAULTS and isinstance(value, (int, float)) and not isinstance(value, bool)
+                   and value >= 0}
+        return cls(**updates)
+
+    def scaled(self, max_chars: int) -> "Budgets":
+        """Every character cap scaled to a new total (item caps unchanged)."""
+        k = max_chars / self.max_chars if self.max_chars else 1.0
+        return Budgets(**{**self.as_dict(), "max_chars": max_chars,
+                          "standing_chars": int(self.standing_chars * k),
+                          "entity_chars": int(self.entity_chars * k), "notes_chars": int(self.notes_chars * k)})
+
+
+class PromptEmbedder(Protocol):
+    """What recall needs of an embedder (graph.recall_embed has stdlib ones): `embed(text)`, a unit
+    vector as a dense list or a sparse {index: value} dict, or None; `dim`; and `id`, the
+    graph_meta 'embedder' value whose vectors it matches (`cards.vector` are used only then)."""
+
+    id: str
+
+    dim: int
+
+    def embed(self, text: str) -> list[float] | dict[int, float] | None: ...
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-session state
+
+
+class SessionState:
+    """Which cards and entities a session was already given. One JSON file per session in
+    `state_dir` ({"cards": [...], "entities": [...]}), written atomically; files older than
+    `max_age_days` or beyond the `max_files` newest are deleted when a new session starts."""
+
+    def __init__(self, state_dir: Path, session: str, *, max_files: int = 500, max_age_days: int = 14,
+                 max_ids: int = 5000, now: float | None = None) -> None:
+        self.dir = Path(state_dir)
+        safe = re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", session or "") and not session.startswith(".")
+        if not safe:
+            import hashlib
+        name = session if safe else hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+        self.path = self.dir / f"{name}.json"
+        self.max_files, self.max_age_days, self.max_ids = max_files, max_age_days, max_ids
+        self.now = now
+        self.cards: set[int] = set()
+        self.entities: set[int] = set()
+        self.exists = False
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            self.cards = {int(x) for x in data.get("cards", [])}
+            self.entities = {int(x) for x in data.get("entities", [])}
+            self.exists = True
+        except (OSError, ValueError, TypeError, AttributeError):
+            pass
+
+    def reset(self) -> None:
+        self.cards, self.entities = set(), set()
+
+    def save(self, cards: Iterable[int], entities: Iterable[int]) -> None:
+        new_file = not self.exists
+        self.cards.update(cards)
+        self.entities.update(entities)
+        # Bounded: a very long session keeps its most recent ids (ids grow with time).
+        data = {"cards": sorted(self.cards)[-self.max_ids:], "entities": sorted(self.entities)[-self.max_ids:]}
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, self.path)
+        self.exists = True
+        if new_file:
+            self.prune()
+
+    def prune(self) -> int:
+        """Delete stale session files; returns how many."""
+        try:
+            entries = [(e.stat().st_mtime, e.path) for e in os.scandir(self.dir)
+                       if e.name.endswith(".json") and e.is_file()]
+        except OSError:
+            return 0
+        entries.sort(reverse=True)
+        cutoff = (self.now if self.now is not None else time.time()) - self.max_age_days * 86400
+        removed = 0
+        for i, (mtime, path) in enumerate(entries):
+            if i >= self.max_files or mtime < cutoff:
+                try:
+                    os.unlink(path)
+                    removed += 1
+                except OSError:
+                    pass
+        return removed
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def connect_readonly(db_path: str | os.PathLike, busy_timeout_s: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
+    """A read-only connection that never creates the file and waits at most `busy_timeout_s`."""
+    path = os.fspath(db_path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(path)
+    uri_path = path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    conn = sqlite3.connect(f"file:{uri_path}?mode=ro", uri=True, timeout=busy_timeout_s,
+                           check_same_thread=False)
+    conn.execute("PRAGMA query_only = 1")
+    return conn
+
+
+def _date(value: str | None) -> str:
+    return (value or "")[:10]
+
+
+# Mirrors graph.entities._tokens/normalize_entity (which cannot be imported on the hook path: its
+# module imports the store); tests/test_recall.py checks that both give the same keys.
+_SEP = re.compile(r"[\s_\-]+")
+_STRIP = re.compile(r"^[\"'`(\[<{]+|[\"'`)\]>},;:!?.]+$")
+
+
+def _name_tokens(text: str) -> list[str]:
+    text = fold(text).replace("`", " ")
+    text = re.sub(r"'s\b", "", text)
+    toks = [_STRIP.sub("", t) for t in text.split()]
+    return [t for t in toks if t]
+
+
+def _ngrams(tokens: list[str], max_n: int = MAX_NGRAM) -> dict[str, tuple[int, int]]:
+    """Every 1..max_n-gram as an entity norm key -> (start, end) of its first occurrence."""
+    out: dict[str, tuple[int, int]] = {}
+    for n in range(1, max_n + 1):
+        for i in range(len(tokens) - n + 1):
+            key = _SEP.sub("-", "-".join(tokens[i:i + n])).strip("-")
+            if len(key) >= MIN_NAME_CHARS and key not in out:
+                out[key] = (i, i + n)
+    return out
+
+
+def match_entities(conn: sqlite3.Connection, prompt: str) -> list[dict[str, Any]]:
+    """Entities named in `prompt` (whole words, names and aliases of >= 3 characters), in order of
+    first mention; a longer match hides the shorter names inside it ("New York" hides "York").
+    Cost: one indexed lookup of the prompt's n-grams, whatever the number of entities."""
+    tokens = _name_tokens(prompt[:MAX_PROMPT_CHARS])
+    grams = _ngrams(tokens)
+    for tok in tokens:   # path pieces: "src/graph/store.py" also names "store.py" and "graph"
+        if "/" in tok or ":" in tok:
+            for piece in re.split(r"[/:]+", tok):
+                piece = _STRIP.sub("", piece)
+                if len(piece) >= MIN_NAME_CHARS and piece not in grams:
+                    grams[piece] = (-1, -1)
+    if not grams:
+        return []
+    keys = json.dumps(list(grams))
+    rows = conn.execute(
+        """SELECT e.id, e.name, e.type, a.norm FROM entity_aliases a JOIN entities e ON e.id = a.entity_id
+           WHERE a.norm IN (SELECT value FROM json_each(?1))
+           UNION
+           SELECT e.id, e.name, e.type, e.norm FROM entities e WHERE e.norm IN (SELECT value FROM json_each(?1))""",
+        (keys,),
+    ).fetchall()
+    hits = sorted(((grams[norm], eid, name, etype) for eid, name, etype, norm in rows),
+                  key=lambda h: (-(h[0][1] - h[0][0]), h[0][0]))
+    covered: set[int] = set()
+    seen: set[int] = set()
+    found: list[tuple[int, dict[str, Any]]] = []
+    for (start, end), eid, name, etype in hits:
+        span = set(range(start, end))   # empty for path pieces: they hide nothing
+        if eid in seen or span & covered:
+            continue
+        seen.add(eid)
+        covered |= span
+        found.append((start, {"id": eid, "name": name, "type": etype}))
+    found.sort(key=lambda f: f[0])
+    return [f[1] for f in found]
+
+
+def entity_relations(conn: sqlite3.Connection, entity_id: int, limit: int) -> list[dict[str, Any]]:
+    """Relations of one entity (either side): current first, then strongest, then most recent.
+    Relations whose every card has faded (weight 0) are left out."""
+    rows = conn.execute(
+        """SELECT s.name, r.verb, o.name, r.holds, r.weight, r.last_said
+           FROM relations r JOIN entities s ON s.id = r.subject_id JOIN entities o ON o.id = r.object_id
+           WHERE (r.subject_id = ?1 OR r.object_id = ?1) AND r.weight > 0
+           ORDER BY r.holds DESC, r.weight DESC, r.last_said DESC, r.subject_id, r.verb, r.object_id
+           LIMIT ?2""",
+        (entity_id, limit),
+    ).fetchall()
+    return [{"subject": s, "verb": v, "object": o, "state": "holds" if h else "ended",
+             "weight": int(w), "last_said": ls} for s, v, o, h, w, ls in rows]
+
+
+_CARD_COLS = "c.id, c.statement, c.category, c.sessions, c.said_at, c.last_seen_at, c.pinned, c.importance"
+
+
+def _card(row: tuple) -> dict[str, Any]:
+    cid, statement, category, sessions, said_at, last_seen, pinned, importance = row[:8]
+    return {"id": cid, "statement": statement, "category": category, "sessions": int(sessions or 1),
+            "said_at": said_at, "last_seen_at": last_seen, "pinned": int(pinned or 0),
+            "importance": int(importance or 0)}
+
+
+def _standing_key(card: dict[str, Any]) -> tuple:
+    return (-card["pinned"], -(card["sessions"] >= 2), -(card["category"] == "correction"),
+            -card["sessions"], -card["importance"], _neg_text(card["last_seen_at"]), card["id"])
+
+
+def _neg_text(value: str | None) -> tuple:
+    return tuple(-ord(c) for c in (value or ""))
+
+
+def standing_primer(conn: sqlite3.Connection, limit: int, exclude: set[int]) -> list[dict[str, Any]]:
+    """The strongest standing memories for a session start (see module doc for the order)."""
+    out: list[dict[str, Any]] = []
+    excl = json.dumps(sorted(exclude))
+    for category in STANDING_CATEGORIES:
+        rows = conn.execute(
+            f"""SELECT {_CARD_COLS} FROM cards c
+                WHERE c.status = 'active' AND c.category = ?
+                  AND c.id NOT IN (SELECT value FROM json_each(?))
+                ORDER BY c.pinned DESC, c.sessions DESC, c.importance DESC, c.last_seen_at DESC
+                LIMIT ?""",
+            (category, excl, limit),
+        ).fetchall()
+        out.extend(_card(r) for r in rows)
+    out.sort(key=_standing_key)
+    return out[:limit]
+
+
+def _fts_terms(prompt: str) -> list[str]:
+    """Content words of the prompt (stopwords, negations and short numbers dropped), in order."""
+    terms: list[str] = []
+    for w in words(prompt[:MAX_PROMPT_CHARS]):
+        for piece in re.findall(r"\w+", w):
+            if len(piece) < 2 or piece in STOPWORDS or piece in NEGATIONS or (piece.isdigit() and len(piece) < 3):
+                continue
+            if piece not in terms:
+                terms.append(piece)
+    return terms[:MAX_QUERY_TERMS]
+
+
+def _phrase(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def fts_match(conn: sqlite3.Connection, terms: list[str], *, common: float = COMMON_SHARE,
+              matched_cap: int = MATCHED_CAP) -> str | None:
+    """The FTS5 query for `terms`, bounded in cost whatever the size of the agent's memory.
+
+    BM25 ranking costs time per matching card, so terms that match more than `common` of all cards
+    (near-stopwords here) are dropped, and the rarest terms are kept while the cards they match add
+    up to at most `matched_cap`. Document frequencies are counted with a LIMIT, so counting a
+    common term stops early. When every term is common, the two rarest must all match (AND)."""
+    if not terms:
+        return None
+    total = conn.execute("SELECT max(rowid) FROM cards_fts").fetchone()[0] or 0
+    cap = max(1000, int(total * common))
+    df: dict[str, int] = {}
+    for term in terms:
+        df[term] = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM cards_fts WHERE cards_fts MATCH ? LIMIT ?)",
+            (_phrase(term), cap + 1)).fetchone()[0]
+    present = sorted((t for t in terms if df[t] > 0), key=lambda t: df[t])
+    if not present:
+        return None
+    kept, matched = [], 0
+    for term in present:
+        if df[term] > cap or (kept and matched + df[term] > matched_cap):
+            break
+        kept.append(term)
+        matched += df[term]
+    if kept:
+        return " OR ".join(_phrase(t) for t in kept)
+    return " AND ".join(_phrase(t) for t in present[:2])
+
+
+def _cosine(query: list[float] | dict[int, float], blob: bytes) -> float:
+    """Dot product of a unit query vector (dense list, or sparse {index: value}) with a stored
+    float32 unit vector."""
+    vec = array.array("f", blob)
+    if isinstance(query, dict):
+        return sum(v * vec[i] for i, v in query.items())
+    return sum(map(operator.mul, query, vec))
+
+
+class _Candidate:
+    """card; bm25 (FTS5's, negative, lower is better; 0 when not a lexical hit); entity (sum of the
+    idf of the named entities the card is linked to); cosine (None without vectors)."""
+
+    __slots__ = ("card", "bm25", "entity", "cosine", "relevance", "score")
+
+    def __init__(self, card: dict[str, Any], bm25: float = 0.0, entity: float = 0.0) -> None:
+        self.card, self.bm25, self.entity = card, bm25, entity
+        self.cosine: float | None = None
+        self.relevance = 0.0
+        self.score = 0.0
+
+
+def nearest_cards(conn: sqlite3.Connection, prompt: str, entity_ids: list[int], *,
+                  embedder: PromptEmbedder | None = None, limit: int = 50,
+                  min_relative: float = 0.3, fts_limit: int = 100, entity_limit: int = 60,
+                  weights: tuple[float, float, float] = (1.0, 1.0, 0.5)) -> list[dict[str, Any]]:
+    """Active cards relevant to `prompt`, best first, each with its `score` (see module doc).
+
+    `weights` = (bm25, cosine, entity) weights of the hybrid relevance."""
+    cands: dict[int, _Candidate] = {}
+    try:
+        match = fts_match(conn, _fts_terms(prompt))
+    except sqlite3.OperationalError as exc:
+        if "fts5" not in str(exc).lower() and "syntax" not in str(exc).lower():
+            raise
+        match = None
+    if match:
+        try:
+            rows = conn.execute(
+                f"""SELECT {_CARD_COLS}, c.vector, f.score FROM
+                      (SELECT rowid, bm25(cards_fts) AS score FROM cards_fts WHERE cards_fts MATCH ?
+                       ORDER BY score LIMIT ?) f
+                    JOIN cards c ON c.id = f.rowid
+                    WHERE c.status = 'active'""",
+                (match, fts_limit),
+            ).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "fts5" not in str(exc).lower() and "syntax" not in str(exc).lower():
+                raise
+            rows = []
+        for r in rows:
+            cands[r[0]] = _Candidate(card=_card(r), bm25=float(r[9]))
+            cands[r[0]].card["_vector"] = r[8]
+    if entity_ids:
+        total = conn.execute("SELECT max(id) FROM cards").fetchone()[0] or 1
+        linked: dict[int, list[int]] = {}
+        idf: dict[int, float] = {}
+        for eid in entity_ids:
+            # The most recently linked cards of each entity (bounded for hub entities).
+            rows = conn.execute("SELECT card_id FROM card_entities WHERE entity_id = ? ORDER BY rowid DESC LIMIT ?",
+                                (eid, ENTITY_CARDS_SCANNED + 1)).fetchall()
+            df = len(rows) if len(rows) <= ENTITY_CARDS_SCANNED else conn.execute(
+                "SELECT count(*) FROM card_entities WHERE entity_id = ?", (eid,)).fetchone()[0]
+            idf[eid] = math.log(1 + total / max(1, df))
+            for (cid,) in rows[:ENTITY_CARDS_SCANNED]:
+                linked.setdefault(cid, []).append(eid)
+        order = sorted(linked, key=lambda cid: (-sum(idf[e] for e in linked[cid]), -cid))
+        need = [cid for cid in order[: entity_limit * 3] if cid not in cands]
+        rows = conn.execute(
+            f"SELECT {_CARD_COLS}, c.vector FROM cards c WHERE c.id IN (SELECT value FROM json_each(?)) "
+            "AND c.status = 'active'", (json.dumps(need),)).fetchall()
+        fetched = {r[0]: r for r in rows}
+        added = 0
+        for cid in order[: entity_limit * 3]:
+            score = sum(idf[e] for e in linked[cid])
+            if cid in cands:
+                cands[cid].entity = score
+            elif cid in fetched and added < entity_limit:
+                cand = cands[cid] = _Candidate(card=_card(fetched[cid]), entity=score)
+                cand.card["_vector"] = fetched[cid][8]
+                added += 1
+    if not cands:
+        return []
+    qvec = embedder.embed(prompt[:MAX_PROMPT_CHARS]) if embedder is not None else None
+    if qvec is not None:
+        dim = int(getattr(embedder, "dim", 0) or len(qvec))
+        for cand in cands.values():
+            blob = cand.card.get("_vector")
+            if blob and len(blob) == 4 * dim:
+                cand.cosine = _cosine(qvec, blob)
+    best_bm25 = min((c.bm25 for c in cands.values()), default=0.0)
+    best_ent = max((c.entity for c in cands.values()), default=0.0)
+    w_lex, w_vec, w_ent = weights
+    for c in cands.values():
+        lex = c.bm25 / best_bm25 if best_bm25 < 0 else 0.0
+        ent = c.entity / best_ent if best_ent > 0 else 0.0
+        vec = max(0.0, c.cosine) if c.cosine is not None else 0.0
+        c.relevance = w_lex * lex + w_ent * ent + (w_vec * vec if qvec is not None else 0.0)
+        boost = 1.0 + STRENGTH_MAX_BOOST * min(1.0, math.log(max(1, c.card["sessions"])) / 3.0)
+        c.score = c.relevance * boost
+    ranked = sorted(cands.values(), key=lambda c: (-c.score, c.card["id"]))
+    top = ranked[0].relevance
+    out = []
+    for c in ranked:
+        if c.relevance < min_relative * top:
+            continue
+        card = dict(c.card)
+        card.pop("_vector", None)
+        card["score"] = round(c.score, 4)
+        out.append(card)
+        if len(out) >= limit:
+            break
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering with budgets
+
+
+def _verb(verb: str) -> str:
+    return verb.replace("_", " ")
+
+
+def _card_line(card: dict[str, Any]) -> str:
+    meta = [card["category"], _date(card.get("said_at"))]
+    if card["sessions"] > 1:
+        meta.append(f"{card['sessions']} sessions")
+    return f"- {card['statement']} [#{card['id']} {', '.join(m for m in meta if m)}]"
+
+
+def _relation_line(rel: dict[str, Any]) -> str:
+    tags = []
+    if rel["state"] == "ended":
+        tags.append("no longer")
+    tags.append(f"{rel['weight']} session{'s' if rel['weight'] != 1 else ''}")
+    if rel.get("last_said"):
+        tags.append(f"last {_date(rel['last_said'])}")
+    return f"  - {rel['subject']} {_verb(rel['verb'])} {rel['object']} ({'; '.join(tags)})"
+
+
+class _Text:
+    """Accumulates lines under a total character budget (newlines count)."""
+
+    def __init__(self, max_chars: int) -> None:
+        self.lines: list[str] = []
+        self.left = max_chars
+
+    def cost(self, lines: list[str]) -> int:
+        return sum(len(line) + 1 for line in lines)
+
+    def fits(self, lines: list[str]) -> bool:
+        return self.cost(lines) <= self.left
+
+    def add(self, lines: list[str]) -> None:
+        self.lines.extend(lines)
+        self.left -= self.cost(lines)
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+class _Block:
+    """One block: its header is written only with its first line; `try_add` adds whole lines when
+    they fit both the block's cap and the total budget (header included), else adds nothing."""
+
+    def __init__(self, text: _Text, header: str, cap: int) -> None:
+        self.text, self.header, self.cap = text, header, cap
+        self.lines: list[str] = []
+
+    def try_add(self, lines: list[str]) -> bool:
+        new = ([] if self.lines else [self.header]) + lines
+        if self.text.cost(self.lines + new) > self.cap or not self.text.fits(self.lines + new):
+            return False
+        self.lines.extend(new)
+        return True
+
+    def close(self) -> None:
+        if self.lines:
+            self.text.add(self.lines)
+
+
+def recall(db_path: str | os.PathLike, prompt: str, *, session: str | None = None, kind: str = "prompt",
+           budgets: Budgets | None = None, now: _dt.datetime | None = None,
+           embedder: PromptEmbedder | None = None, scrub: Callable[[str], str] | None = None,
+           agent: str | None = None, state_dir: str | os.PathLike | None = None,
+           reset_session: bool = False, record: bool = True) -> dict[str, Any]:
+    """What to inject for `prompt` (kind "prompt") or at a session start (kind "primer").
+
+    Returns {"agent", "standing": [...], "entities": [...], "notes": [...], "text"} (issue 6).
+    With `session`, memories and entities the session already got are skipped and, when `record`,
+    the new ones are remembered (`state_dir` defaults to `<db dir>/recall-sessions`);
+    `reset_session` forgets what the session got first (a compacted or cleared context).
+    `embedder` is used only when the graph's stored vectors are its own (graph_meta 'embedder').
+    Raises on a missing or unreadable database: callers on the hook path fail open.
+    """
+    if kind not in ("prompt", "primer"):
+        raise ValueError(f"kind must be 'prompt' or 'primer', not {kind!r}")
+    budgets = budgets or Budgets()
+    clean = scrub or (lambda s: s)
+    prompt = (prompt or "")[:MAX_PROMPT_CHARS]
+    state = None
+    if session:
+        state = SessionState(Path(state_dir) if state_dir else Path(db_path).parent / "recall-sessions", session,
+                             now=now.timestamp() if now is not None else None)
+        if reset_session:
+            state.reset()
+    seen_cards = state.cards if state else set()
+    seen_entities = state.entities if state else set()
+
+    result: dict[str, Any] = {"agent": agent, "standing": [], "entities": [], "notes": [], "text": ""}
+    conn = connect_readonly(db_path)
+    try:
+        if embedder is not None:
+            row = conn.execute("SELECT value FROM graph_meta WHERE key = 'embedder'").fetchone()
+            if not row or row[0] != getattr(embedder, "id", None):
+                embedder = None
+        standing: list[dict[str, Any]] = []
+        named: list[dict[str, Any]] = []
+        notes: list[dict[str, Any]] = []
+        if kind == "primer":
+            standing = standing_primer(conn, budgets.standing_items, seen_cards)
+        elif prompt.strip():
+            named = match_entities(conn, prompt)
+            near = nearest_cards(conn, prompt, [e["id"] for e in named], embedder=embedder,
+                                 limit=CANDIDATES + len(seen_cards),
+                                 min_relative=budgets.min_relative)
+            near = [c for c in near if c["id"] not in seen_cards]
+            standing = sorted((c for c in near if c["category"] in STANDING_CATEGORIES),
+                              key=_standing_key)[: budgets.standing_items]
+            taken = {c["id"] for c in standing}
+            notes = [c for c in near if c["id"] not in taken][: budgets.notes_items]
+            named = [e for e in named if e["id"] not in seen_entities][: budgets.entities]
+            for ent in named:
+                ent["relations"] = entity_relations(conn, ent["id"], budgets.relations_per_entity)
+            named = [e for e in named if e["relations"]]
+    finally:
+        conn.close()
+
+    text = _Text(budgets.max_chars)
+    block = _Block(text, clean(HEADERS["standing"]), budgets.standing_chars)
+    for card in standing:
+        card["statement"] = clean(card["statement"])
+        if block.try_add([_card_line(card)]):
+            result["standing"].append({"id": card["id"], "statement": card["statement"],
+                                       "category": card["category"], "sessions": card["sessions"]})
+    block.close()
+    block = _Block(text, clean(HEADERS["entities"]), budgets.entity_chars)
+    for ent in named:
+        name = clean(ent["name"])
+        head = f"{name} ({ent['type']}):"
+        shown = []
+        for rel in ent["relations"]:
+            rel = {**rel, "subject": clean(rel["subject"]), "object": clean(rel["object"])}
+            if block.try_add(([] if shown else [head]) + [_relation_line(rel)]):
+                shown.append(rel)
+        if shown:
+            result["entities"].append({"id": ent["id"], "name": name, "type": ent["type"], "relations": shown})
+    block.close()
+    block = _Block(text, clean(HEADERS["notes"]), budgets.notes_chars)
+    for card in notes:
+        card["statement"] = clean(card["statement"])
+        if block.try_add([_card_line(card)]):
+            result["notes"].append({"id": card["id"], "statement": card["statement"], "category": card["category"],
+                                    "date": _date(card.get("said_at")), "sessions": card["sessions"],
+                                    "score": card["score"]})
+    block.close()
+    result["text"] = text.text()
+    if state is not None and record and (result["text"] or reset_session):
+        state.save([c["id"] for c in result["standing"]] + [c["id"] for c in result["notes"]],
+                   [e["id"] for e in result["entities"]])
+    for ent in result["entities"]:
+        ent.pop("id", None)
+    return result
+
+
+def recalled_ids(result: dict[str, Any]) -> tuple[list[int], list[str]]:
+    """(card ids, entity names) a recall result injected, for the recall log."""
+    ids = [c["id"] for c in result.get("standing", [])] + [c["id"] for c in result.get("notes", [])]
+    return ids, [e["name"] for e in result.get("entities", [])]
+
+
+def search_cards(conn: sqlite3.Connection, query: str, limit: int = 10) -> list[dict[str, Any]]:
+    """Cards matching `query` (every content word if any card has them all, else any): active ones
+    first, then best BM25. Faded and superseded cards are listed after them with their status (search
+    is an explicit look-up, so nothing is hidden). For `reverie search`."""
+    terms = _fts_terms(query)
+    if not terms:
+        return []
+    rows: list[tuple] = []
+    for op in (" AND ", " OR "):
+        rows = conn.execute(
+            f"""SELECT {_CARD_COLS}, c.status, c.superseded_by, f.score FROM
+                  (SELECT rowid, bm25(cards_fts) AS score FROM cards_fts WHERE cards_fts MATCH ?
+                   ORDER BY score LIMIT ?) f
+                JOIN cards c ON c.id = f.rowid ORDER BY c.status != 'active', f.score, c.id""",
+            (op.join(_phrase(t) for t in terms), limit),
+        ).fetchall()
+        if rows or len(terms) == 1:
+            break
+    out = []
+    for r in rows:
+        card = _card(r)
+        out.append({"id": card["id"], "statement": card["statement"], "category": card["category"],
+                    "status": r[8], "superseded_by": r[9], "sessions": card["sessions"],
+                    "date": _date(card["said_at"]), "last_seen": _date(card["last_seen_at"]),
+                    "score": round(-float(r[10]), 4)})
+    return out

@@ -1,0 +1,580 @@
+"""The fast core of detection: an Aho-Corasick keyword prefilter, then RE2 (linear time) per rule.
+
+Invariants:
+  * Cost on a text with no keyword of any rule: one lower-casing pass plus one automaton pass
+    (plus one RE2 pass of the combined always-on rules); no regex of a keyword rule runs.
+  * Every regex is RE2 (no backtracking), compiled once per process, run on the UTF-8 bytes of the
+    text (encoded once per call, `surrogatepass` so any str is accepted), so no input takes
+    super-linear time in the regex engine; the Python post-processing is linear in the matches.
+  * `scan` returns spans of *values* (the key is kept by the caller's replacement), never raises on
+    any str input, and never logs content.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+from . import shapes
+from .rules import PROVIDERS, RULES, Rule
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A value to redact: [start, end) in characters of the scanned text."""
+
+    start: int
+    end: int
+    label: str
+    rule: str
+
+
+# --- key classification ------------------------------------------------------------------------
+
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_SEGSPLIT = re.compile(r"[_.\-\s:/\[\]$@\"']+")
+# A key whose last segment is one of these names metadata about a secret, not the secret.
+_EXCLUDED_LAST = frozenset(
+    """id ids name names url urls uri uris endpoint endpoints file files path paths dir directory
+    length len size type types count counts limit limits ttl timeout expiry expires expiration
+    expire expired header headers env var vars variable field fields prefix suffix format version
+    mode policy provider providers method methods required enabled enable disabled hint label
+    placeholder example examples description desc help doc docs regex pattern template location
+    source class schema column table index usage budget estimate tokens keys secrets passwords
+    manager helper service store storage kind ref refs arn query params parameter param option
+    options flag flags status state length_bytes bytes bits algorithm algo alg cipher scheme
+    strategy rotation rotated at created updated issued reset lifetime duration window
+    rate threshold ratio percent max min used remaining left total cost price spent""".split()
+)
+# Segments that never name a secret even though they contain a keyword.
+_EXCLUDED_SEGMENTS = frozenset(
+    """keyboard keyboards monkey turkey hockey donkey whiskey jockey hotkey hotkeys keyword keywords
+    keystroke keystrokes keypress keydown keyup keyframe keyframes keychain keymap keymaps keycode
+    keypad keyring keyset tokenizer tokenizers tokenize tokenized tokenization tokenizing passport
+    passage passages passenger passengers bypass compass passthrough passive passed passes passing
+    authored author authors authorize authorized authorization_url oauth2 authenticate
+    authenticated authentication authenticator authz authn cookies csrf xsrf public primary
+    foreign sort partition cache hash range row dict map object idempotency composite unique
+    natural surrogate lookup group react list item column join cursor pagination page next prev
+    dedup dedupe sequence bucket schema shortcut shortcuts sharding shard api_version""".split()
+)
+_PW_SEGMENTS = frozenset({"password", "passwd", "pwd", "pass", "passphrase", "pw", "passw", "pswd", "passcode", "pword"})
+_SECRET_QUALIFIERS = frozenset(
+    """api access secret private auth client master encryption encrypt decrypt signing sign
+    license account app application service shared sas storage subscription consumer webhook
+    admin root session hmac jwt bot deploy ssh gpg pgp cos iam cloud x ingest insert write read
+    server secure crypto aes rsa otp totp mfa""".split()
+)
+_KEY_COMPOUNDS = ("apikey", "accesskey", "secretkey", "privatekey", "authkey", "clientkey", "masterkey",
+                  "accountkey", "appkey", "licensekey", "serverkey", "sharedaccesskey", "signingkey",
+                  "encryptionkey", "sessionkey", "hmackey", "restkey", "devkey", "userkey", "ingestkey")
+_PROVIDER_SET = tuple(sorted({p.replace("_", "") for p in PROVIDERS if len(p) >= 4}, key=len, reverse=True))
+
+
+def classify_key(key: str) -> tuple[str, str] | None:
+    """(tier, label) for a key that names a secret, else None.
+
+    Tiers: 'pw' (password-like; value must be password shaped), 'secret' (token / secret / api key;
+    secret shaped), 'key' (a bare or unqualified *key; token shaped), 'provider' (only a provider
+    name, e.g. `cloudflare:`; token shaped).
+    """
+    k = key.strip().strip("\"'`$@-")
+    if not k or len(k) > 120:
+        return None
+    norm = _CAMEL.sub(r"\1_\2", k).lower()
+    segs = [s for s in _SEGSPLIT.split(norm) if s]
+    if not segs:
+        return None
+    flat = "".join(segs)
+    provider = any(s.startswith(p) for s in segs for p in _PROVIDER_SET)
+    if segs[-1] in _EXCLUDED_LAST:
+        # "sumologic_access_id", "MessageBirdClientID": provider ids are credentials too
+        if provider and segs[-1] in ("id", "ids", "login"):
+            return "provider", "token"
+        return None
+    if any(s in _EXCLUDED_SEGMENTS for s in segs):
+        # "public_key", "cache_key", "max_tokens": metadata or code, never the secret itself,
+        # unless the key also says password/secret explicitly.
+        if not any(s in _PW_SEGMENTS or "secret" in s or "password" in s for s in segs):
+            return None
+    if any(s in _PW_SEGMENTS or s.startswith("passw") or s.endswith("password") for s in segs):
+        return "pw", "password"
+    if any("secret" in s for s in segs):
+        return "secret", "secret"
+    if any(s == "token" or (s.endswith("token") and s != "tokens") for s in segs):
+        return "secret", "token"
+    if any(s in ("credential", "credentials", "creds", "cred") for s in segs):
+        return "secret", "credential"
+    if any(s in ("salt", "pepper") for s in segs):
+        return "secret", "secret"
+    if any(c in flat for c in _KEY_COMPOUNDS):
+        return "secret", "api_key"
+    last = segs[-1]
+    if last == "key" or (last.endswith("key") and len(last) <= 24 and last not in _EXCLUDED_SEGMENTS):
+        if any(s in _SECRET_QUALIFIERS for s in segs):
+            return "secret", "api_key"
+        return "key", "api_key"
+    if provider:
+        return "provider", "token"
+    if segs[-1] in ("auth", "authtoken", "authorization", "apitoken", "accesstoken"):
+        return "secret", "token"
+    return None
+
+
+def value_ok(tier: str, value: str, quoted: bool = False) -> bool:
+    if tier == "pw":
+        if quoted and len(value) >= 8 and value.isalpha() and not shapes.is_placeholder(value) \
+                and value.lower() == value and len(set(value)) >= 5:
+            return True  # password = "rootpasswd": a quoted literal after a password key
+        return shapes.password_shaped(value)
+    if tier == "secret":
+        return shapes.secret_shaped(value)
+    if tier == "key":
+        return shapes.token_shaped(value, min_len=16, min_entropy=3.0)
+    return shapes.token_shaped(value, min_len=12, min_entropy=3.0)
+
+
+_WELLFORMED_INTERP = re.compile(r"\$\{[A-Za-z_][\w:.\-]*(?::-[^}]*)?\}|\{\{[ \t]*[\w.|'\"() \-]+[ \t]*\}\}|\$\([^)]*\)")
+_ESCAPE_CUT = re.compile(r"\\[nrt\"'\\]|\\$")
+
+
+def _clean_bare(value: str) -> str:
+    """Cut an unquoted value at an escaped newline/quote and strip trailing punctuation."""
+    m = _ESCAPE_CUT.search(value)
+    if m:
+        value = value[: m.start()]
+    while value and value[-1] in ".,;)]}>\\":
+        # keep a closing bracket that has its opening bracket inside the value
+        ch = value[-1]
+        pair = {")": "(", "]": "[", "}": "{", ">": "<"}.get(ch)
+        if pair and value.count(pair) >= value.count(ch):
+            break
+        value = value[:-1]
+    return value
+
+
+# --- the scanner ---------------------------------------------------------------------------------
+
+
+def _latin1_options():
+    import re2
+
+    opts = re2.Options()
+    opts.encoding = re2.Options.Encoding.LATIN1
+    opts.max_mem = 64 << 20
+    return opts
+
+
+class Scanner:
+    """Compiled rules plus the keyword automaton; build once per process (`Scanner.shared()`)."""
+
+    _shared: "Scanner | None" = None
+
+    def __init__(self, rules: tuple[Rule, ...] = RULES) -> None:
+        import ahocorasick
+        import re2
+
+        opts = _latin1_options()
+        self.rules = rules
+        self._compiled = []
+        for rule in rules:
+            try:
+                self._compiled.append(re2.compile(rule.pattern.encode("latin-1"), opts))
+            except Exception as exc:  # a bad pattern is a programming error: fail loudly at build
+                raise ValueError(f"rule {rule.name}: {exc}") from exc
+        self._automaton = ahocorasick.Automaton()
+        index: dict[str, set[int]] = {}
+        for i, rule in enumerate(rules):
+            for kw in rule.keywords:
+                index.setdefault(kw.lower(), set()).add(i)
+        for kw, ids in index.items():
+            self._automaton.add_word(kw, tuple(sorted(ids)))
+        self._automaton.make_automaton()
+        self.keywords = tuple(sorted(index))
+
+    @classmethod
+    def shared(cls) -> "Scanner":
+        if cls._shared is None:
+            cls._shared = cls()
+        return cls._shared
+
+    # -- prefilter --
+    def triggered(self, text: str) -> set[int]:
+        """Indices of rules whose keywords occur in `text` (case-insensitive)."""
+        hits: set[int] = set()
+        if not text:
+            return hits
+        low = text.lower()
+        for _, ids in self._automaton.iter(low):
+            hits.update(ids)
+        return hits
+
+    def has_candidates(self, text: str) -> bool:
+        if not text:
+            return False
+        for _ in self._automaton.iter(text.lower()):
+            return True
+        return False
+
+    # -- scanning --
+    def scan(self, text: str, rule_ids: set[int] | None = None) -> list[Span]:
+        """Spans of secret values in `text`; overlapping spans are merged by the caller."""
+        if not text:
+            return []
+        if rule_ids is None:
+            rule_ids = self.triggered(text)
+        if not rule_ids:
+            return []
+        data = text.encode("utf-8", "surrogatepass")
+        raw: list[tuple[int, int, str, str]] = []  # byte offsets
+        for i in sorted(rule_ids):
+            rule = self.rules[i]
+            handler = _HANDLERS[rule.kind]
+            for m in self._compiled[i].finditer(data):
+                try:
+                    for s, e, label in handler(rule, m, data):
+                        if e > s:
+                            raw.append((s, e, label, rule.name))
+                except Exception:  # never let one odd match break redaction of the rest
+                    logger.exception("rule %s failed on a match; span redacted whole", rule.name)
+                    raw.append((m.start(), m.end(), rule.label, rule.name))
+        if not raw:
+            return []
+        return _to_char_spans(text, data, raw)
+
+
+def _to_char_spans(text: str, data: bytes, raw) -> list[Span]:
+    """Map byte spans to character spans; starts snap back and ends snap forward to whole chars."""
+    if len(data) == len(text):  # ASCII: byte offsets are char offsets
+        return [Span(s, e, label, rule) for s, e, label, rule in raw]
+    n = len(data)
+
+    def back(off: int) -> int:
+        while 0 < off < n and (data[off] & 0xC0) == 0x80:
+            off -= 1
+        return off
+
+    def fwd(off: int) -> int:
+        while 0 < off < n and (data[off] & 0xC0) == 0x80:
+            off += 1
+        return off
+
+    fixed = [(back(s), fwd(e), label, rule) for s, e, label, rule in raw]
+    offsets = sorted({o for s, e, _, _ in fixed for o in (s, e)})
+    mapping: dict[int, int] = {}
+    prev_b = prev_c = 0
+    for off in offsets:
+        prev_c += len(data[prev_b:off].decode("utf-8", "surrogatepass"))
+        prev_b = off
+        mapping[off] = prev_c
+    return [Span(mapping[s], mapping[e], label, rule) for s, e, label, rule in fixed]
+
+
+# --- per-kind handlers: (rule, match, data) -> iterable of (start, end, label) in bytes -----------
+
+
+def _s(data: bytes, a: int, b: int) -> str:
+    return data[a:b].decode("utf-8", "surrogatepass") if a >= 0 else ""
+
+
+def _h_token(rule: Rule, m, data: bytes):
+    g = 1 if len(m.groups()) >= 1 and m.start(1) >= 0 else 0
+    s, e = m.start(g), m.end(g)
+    value = _s(data, s, e)
+    if shapes.is_placeholder(value):
+        return
+    suffix = rule.options.get("exclude_suffix")
+    if suffix and value.endswith(suffix):
+        return
+    if rule.min_entropy and shapes.shannon(value) < rule.min_entropy:
+        return
+    if not rule.options.get("allow_filler") and len(value) >= 16 and shapes.dominant_char(value) > 0.5:
+        return
+    if rule.options.get("needs_digit") and not any(ch.isdigit() for ch in value):
+        return
+    yield s, e, rule.label
+
+
+_PEM_HEADERS = re.compile(rb"-----(?:BEGIN|END)[ A-Z0-9_-]*-----|PuTTY-User-Key-File-\d:|Private-MAC:")
+
+
+def _h_pem(rule: Rule, m, data: bytes):
+    body = _PEM_HEADERS.sub(b"", data[m.start():m.end()])
+    if len(re.sub(rb"[^A-Za-z0-9+/=]", b"", body)) < 20:
+        return  # "-----BEGIN PRIVATE KEY-----\nanything": a header, not a key
+    yield m.start(), m.end(), rule.label
+
+
+_K8S_CACHE: list = [None, False]
+_K8S_KIND = re.compile(rb"(?i)\bkind:[ \t]*[\"']?secret\b")
+_K8S_DATA = re.compile(rb"(?im)^[ \t]*(?:data|stringData):[ \t]*$")
+
+
+def _h_k8s(rule: Rule, m, data: bytes):
+    """Values under `data:` of a Kubernetes Secret manifest (both markers must be in the text)."""
+    if _K8S_CACHE[0] is not data:
+        _K8S_CACHE[0] = data
+        _K8S_CACHE[1] = bool(_K8S_KIND.search(data) and _K8S_DATA.search(data))
+    if not _K8S_CACHE[1]:
+        return
+    s, e = m.start(1), m.end(1)
+    value = _s(data, s, e)
+    if shapes.is_placeholder(value) or shapes.shannon(value) < 3.0:
+        return
+    yield s, e, "secret"
+
+
+def _value_group(m, first: int):
+    """(start, end, quoted) of the first participating value group among 4 alternatives."""
+    for j in range(first, first + 4):
+        if m.start(j) >= 0:
+            return m.start(j), m.end(j), j != first + 3
+    return -1, -1, False
+
+
+def _check_value(tier: str, data: bytes, s: int, e: int, quoted: bool):
+    """Clean the value at [s, e) and return its (possibly shortened) span, or None."""
+    value = _s(data, s, e)
+    if not quoted:
+        cleaned = _clean_bare(value)
+        e = s + len(cleaned.encode("utf-8", "surrogatepass"))
+        value = cleaned
+    else:
+        # a JSON-escaped quote ends the value too: "TOKEN=\"abc\"" inside a JSON string
+        cut = _ESCAPE_CUT.search(value)
+        if cut:
+            value = value[: cut.start()]
+            e = s + len(value.encode("utf-8", "surrogatepass"))
+    if not value or any(ch.isspace() for ch in value):
+        return None
+    if _WELLFORMED_INTERP.search(value):
+        return None
+    if not value_ok(tier, value, quoted):
+        return None
+    return s, e
+
+
+def _h_assign(rule: Rule, m, data: bytes):
+    key = _s(data, m.start(1), m.end(1))
+    cls = classify_key(key)
+    if cls is None:
+        return
+    tier, label = cls
+    sep = _s(data, m.start(2), m.end(2))
+    s, e, quoted = _value_group(m, 3)
+    if s < 0:
+        return
+    if sep == "," and not quoted:
+        return
+    if sep in ("==", "===", "!=", "!==") and not quoted:
+        return
+    span = _check_value(tier, data, s, e, quoted)
+    if span:
+        yield span[0], span[1], label
+
+
+def _h_xml(rule: Rule, m, data: bytes):
+    cls = classify_key(_s(data, m.start(1), m.end(1)))
+    if cls is None:
+        return
+    span = _check_value(cls[0], data, m.start(2), m.end(2), rule.name == "add-key-value")
+    if span:
+        yield span[0], span[1], cls[1]
+
+
+def _h_reverse(rule: Rule, m, data: bytes):
+    """"VALUE" == password: a literal compared with a secret-named variable."""
+    cls = classify_key(_s(data, m.start(3), m.end(3)))
+    if cls is None:
+        return
+    j = 1 if m.start(1) >= 0 else 2
+    span = _check_value(cls[0], data, m.start(j), m.end(j), True)
+    if span:
+        yield span[0], span[1], cls[1]
+
+
+def _h_kwquoted(rule: Rule, m, data: bytes):
+    """password "VALUE": a quoted literal right after a password/secret word (no separator)."""
+    cls = classify_key(_s(data, m.start(1), m.end(1)))
+    if cls is None or cls[0] not in ("pw", "secret"):
+        return
+    j = 2 if m.start(2) >= 0 else 3
+    span = _check_value(cls[0], data, m.start(j), m.end(j), True)
+    if span:
+        yield span[0], span[1], cls[1]
+
+
+def _h_cli(rule: Rule, m, data: bytes):
+    cls = classify_key(_s(data, m.start(1), m.end(1)))
+    if cls is None:
+        return
+    s, e = m.start(2), m.end(2)
+    quoted = data[s:s + 1] in (b'"', b"'")
+    if quoted:
+        s, e = s + 1, e - 1
+    span = _check_value(cls[0], data, s, e, quoted)
+    if span:
+        yield span[0], span[1], cls[1]
+
+
+def _h_is(rule: Rule, m, data: bytes):
+    cls = classify_key(_s(data, m.start(1), m.end(1)))
+    if cls is None:
+        return
+    s, e, quoted = _value_group(m, 2)
+    if s < 0:
+        return
+    span = _check_value(cls[0], data, s, e, quoted)
+    if span:
+        yield span[0], span[1], cls[1]
+
+
+def _h_userinfo(rule: Rule, m, data: bytes):
+    s, e = m.start(2), m.end(2)
+    pw = _s(data, s, e)
+    if shapes.is_placeholder(pw) and pw.lower() not in ("password", "pass", "secret"):
+        return
+    if _WELLFORMED_INTERP.search(pw) or pw.startswith("$") or pw.startswith("%"):
+        return
+    if pw.isdigit() and len(pw) <= 5:  # host:port@... mis-split
+        return
+    yield s, e, "password"
+
+
+def _h_query(rule: Rule, m, data: bytes):
+    s, e = m.start(2), m.end(2)
+    value = _s(data, s, e)
+    if shapes.is_placeholder(value) or _WELLFORMED_INTERP.search(value):
+        return
+    if not shapes.secret_shaped(value, min_len=6) and not shapes.password_shaped(value):
+        return
+    key = _s(data, m.start(1), m.end(1)).lower()
+    label = "password" if ("pass" in key or "pwd" in key) else ("api_key" if "key" in key else "token")
+    yield s, e, label
+
+
+def _h_header(rule: Rule, m, data: bytes):
+    scheme = _s(data, m.start(1), m.end(1)).strip().lower() if m.start(1) >= 0 else ""
+    s, e = m.start(2), m.end(2)
+    value = _clean_bare(_s(data, s, e))
+    e = s + len(value.encode("utf-8", "surrogatepass"))
+    if shapes.is_placeholder(value) or _WELLFORMED_INTERP.search(value) or value.startswith("$"):
+        return
+    if len(value) < 8 or shapes.is_code_like(value) and len(value) < 20:
+        return
+    if len(set(value)) < 5:
+        return
+    label = {"bearer": "bearer", "basic": "basic_auth", "digest": "authorization"}.get(scheme, "authorization")
+    yield s, e, label
+
+
+def _h_bearer(rule: Rule, m, data: bytes):
+    s, e = m.start(1), m.end(1)
+    value = _clean_bare(_s(data, s, e))
+    e = s + len(value.encode("utf-8", "surrogatepass"))
+    if not shapes.secret_shaped(value, min_len=16):
+        return
+    yield s, e, "bearer"
+
+
+def _h_header_kv(rule: Rule, m, data: bytes):
+    s, e = m.start(2), m.end(2)
+    value = _clean_bare(_s(data, s, e))
+    e = s + len(value.encode("utf-8", "surrogatepass"))
+    if not shapes.secret_shaped(value, min_len=8):
+        return
+    yield s, e, "api_key"
+
+
+_CURL_PLACEHOLDER = re.compile(r"^(?:change(?:it|me)|pass(?:word)?|pwd|test|token|secret|\*+|x+|y+|\.+)$", re.I)
+
+
+def _h_curl_user(rule: Rule, m, data: bytes):
+    s, e = m.start(1), m.end(1)
+    word = _s(data, s, e)
+    # Position of the user/password colon outside ${...}, $(...), {{...}}.
+    depth = 0
+    colon = -1
+    for i, ch in enumerate(word):
+        if ch in "{(":
+            depth += 1
+        elif ch in "})":
+            depth = max(0, depth - 1)
+        elif ch == ":" and depth == 0:
+            colon = i
+            break
+    if colon < 0 or word.lstrip("\"'").startswith(("<", "{{", "$")):
+        return
+    user, pw = word[:colon], word[colon + 1:]
+
+    def strip_q(x: str) -> str:
+        return x.strip("\"'{}")
+
+    pw_clean, user_clean = strip_q(pw), strip_q(user)
+    if pw_clean:
+        target, t_start = pw, colon + 1
+        value = pw_clean
+    elif user_clean:  # "secret:" (empty password): the whole token is the secret
+        target, t_start = user, 0
+        value = user_clean
+    else:
+        return
+    if len(value) < 3 or _CURL_PLACEHOLDER.match(value) or shapes.is_placeholder(value):
+        return
+    if value.startswith("$") or _WELLFORMED_INTERP.search(target) or value.startswith("<") or value.startswith("["):
+        return
+    if len(set(value)) < 4:
+        return
+    # span: the value without surrounding quotes/braces
+    lead = len(target) - len(target.lstrip("\"'{"))
+    trail = len(target) - len(target.rstrip("\"'}"))
+    a = t_start + lead
+    b = t_start + len(target) - trail
+    pre = len(word[:a].encode("utf-8", "surrogatepass"))
+    post = len(word[:b].encode("utf-8", "surrogatepass"))
+    yield s + pre, s + post, "password"
+    if pw_clean and shapes.token_shaped(user_clean, min_len=16, min_entropy=3.0):
+        # the user part is itself a key (client id / api key used as the user): redact it too
+        lead = len(user) - len(user.lstrip("\"'{"))
+        trail = len(user) - len(user.rstrip("\"'}"))
+        ua = len(word[:lead].encode("utf-8", "surrogatepass"))
+        ub = len(word[:len(user) - trail].encode("utf-8", "surrogatepass"))
+        yield s + ua, s + ub, "credential"
+
+
+_HANDLERS = {
+    "token": _h_token,
+    "pem": _h_pem,
+    "k8s": _h_k8s,
+    "reverse": _h_reverse,
+    "kwquoted": _h_kwquoted,
+    "assign": _h_assign,
+    "xml": _h_xml,
+    "cli": _h_cli,
+    "is": _h_is,
+    "userinfo": _h_userinfo,
+    "query": _h_query,
+    "header": _h_header,
+    "bearer": _h_bearer,
+    "header_kv": _h_header_kv,
+    "curl_user": _h_curl_user,
+}
+
+
+def merge_spans(spans: list[Span]) -> list[Span]:
+    """Union of overlapping spans, sorted; the merged span keeps the label of its longest part."""
+    if not spans:
+        return []
+    spans = sorted(spans, key=lambda sp: (sp.start, -(sp.end - sp.start)))
+    out: list[Span] = []
+    for sp in spans:
+        if out and sp.start < out[-1].end:
+            last = out[-1]
+            longer = last if (last.end - last.start) >= (sp.end - sp.start) else sp
+            out[-1] = Span(last.start, max(last.end, sp.end), longer.label, longer.rule)
+        else:
+            out.append(sp)
+    return out

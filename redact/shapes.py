@@ -1,0 +1,215 @@
+"""Value-shape checks shared by the detector and the secret memory. Standard library only.
+
+Invariants: every function here is linear in the length of its input and never raises on any
+string (binary garbage, lone surrogates, empty). The hook path imports this module through
+`redact.memory`, so it must stay free of third-party imports.
+
+The rule for "looks like a credential" (what may be *remembered*) is `credential_like`:
+  * 8 to 512 characters, no whitespace, no quote or angle-bracket characters;
+  * not a placeholder (`is_placeholder`: `xxxx`, `****`, `<token>`, `${VAR}`, `$VAR`, `%VAR%`,
+    `{{ var }}`, `[REDACTED...]`, `changeme`, `your-api-key`, `example`, `dummy`, ...);
+  * at least two character classes among lower case, upper case, digits and symbols;
+  * Shannon entropy of at least 2.5 bits per character and at least 5 distinct characters;
+  * not code-like (`os.environ.get(...)`, `self.token`, `process.env.X`) and not an
+    identifier made of letters, `_`, `.` and `-` only.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+# Words that make a value a placeholder when the value contains them (case-insensitive).
+PLACEHOLDER_WORDS = (
+    "changeme", "change_me", "change-me", "changeit", "your_", "your-", "yourapi", "yourkey",
+    "yourtoken", "yoursecret", "yourpassword", "<your", "placeholder", "example", "dummy",
+    "redacted", "xxxx", "****", "....", "replace_me", "replaceme", "replace-me", "insert_",
+    "insert-", "_here", "-here", "todo", "fixme", "notreal", "not_real", "not-real",
+    "fake_", "fakekey", "fake-", "sample", "foobar", "secret_value", "my_secret",
+    "mysecret", "mypassword", "my_password",
+)
+# Whole values that are placeholders or code words (compared lower-cased).
+PLACEHOLDER_VALUES = frozenset(
+    """none null nil true false undefined yes no on off empty string str int bool password
+    passwd pass pwd secret token key apikey api_key value required optional test testing
+    tests user username admin root guest default demo sample example changeme changeit
+    redacted hidden masked private public secretkey secret_key access_key accesskey
+    auth bearer basic credentials credential env environment config setting settings
+    n/a na tbd unknown anonymous""".split()
+)
+
+_RE_TEMPLATE = re.compile(
+    r"""^(?:
+        \$\{[^}]*\}?            # ${VAR}
+      | \$\([^)]*\)?            # $(command)
+      | \$[A-Za-z_][\w.]*       # $VAR
+      | \$\d+                   # $1
+      | %[A-Za-z_][\w]*%        # %VAR%
+      | %\(?[\w]*\)?[sdr]       # %s, %(name)s
+      | \{\{.*\}\}?             # {{ var }}
+      | \{[^{}]*\}              # {todo.id}
+      | <[^<>]*>?               # <token>
+      | \[[^\[\]]*\]            # [PASSWORD], [REDACTED:x]
+      | @[A-Za-z_]+@            # @VAR@
+      | \#\{[^}]*\}             # #{var}
+      | process\.env\..*
+      | os\.environ.*
+      | getenv\(.*
+      | env\(.*
+    )$""",
+    re.X | re.S,
+)
+# Values made only of typical filler characters: xxxx, XXXX, ****, ...., ####, 0000, ----.
+_RE_FILLER = re.compile(r"^[xX*.#0\-_•]+$")
+# Identifier or attribute chain, optionally a call: self.token, config.get(, AutoTokenizer.from_pretrained(
+_RE_CODE = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*(?:\(.*|\[.*)?$", re.S)
+_RE_IDENT = re.compile(r"^[A-Za-z_.\-]+$")
+_RE_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_RE_URLISH = re.compile(r"^(?:[a-zA-Z][a-zA-Z0-9+.\-]*://|www\.|/[\w.\-]+/|\./|\.\./|~/)")
+_RE_DIGITS = re.compile(r"^[0-9.,:\-+]+$")
+_RE_WORDY = re.compile(r"^[A-Za-z0-9_\-]+$")
+_BAD_CHARS = re.compile(r"[\s\"'<>`]")
+
+
+def shannon(value: str) -> float:
+    """Shannon entropy of `value` in bits per character (0.0 for the empty string)."""
+    n = len(value)
+    if n == 0:
+        return 0.0
+    counts = Counter(value)
+    return -sum((c / n) * math.log2(c / n) for c in counts.values())
+
+
+def char_classes(value: str) -> int:
+    """How many of lower / upper / digit / other character classes occur in `value`."""
+    lower = upper = digit = other = 0
+    for ch in value:
+        if "a" <= ch <= "z":
+            lower = 1
+        elif "A" <= ch <= "Z":
+            upper = 1
+        elif "0" <= ch <= "9":
+            digit = 1
+        else:
+            other = 1
+    return lower + upper + digit + other
+
+
+def is_placeholder(value: str) -> bool:
+    """True for values that stand for a secret instead of being one (documented in the module)."""
+    v = value.strip().strip("\"'`")
+    if not v:
+        return True
+    low = v.lower()
+    if low in PLACEHOLDER_VALUES:
+        return True
+    if _RE_FILLER.match(v) or _RE_TEMPLATE.match(v):
+        return True
+    if any(w in low for w in PLACEHOLDER_WORDS):
+        return True
+    # A body dominated by filler characters after a short prefix: AKIAXXXXXXXXXXXXXXXX, fo1_xxxx...
+    filler = sum(1 for ch in v if ch in "xX*")
+    if len(v) >= 8 and filler >= 0.6 * len(v):
+        return True
+    return False
+
+
+_RE_PIECES = re.compile(r"[._\-/:]+")
+_RE_WORDPIECE = re.compile(r"^(?:[A-Za-z]+\d{0,6}|\d+|[A-Za-z0-9]{1,4})$")
+
+
+def is_wordy(value: str) -> bool:
+    """Names made of words: `struct_X509_pubkey_st`, `jetbrains.mps.v8_elimination`, `jjwt-jackson-0.11.2`."""
+    pieces = [p for p in _RE_PIECES.split(value) if p]
+    if len(pieces) < 2:
+        return False
+    return all(_RE_WORDPIECE.match(p) for p in pieces)
+
+
+def dominant_char(value: str) -> float:
+    """Share of the most frequent character (1.0 for 'aaaa')."""
+    if not value:
+        return 1.0
+    return max(Counter(value).values()) / len(value)
+
+
+def is_code_like(value: str) -> bool:
+    """Identifiers, attribute chains and calls: `self.token`, `os.getenv(`, `AutoTokenizer.from_pretrained(`."""
+    v = value.strip()
+    if not v:
+        return True
+    if _RE_CODE.match(v) and not any(ch.isdigit() for ch in v.split("(", 1)[0]):
+        return True
+    return is_wordy(v)
+
+
+def is_url_or_path(value: str) -> bool:
+    return bool(_RE_URLISH.match(value))
+
+
+def is_uuid(value: str) -> bool:
+    return bool(_RE_UUID.match(value))
+
+
+def token_shaped(value: str, min_len: int = 16, min_entropy: float = 3.0) -> bool:
+    """A random-looking single token: long enough, letters and digits, high entropy, no filler."""
+    if len(value) < min_len or len(value) > 1024 or _BAD_CHARS.search(value):
+        return False
+    if is_placeholder(value) or is_url_or_path(value):
+        return False
+    has_digit = any(ch.isdigit() for ch in value)
+    has_alpha = any(ch.isalpha() for ch in value)
+    if not (has_digit and has_alpha):
+        return False
+    return shannon(value) >= min_entropy
+
+
+def password_shaped(value: str, min_len: int = 6) -> bool:
+    """A value set after a password-like key: not a placeholder, not code, some variety."""
+    if len(value) < min_len or len(value) > 512:
+        return False
+    if is_placeholder(value) or is_url_or_path(value) or is_code_like(value):
+        return False
+    if _RE_DIGITS.match(value) and len(value) < 12:
+        return False
+    if _RE_IDENT.match(value):
+        return False
+    if len(set(value)) < 4:
+        return False
+    return char_classes(value) >= 2 or len(value) >= 12
+
+
+def secret_shaped(value: str, min_len: int = 8) -> bool:
+    """A value set after a token / secret / api-key key."""
+    if len(value) < min_len or len(value) > 1024:
+        return False
+    if is_placeholder(value) or is_url_or_path(value) or is_code_like(value):
+        return False
+    if _RE_IDENT.match(value):
+        return False
+    if _RE_DIGITS.match(value) and not (len(value) >= 16 and value.isdigit()):
+        return False  # long all-digit ids (client ids, secrets) still count; ports and counts do not
+    if len(set(value)) < 5:
+        return False
+    if char_classes(value) < 2 and not value.isdigit():
+        return False
+    return shannon(value) >= 2.5
+
+
+def credential_like(value: str) -> bool:
+    """Whether a detected value may be remembered (the rule is documented in the module docstring)."""
+    if not 8 <= len(value) <= 512:
+        return False
+    if _BAD_CHARS.search(value):
+        return False
+    if is_placeholder(value):
+        return False
+    if is_code_like(value) or _RE_IDENT.match(value):
+        # Letters-only provider tokens (hf_..., random mixed case) still qualify when long and random.
+        if not (_RE_WORDY.match(value) and len(value) >= 20 and char_classes(value) >= 2
+                and shannon(value) >= 3.5):
+            return False
+    if len(set(value)) < 5 or char_classes(value) < 2:
+        return False
+    return shannon(value) >= 2.5

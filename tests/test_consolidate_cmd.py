@@ -1,0 +1,99 @@
+"""`reverie consolidate --now` on the project's own sample transcripts (real indexer, real redactor,
+offline writer): exact cards, relations, evidence; JSON summaries; a second run writes nothing."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from consolidate.commands import build_cli
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "fixtures" / "sample-projects"
+
+EXPECTED_CARDS = {
+    "billing-api": [
+        ("We moved auth-service off mini-lola, it runs on prod-k8s now (namespace auth).", "fact", 2, 0.5, "user:44"),
+        ("Never run migrations on prod directly; always go through the deploy pipeline.", "correction", 4, 0.9, "user:15"),
+        ("The root cause of the 502s is that nginx's `proxy_read_timeout` is 30s, while rendering a PDF for a large "
+         "invoice (200+ pages) takes about 45s, so nginx gives up and returns 502 before billing-api answers.",
+         "lesson", 3, 0.5, "assistant:6.0"),
+        ("The user prefers small, focused commits with conventional commit messages (feat:, fix:, chore:), never one "
+         "big commit at the end.", "preference", 4, 1.0, "user:40"),
+        ("We decided to use pnpm instead of npm because the workspace has 14 packages and pnpm's content-addressed "
+         "store cuts a clean install from about 4 minutes to 40 seconds.", "decision", 3, 0.9, "user:30"),
+    ],
+    "infra": [
+        ("We decided on remote state in acme-tfstate with DynamoDB locking because two people applied at once last "
+         "year and corrupted the local state.", "decision", 4, 1.0, "user:5"),
+    ],
+}
+
+
+@pytest.fixture
+def indexed(reverie_home):
+    if not SAMPLES.exists():
+        pytest.skip("fixtures/sample-projects not generated")
+    from consolidate.index import index_all
+
+    index_all(reverie_home, SAMPLES)
+    return reverie_home
+
+
+def _planted() -> tuple[str, ...]:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_samples", ROOT / "fixtures" / "make_samples.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.PLANTED_SECRETS
+
+
+def _invoke(home: Path, *args: str):
+    return CliRunner().invoke(build_cli(), ["--home", str(home), *args], catch_exceptions=False)
+
+
+def test_consolidate_samples_offline_exact_cards(indexed):
+    res = _invoke(indexed, "consolidate", "--now", "--all", "--json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert [(s["agent"], s["conversations"], s["cards_written"], s["cards_rejected"], s["calls"], s["cost_usd"],
+             s["backlog"], s["errors"]) for s in out] == [
+        ("billing-api", 3, 5, {}, 0, 0.0, False, []),
+        ("infra", 1, 1, {}, 0, 0.0, False, []),
+    ]
+    for agent, expected in EXPECTED_CARDS.items():
+        conn = sqlite3.connect(indexed / "agents" / agent / "agent.db")
+        got = conn.execute(
+            """SELECT c.statement, c.category, c.importance, c.confidence, e.passage
+               FROM cards c JOIN evidence e ON e.card_id = c.id ORDER BY c.id""").fetchall()
+        assert got == expected
+        rels = conn.execute(
+            """SELECT s.name, r.verb, o.name, r.holds FROM relation_statements r JOIN entities s ON s.id = r.subject_id
+               JOIN entities o ON o.id = r.object_id ORDER BY r.id""").fetchall()
+        if agent == "billing-api":
+            assert rels == [("auth-service", "runs_on", "mini-lola", 0), ("auth-service", "runs_on", "prod-k8s", 1)]
+        blob = "\n".join(r[0] for r in conn.execute("SELECT statement FROM cards"))
+        for secret in _planted():
+            assert secret not in blob
+        conn.close()
+    # A second run over unchanged transcripts writes nothing.
+    res = _invoke(indexed, "consolidate", "--now", "--agent", "billing-api", "--json")
+    again = json.loads(res.output)
+    assert (again["agent"], again["conversations"], again["cards_written"], again["passages"]) == ("billing-api", 0, 0, 0)
+
+
+def test_text_output_and_errors_name_the_fix(indexed):
+    res = _invoke(indexed, "consolidate", "--now", "--agent", "infra")
+    assert res.exit_code == 0
+    assert res.output.startswith("infra: 1 cards written from 1 conversations")
+    res = _invoke(indexed, "consolidate", "--now", "--agent", "nope")
+    assert res.exit_code == 1 and "reverie index" in res.output
+    res = _invoke(indexed, "consolidate", "--agent", "infra")
+    assert res.exit_code == 1 and "--now" in res.output
+    res = _invoke(indexed, "consolidate", "--now", "--agent", "infra", "--writer", "anthropic")
+    assert res.exit_code == 1 and "ANTHROPIC_API_KEY" in res.output

@@ -1,0 +1,242 @@
+"""`reverie hook ...` as Claude Code runs it (the real console script), the recall log, and
+`reverie hook install`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from consolidate.commands import build_cli
+from consolidate.hook import append_recall_log, merge_hooks
+from consolidate.paths import recall_log_path, secrets_dir
+from consolidate.settings import set_value
+from graph.recall import MARKER, recall
+from redact.memory import SecretMemory
+from test_recall import WRITER, Store
+
+REVERIE = shutil.which("reverie", path=str(Path(sys.executable).parent)) or shutil.which("reverie")
+
+
+def run_hook(event: str, stdin: bytes, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([REVERIE, "hook", event], input=stdin, capture_output=True, timeout=60,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def store(reverie_home):
+    s = Store(reverie_home)
+    api = s.entity("billing-api")
+    pg = s.entity("PostgreSQL", "library")
+    s.say(api, "uses", pg, session="s1")
+    s.rule = s.card("Use pnpm, not npm.", "preference", sessions=2)
+    s.note = s.card("billing-api connection pool size is 20.", entities=(api,))
+    yield s
+    s.close()
+
+
+def payload(store, **extra) -> bytes:
+    return json.dumps({"session_id": "sess-1", "cwd": store.cwd, "transcript_path": "/tmp/x.jsonl",
+                       "permission_mode": "default", **extra}).encode()
+
+
+@pytest.mark.parametrize("stdin", [b"", b"   \n", b"{not json", b"[]", b'"text"', b'{"cwd": 5}'])
+@pytest.mark.parametrize("event", ["session-start", "user-prompt-submit"])
+def test_bad_input_prints_nothing_and_exits_0(store, event, stdin):
+    out = run_hook(event, stdin)
+    assert (out.returncode, out.stdout) == (0, b"")
+
+
+def test_unknown_cwd_switched_off_agent_missing_db_and_own_child_print_nothing(store, reverie_home):
+    prompt = dict(prompt="tune the billing-api connection pool", hook_event_name="UserPromptSubmit")
+    unknown = json.dumps({"session_id": "s", "cwd": "/somewhere/else", **prompt}).encode()
+    assert (run_hook("user-prompt-submit", unknown).returncode, run_hook("user-prompt-submit", unknown).stdout) == (0, b"")
+    child = run_hook("user-prompt-submit", payload(store, **prompt), env={"REVERIE_CHILD": "1"})
+    assert (child.returncode, child.stdout) == (0, b"")
+    set_value(reverie_home, "agents.disabled", [store.agent])
+    off = run_hook("user-prompt-submit", payload(store, **prompt))
+    assert (off.returncode, off.stdout) == (0, b"")
+    set_value(reverie_home, "agents.disabled", [])
+    store.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(store.path) + suffix).unlink(missing_ok=True)
+    gone = run_hook("user-prompt-submit", payload(store, **prompt))
+    assert (gone.returncode, gone.stdout) == (0, b"")
+    assert not store.path.exists()
+
+
+def test_session_start_injects_the_primer_and_logs_it(store, reverie_home):
+    expected = recall(store.path, "", kind="primer")["text"]
+
+    out = run_hook("session-start", payload(store, source="startup", hook_event_name="SessionStart"))
+
+    assert out.returncode == 0
+    assert json.loads(out.stdout) == {"hookSpecificOutput": {"hookEventName": "SessionStart",
+                                                             "additionalContext": expected}}
+    assert expected.startswith(MARKER) and "Use pnpm, not npm." in expected
+    entries = [json.loads(line) for line in recall_log_path(reverie_home, store.agent).read_text().splitlines()]
+    assert len(entries) == 1
+    assert {k: v for k, v in entries[0].items() if k != "at"} == {
+        "session": "sess-1", "kind": "primer", "ids": [store.rule], "entities": []}
+    assert entries[0]["at"].endswith("Z")
+
+
+def test_user_prompt_submit_injects_once_per_session(store, reverie_home):
+    prompt = "tune the billing-api connection pool"
+    expected = recall(store.path, prompt)["text"]
+    data = payload(store, prompt=prompt, hook_event_name="UserPromptSubmit")
+
+    first = run_hook("user-prompt-submit", data)
+    second = run_hook("user-prompt-submit", data)
+
+    assert json.loads(first.stdout) == {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
+                                                               "additionalContext": expected}}
+    assert "billing-api uses PostgreSQL (1 session" in expected and "connection pool size is 20" in expected
+    assert (second.returncode, second.stdout) == (0, b"")
+    entries = [json.loads(line) for line in recall_log_path(reverie_home, store.agent).read_text().splitlines()]
+    assert [{k: v for k, v in e.items() if k != "at"} for e in entries] == [
+        {"session": "sess-1", "kind": "prompt", "ids": [store.note], "entities": ["billing-api"]}]
+
+
+def test_what_is_printed_passed_the_remembered_secret_check(store, reverie_home):
+    secret = "hunter2-Zq8vLk3Rt9"
+    SecretMemory(secrets_dir(reverie_home)).remember([secret])
+    store.card(f"The staging deploy token is {secret} for the billing-api.", "fact")
+
+    out = run_hook("user-prompt-submit", payload(store, prompt="staging deploy token for billing-api",
+                                                 hook_event_name="UserPromptSubmit"))
+
+    text = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "staging deploy token is" in text and secret not in text
+
+
+def test_hook_answers_while_a_consolidation_holds_a_write_transaction(store):
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(store.path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline().strip() == "holding"
+        out = run_hook("user-prompt-submit", payload(store, prompt="billing-api connection pool",
+                                                     hook_event_name="UserPromptSubmit"))
+    finally:
+        writer.stdin.write("\n")
+        writer.stdin.close()
+        writer.wait(timeout=60)
+    assert "connection pool size is 20" in json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_hook_session_start_through_click(store, reverie_home):
+    result = CliRunner().invoke(build_cli(), ["--home", str(reverie_home), "hook", "session-start"],
+                                input=payload(store, source="startup").decode())
+    assert result.exit_code == 0
+    assert json.loads(result.output)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+
+
+def test_recall_log_rotates_at_its_size_cap(tmp_path):
+    path = tmp_path / "memory-recalls.jsonl"
+    entry = {"at": "2026-01-10T10:00:00Z", "session": "s", "kind": "prompt", "ids": [1, 2], "entities": ["x"]}
+    size = len(json.dumps(entry, separators=(",", ":"))) + 1
+    for _ in range(5):
+        append_recall_log(path, entry, max_bytes=size * 3)
+    assert path.with_name(path.name + ".1").read_text().count("\n") == 3
+    assert path.read_text().count("\n") == 2
+    assert [json.loads(line) for line in path.read_text().splitlines()] == [entry, entry]
+
+
+def test_recall_command_json_and_session(store, reverie_home):
+    runner = CliRunner()
+    res = runner.invoke(build_cli(), ["recall", "--agent", store.agent, "--prompt", "billing-api pool", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data == {**recall(store.path, "billing-api pool", agent=store.agent)}
+    assert set(data) == {"agent", "standing", "entities", "notes", "text"}
+    assert not recall_log_path(reverie_home, store.agent).exists()   # a preview logs nothing
+
+    res = runner.invoke(build_cli(), ["recall", "--agent", store.agent, "--prompt", "billing-api pool",
+                                      "--session", "cli-1"])
+    assert res.output.strip() == data["text"]
+    again = runner.invoke(build_cli(), ["recall", "--agent", store.agent, "--prompt", "billing-api pool",
+                                        "--session", "cli-1"])
+    assert again.exit_code == 0 and again.stdout == ""
+    bad = runner.invoke(build_cli(), ["recall", "--agent", "nobody", "--prompt", "x"])
+    assert bad.exit_code == 1 and "reverie agents" in bad.output
+
+
+OTHER_HOOKS = {
+    "model": "sonnet",
+    "hooks": {
+        "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "echo hi", "timeout": 3}]}],
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "/usr/local/bin/guard"}]}],
+    },
+}
+
+
+def test_hook_install_keeps_other_hooks_backs_up_and_is_idempotent(tmp_path, reverie_home):
+    settings = tmp_path / "claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(OTHER_HOOKS))
+    runner = CliRunner()
+
+    first = runner.invoke(build_cli(), ["hook", "install", "--settings", str(settings), "--json"])
+    assert first.exit_code == 0, first.output
+    summary = json.loads(first.output)
+    command = summary["command"]
+    assert Path(command.split()[0]).is_absolute() and Path(command.split()[0]).name == "reverie"
+    assert command.split()[1:] == ["--home", str(reverie_home)]   # REVERIE_HOME is not the default
+    installed = json.loads(settings.read_text())
+    assert installed == {
+        "model": "sonnet",
+        "hooks": {
+            "SessionStart": [
+                OTHER_HOOKS["hooks"]["SessionStart"][0],
+                {"matcher": "startup|resume|clear|compact",
+                 "hooks": [{"type": "command", "command": f"{command} hook session-start", "timeout": 10}]},
+            ],
+            "PreToolUse": OTHER_HOOKS["hooks"]["PreToolUse"],
+            "UserPromptSubmit": [
+                {"hooks": [{"type": "command", "command": f"{command} hook user-prompt-submit", "timeout": 5}]}],
+        },
+    }
+    assert json.loads(Path(summary["backup"]).read_text()) == OTHER_HOOKS
+
+    second = runner.invoke(build_cli(), ["hook", "install", "--settings", str(settings), "--json"])
+    assert json.loads(second.output)["changed"] is False
+    assert json.loads(settings.read_text()) == installed
+    assert len(list(settings.parent.glob("settings.json.reverie-backup-*"))) == 1
+
+
+def test_hook_install_replaces_an_old_reverie_hook_instead_of_adding_one():
+    old = {"hooks": {"UserPromptSubmit": [{"hooks": [
+        {"type": "command", "command": "/old/bin/reverie hook user-prompt-submit", "timeout": 30},
+        {"type": "command", "command": "notify-send prompt"}]}]}}
+    merged = merge_hooks(old, "/new/bin/reverie")
+    assert merged["hooks"]["UserPromptSubmit"] == [
+        {"hooks": [{"type": "command", "command": "notify-send prompt"}]},
+        {"hooks": [{"type": "command", "command": "/new/bin/reverie hook user-prompt-submit", "timeout": 5}]},
+    ]
+
+
+def test_hook_install_refuses_a_broken_settings_file(tmp_path):
+    settings = tmp_path / "settings.json"
+    settings.write_text("{broken")
+    res = CliRunner().invoke(build_cli(), ["hook", "install", "--settings", str(settings)])
+    assert res.exit_code == 1 and "not valid JSON" in res.output
+    assert settings.read_text() == "{broken"
+
+
+def test_plugin_hooks_have_explicit_timeouts_and_our_commands():
+    root = Path(__file__).resolve().parent.parent / "plugin"
+    manifest = json.loads((root / ".claude-plugin" / "plugin.json").read_text())
+    hooks = json.loads((root / "hooks" / "hooks.json").read_text())["hooks"]
+    assert manifest["name"] == "reverie"
+    assert hooks["SessionStart"][0]["matcher"] == "startup|resume|clear|compact"
+    assert [h["command"] for e in ("SessionStart", "UserPromptSubmit") for h in hooks[e][0]["hooks"]] == [
+        "reverie hook session-start", "reverie hook user-prompt-submit"]
+    assert all(isinstance(h["timeout"], int) for e in hooks.values() for g in e for h in g["hooks"])
+    skill = (root / "skills" / "memory-search" / "SKILL.md").read_text()
+    assert skill.startswith("---\nname: memory-search\n") and "reverie search" in skill

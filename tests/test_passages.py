@@ -1,0 +1,51 @@
+"""Passages: noise stripped, one passage per exchange part, sizes as documented."""
+
+from __future__ import annotations
+
+from consolidate.passages import (CONTEXT_MAX, PARAGRAPH_MAX, USER_MAX, Msg, cut_passages, paragraphs,
+                                  strip_noise)
+
+
+def test_noise_tags_markers_and_code_are_stripped():
+    text = ("<system-reminder>remember the todo list</system-reminder>Deploy to staging first."
+            "<command-name>/mcp</command-name><local-command-stdout>ok</local-command-stdout>\n"
+            "[Request interrupted by user]")
+    assert strip_noise(text) == "Deploy to staging first."
+    assert paragraphs("Intro paragraph here.\n\n```python\nx = 1\n```\n\n## Heading\n| a | b |\n\n- one\n- two") == [
+        "Intro paragraph here.", "- one - two"]
+
+
+def test_cut_passages_kinds_context_and_skips():
+    long_para = "The billing-api stores invoices in acme-invoices because retention rules say so. " * 20
+    msgs = [
+        Msg(1, "user", texts=["<task-notification>job 3 done</task-notification>"]),
+        Msg(2, "user", texts=["Why do exports fail for big invoices? " + "x" * 2000]),
+        Msg(3, "assistant", texts=["Let me look.", ]),
+        Msg(4, "user", kind="tool_result", has_tool_result=True),
+        Msg(5, "assistant", texts=["Short.\n\nThe root cause is the nginx proxy_read_timeout of 30s on the gateway.\n\n"
+                                   "```\nproxy_read_timeout 30s;\n```\n\n" + long_para]),
+        Msg(6, "user", texts=["[reverie memory] standing decisions\n- use pnpm"]),
+        Msg(7, "assistant", texts=["A sub-agent paragraph that is long enough to count as a passage here."], is_sidechain=True),
+        Msg(8, "user", kind="compact_summary", texts=["Summary of the earlier work: we moved PDF rendering to the job queue for good."]),
+        Msg(9, "user", kind="meta", texts=["Caveat: expansion"]),
+    ]
+    cut = cut_passages("c", msgs)
+    assert [(p.key, p.kind, p.exchange) for p in cut.passages] == [
+        ("user:2", "user", 2), ("assistant:5.1", "assistant", 2), ("assistant:5.2", "assistant", 2),
+        ("summary:8.0", "summary", 2)]
+    user, a1, a2, summary = cut.passages
+    assert user.clipped and len(user.text) <= USER_MAX + 1 and user.original_size > USER_MAX
+    assert a1.text == "The root cause is the nginx proxy_read_timeout of 30s on the gateway."
+    assert a1.context.startswith("Why do exports fail for big invoices?") and len(a1.context) <= CONTEXT_MAX + 1
+    assert a2.clipped and len(a2.text) <= PARAGRAPH_MAX + 1
+    assert "proxy_read_timeout 30s;" not in " ".join(p.text for p in cut.passages)
+    assert cut.skipped == {"noise": 1, "tool_result": 1, "short_paragraph": 2, "injected": 1, "sidechain": 1, "meta": 1}
+
+
+def test_after_id_gives_context_without_repeating_passages():
+    msgs = [Msg(1, "user", texts=["Set up the dev environment for billing-api please."]),
+            Msg(2, "assistant", texts=["I connected to db-1 for the staging data as the README suggests."]),
+            Msg(3, "user", texts=["No, the staging database is on db-2, not db-1."])]
+    cut = cut_passages("c", msgs, after_id=2)
+    assert [(p.key, p.previous_reply) for p in cut.passages] == [
+        ("user:3", "I connected to db-1 for the staging data as the README suggests.")]

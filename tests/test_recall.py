@@ -1,0 +1,392 @@
+"""graph.recall: blocks, order, once-per-session, budgets, concurrency with a writer; the stdlib
+embedders against the real ones."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from consolidate.agents import assign_agent
+from consolidate.paths import agent_db_path
+from consolidate.store import open_db
+from graph.entities import normalize_entity
+from graph.recall import HEADERS, MARKER, Budgets, SessionState, recall
+from graph.relations import Statement, add_statements, recompute
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT.parent / "shared" / "models" / "minilm-l6-m2v-256"
+
+
+class Store:
+    """An agent with an agent.db built by SQL (graph schema via open_db)."""
+
+    def __init__(self, home: Path, cwd: str = "/work/projects/shop") -> None:
+        self.home = home
+        self.cwd = cwd
+        self.agent = assign_agent(home, cwd)
+        self.path = agent_db_path(home, self.agent)
+        self.db = open_db(self.path)
+        self.conn = self.db.conn
+
+    def card(self, statement: str, category: str = "fact", *, sessions: int = 1, status: str = "active",
+             said_at: str = "2026-01-10T10:00:00Z", pinned: int = 0, importance: int = 2,
+             entities: tuple[int, ...] = (), vector: bytes | None = None) -> int:
+        with self.conn:
+            cur = self.conn.execute(
+                """INSERT INTO cards(statement, norm, category, importance, confidence, original_confidence,
+                   status, sessions, pinned, writer, created_at, said_at, last_seen_at, updated_at, vector)
+                   VALUES (?, ?, ?, ?, 0.8, 0.8, ?, ?, ?, 'offline', ?, ?, ?, ?, ?)""",
+                (statement, statement.lower(), category, importance, status, sessions, pinned,
+                 said_at, said_at, said_at, said_at, vector))
+            cid = cur.lastrowid
+            self.conn.executemany("INSERT INTO card_entities(card_id, entity_id) VALUES (?, ?)",
+                                  [(cid, e) for e in entities])
+        return cid
+
+    def entity(self, name: str, type_: str = "service", aliases: tuple[str, ...] = ()) -> int:
+        with self.conn:
+            norm = normalize_entity(name)
+            eid = self.conn.execute("INSERT INTO entities(name, norm, type, created_at) VALUES (?, ?, ?, ?)",
+                                    (name, norm, type_, "2026-01-01T00:00:00Z")).lastrowid
+            self.conn.execute("INSERT INTO entity_aliases(norm, alias, entity_id, how) VALUES (?, ?, ?, 'name')",
+                              (norm, name, eid))
+            for alias in aliases:
+                self.conn.execute("INSERT INTO entity_aliases(norm, alias, entity_id, how) VALUES (?, ?, ?, 'synonym')",
+                                  (normalize_entity(alias), alias, eid))
+        return eid
+
+    def say(self, subject: int, verb: str, obj: int, *, holds: bool = True, session: str = "s1",
+            said_at: str = "2026-01-10T10:00:00Z", card: int | None = None) -> None:
+        """A relation statement, through graph.relations (its state rules)."""
+        with self.conn:
+            card = card or self.card(f"statement {subject} {verb} {obj} {session} {said_at}", said_at=said_at)
+            _, touched = add_statements(self.conn, card, session, said_at, said_at,
+                                        [Statement(subject, verb, obj, holds)])
+            recompute(self.conn, touched, said_at)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+@pytest.fixture
+def store(reverie_home):
+    s = Store(reverie_home)
+    yield s
+    s.close()
+
+
+def test_primer_lists_standing_memories_strongest_first_and_skips_faded_and_superseded(store):
+    once_decision = store.card("Deploy on Fridays only after the smoke tests pass.", "decision")
+    recurring_pref = store.card("Use pnpm, not npm, in every repo.", "preference", sessions=3)
+    recurring_corr = store.card("The billing API base URL is /v2, not /v1.", "correction", sessions=2)
+    once_corr = store.card("Run migrations with alembic, never by hand.", "correction")
+    pinned = store.card("Ask before deleting branches.", "decision", pinned=1)
+    store.card("Faded rule nobody repeated.", "decision", status="faded")
+    store.card("Old rule replaced by a newer one.", "preference", status="superseded")
+    store.card("A fact is not a standing decision.", "fact", sessions=9)
+
+    out = recall(store.path, "", kind="primer", agent=store.agent)
+
+    assert [c["id"] for c in out["standing"]] == [pinned, recurring_corr, recurring_pref, once_corr, once_decision]
+    assert out["standing"][1] == {"id": recurring_corr, "statement": "The billing API base URL is /v2, not /v1.",
+                                  "category": "correction", "sessions": 2}
+    assert out["entities"] == [] and out["notes"] == []
+    assert out["agent"] == store.agent
+    assert out["text"] == "\n".join([
+        HEADERS["standing"],
+        f"- Ask before deleting branches. [#{pinned} decision, 2026-01-10]",
+        f"- The billing API base URL is /v2, not /v1. [#{recurring_corr} correction, 2026-01-10, 2 sessions]",
+        f"- Use pnpm, not npm, in every repo. [#{recurring_pref} preference, 2026-01-10, 3 sessions]",
+        f"- Run migrations with alembic, never by hand. [#{once_corr} correction, 2026-01-10]",
+        f"- Deploy on Fridays only after the smoke tests pass. [#{once_decision} decision, 2026-01-10]",
+    ])
+    assert out["text"].startswith(MARKER)
+
+
+def test_prompt_shows_relations_of_named_entities_current_first_with_ended_as_no_longer(store):
+    api = store.entity("billing-api")
+    pg = store.entity("PostgreSQL", "library", aliases=("postgres",))
+    redis = store.entity("Redis", "library")
+    old = store.entity("old-vm", "host")
+    k8s = store.entity("prod-k8s", "host")
+    store.say(api, "uses", pg, session="s1", said_at="2026-01-02T00:00:00Z")
+    store.say(api, "uses", pg, session="s2", said_at="2026-01-05T00:00:00Z")
+    store.say(api, "uses", redis, session="s3", said_at="2026-01-06T00:00:00Z")
+    store.say(api, "runs_on", old, session="s1", said_at="2025-12-01T00:00:00Z")
+    store.say(api, "runs_on", k8s, session="s4", said_at="2026-01-08T00:00:00Z")  # ends runs_on old-vm
+
+    out = recall(store.path, "Why is the Billing-API slow on postgres?")
+
+    assert [e["name"] for e in out["entities"]] == ["billing-api", "PostgreSQL"]
+    assert out["entities"][0] == {"name": "billing-api", "type": "service", "relations": [
+        {"subject": "billing-api", "verb": "uses", "object": "PostgreSQL", "state": "holds", "weight": 2,
+         "last_said": "2026-01-05T00:00:00Z"},
+        {"subject": "billing-api", "verb": "runs_on", "object": "prod-k8s", "state": "holds", "weight": 1,
+         "last_said": "2026-01-08T00:00:00Z"},
+        {"subject": "billing-api", "verb": "uses", "object": "Redis", "state": "holds", "weight": 1,
+         "last_said": "2026-01-06T00:00:00Z"},
+        {"subject": "billing-api", "verb": "runs_on", "object": "old-vm", "state": "ended", "weight": 1,
+         "last_said": "2026-01-08T00:00:00Z"},
+    ]}
+    block = out["text"].split("\n")
+    start = block.index(HEADERS["entities"])
+    assert block[start:start + 6] == [
+        HEADERS["entities"],
+        "billing-api (service):",
+        "  - billing-api uses PostgreSQL (2 sessions; last 2026-01-05)",
+        "  - billing-api runs on prod-k8s (1 session; last 2026-01-08)",
+        "  - billing-api uses Redis (1 session; last 2026-01-06)",
+        "  - billing-api runs on old-vm (no longer; 1 session; last 2026-01-08)",
+    ]
+
+
+def test_entity_match_is_whole_word_and_ignores_short_names(store):
+    api = store.entity("api", "service")
+    db = store.entity("db", "service")
+    other = store.entity("gateway", "service")
+    store.say(api, "calls", other)
+    store.say(db, "calls", other)
+
+    assert recall(store.path, "refactor the apiserver and rapid gateways")["entities"] == []
+    names = [e["name"] for e in recall(store.path, "Does the db call the api?")["entities"]]
+    assert names == ["api"]   # "db" has fewer than 3 characters
+
+
+def test_longer_entity_name_hides_the_shorter_one_inside_it(store):
+    york = store.entity("York", "other")
+    new_york = store.entity("New York", "other")
+    office = store.entity("office", "other")
+    store.say(york, "hosts", office, session="a")
+    store.say(new_york, "hosts", office, session="b")
+
+    assert [e["name"] for e in recall(store.path, "anything about New York?")["entities"]] == ["New York"]
+
+
+def test_relations_are_capped_at_twelve_per_entity(store):
+    hub = store.entity("hub-service")
+    for i in range(15):
+        store.say(hub, "calls", store.entity(f"worker-{i:02d}"), session=f"s{i}")
+
+    out = recall(store.path, "what does hub-service call?", budgets=Budgets(max_chars=9000, entity_chars=9000))
+
+    assert len(out["entities"][0]["relations"]) == 12
+
+
+def test_notes_are_nearest_first_and_faded_or_superseded_never_recalled(store):
+    close = store.card("The checkout service retries payment webhooks three times with backoff.")
+    weaker = store.card("Payment reports are exported nightly.", sessions=2)
+    store.card("Checkout payment webhooks used to retry forever.", status="superseded")
+    store.card("Checkout payment webhooks retry with jitter.", status="faded")
+    store.card("Unrelated note about the logo colours.")
+
+    out = recall(store.path, "how do checkout payment webhooks retry?")
+
+    assert [n["id"] for n in out["notes"]] == [close, weaker]
+    assert out["notes"][0]["statement"] == "The checkout service retries payment webhooks three times with backoff."
+    assert {k: out["notes"][0][k] for k in ("category", "date", "sessions")} == \
+        {"category": "fact", "date": "2026-01-10", "sessions": 1}
+    assert out["notes"][0]["score"] > out["notes"][1]["score"]
+
+
+def test_recurrence_breaks_near_ties_but_never_beats_a_much_closer_match(store):
+    exact = store.card("Flaky test: test_checkout_timeout fails when redis is slow.")
+    strong = store.card("Redis is slow on Mondays.", sessions=20)
+    out = recall(store.path, "test_checkout_timeout fails, redis slow")
+    assert [n["id"] for n in out["notes"]][:2] == [exact, strong]
+
+    a = store.card("Grafana dashboards live in the ops repo.")
+    b = store.card("Grafana dashboards live in the infra repo.", sessions=6)
+    ids = [n["id"] for n in recall(store.path, "where do grafana dashboards live?")["notes"]]
+    assert ids.index(b) < ids.index(a)
+
+
+def test_standing_memories_on_a_prompt_only_when_relevant(store):
+    rule = store.card("Use pnpm instead of npm for installs.", "preference", sessions=2)
+    store.card("Never force-push to main.", "decision", sessions=5)
+
+    out = recall(store.path, "install the packages with pnpm")
+    assert [c["id"] for c in out["standing"]] == [rule]
+    assert out["notes"] == []
+
+
+def test_nothing_relevant_injects_nothing_and_records_nothing(store, tmp_path):
+    store.card("The checkout service retries payment webhooks three times.")
+    state_dir = tmp_path / "state"
+
+    out = recall(store.path, "thanks, that is all for now", session="sess-1", state_dir=state_dir)
+
+    assert out == {"agent": None, "standing": [], "entities": [], "notes": [], "text": ""}
+    assert not state_dir.exists()
+
+
+def test_each_memory_and_entity_only_once_per_session(store):
+    api = store.entity("billing-api")
+    pg = store.entity("PostgreSQL", "library")
+    store.say(api, "uses", pg)
+    note = store.card("billing-api connection pool size is 20.", entities=(api,))
+    prompt = "tune the billing-api connection pool"
+
+    first = recall(store.path, prompt, session="sess-1")
+    again = recall(store.path, prompt, session="sess-1")
+    other = recall(store.path, prompt, session="sess-2")
+
+    assert [n["id"] for n in first["notes"]] == [note] and [e["name"] for e in first["entities"]] == ["billing-api"]
+    assert again["text"] == "" and again["notes"] == [] and again["entities"] == []
+    assert other["text"] == first["text"]
+    state = json.loads((store.path.parent / "recall-sessions" / "sess-1.json").read_text())
+    assert state == {"cards": [note], "entities": [api]}
+    # A compacted context no longer holds what was injected: a session start with reset gives it again.
+    rule = store.card("Use pnpm.", "preference")
+    recall(store.path, "", kind="primer", session="sess-1")
+    assert recall(store.path, "", kind="primer", session="sess-1")["standing"] == []
+    assert [c["id"] for c in recall(store.path, "", kind="primer", session="sess-1", reset_session=True)["standing"]] == [rule]
+
+
+def test_budgets_cap_every_block_and_the_total(store):
+    api = store.entity("billing-api")
+    for i in range(30):
+        store.say(api, "calls", store.entity(f"downstream-service-{i:02d}"), session=f"s{i}")
+        store.card(f"billing-api deployment note number {i} about retries and timeouts and pools.", entities=(api,))
+        store.card(f"billing-api decision number {i}: keep retries bounded.", "decision")
+    budgets = Budgets(max_chars=1200, standing_items=2, standing_chars=330, entity_chars=400, notes_items=3,
+                      notes_chars=800, relations_per_entity=12)
+
+    out = recall(store.path, "billing-api retries", budgets=budgets)
+
+    text = out["text"]
+    assert len(text) <= 1200
+    lines = text.split("\n")
+    blocks = {}
+    for line in lines:
+        if line.startswith(MARKER):
+            current = line
+            blocks[current] = [line]
+        else:
+            blocks[current].append(line)
+    standing = "\n".join(blocks[HEADERS["standing"]])
+    entities = "\n".join(blocks[HEADERS["entities"]])
+    assert len(standing) + 1 <= 330 and len(out["standing"]) == 2
+    assert len(entities) + 1 <= 400 and 1 <= len(out["entities"][0]["relations"]) < 12
+    assert len(out["notes"]) <= 3
+    assert all(not line.endswith("...") for line in lines)   # lines are dropped, never cut
+
+
+def test_budgets_from_settings_take_numbers_and_cap_the_total():
+    b = Budgets.from_settings({"max_chars": 50_000, "notes_items": 3, "entities": "many", "bogus": 1})
+    assert b.as_dict() == {**Budgets.DEFAULTS, "max_chars": 9500, "notes_items": 3}
+
+
+def test_session_state_prunes_old_and_excess_files(tmp_path):
+    for i in range(5):
+        p = tmp_path / f"old-{i}.json"
+        p.write_text("{}")
+        os.utime(p, (1_000_000 + i, 1_000_000 + i))
+    state = SessionState(tmp_path, "new-session", max_files=3, max_age_days=14)
+    state.save([1], [2])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new-session.json"]
+    odd = SessionState(tmp_path, "../../etc/passwd")
+    assert odd.path.parent == tmp_path and odd.path.name != "passwd.json"
+
+
+WRITER = textwrap.dedent("""
+    import sqlite3, sys
+    conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("INSERT INTO cards(statement, norm, category, importance, confidence, original_confidence, "
+                 "status, sessions, created_at, said_at, last_seen_at, updated_at) VALUES "
+                 "('Checkout webhooks uncommitted card.', 'x', 'fact', 2, 0.8, 0.8, 'active', 1, "
+                 "'2026-01-11', '2026-01-11', '2026-01-11', '2026-01-11')")
+    print("holding", flush=True)
+    sys.stdin.readline()
+    conn.execute("COMMIT")
+""")
+
+
+def test_recall_while_a_consolidation_holds_a_write_transaction(store):
+    note = store.card("Checkout webhooks retry three times.")
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(store.path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline().strip() == "holding"
+        out = recall(store.path, "checkout webhooks retry")   # raises if it had to wait for the lock
+        assert [n["id"] for n in out["notes"]] == [note]       # the uncommitted card is not seen
+    finally:
+        writer.stdin.write("\n")
+        writer.stdin.close()
+        writer.wait(timeout=60)
+    assert writer.returncode == 0
+    assert len(recall(store.path, "checkout webhooks retry")["notes"]) == 2
+
+
+def test_missing_database_raises_and_is_never_created(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        recall(tmp_path / "nope" / "agent.db", "anything")
+    assert not (tmp_path / "nope").exists()
+
+
+def test_prompt_ngram_keys_match_entity_normalization():
+    from graph.recall import _name_tokens, _ngrams
+
+    for name in ["The Mini-Lola host", "mini_lola", "New York", "node.js", "Caroline's", "(api-server),",
+                 "Zürich Office", "redis   cluster-2"]:
+        assert normalize_entity(name) in _ngrams(_name_tokens(name)), name
+
+
+def test_lexical_lite_agrees_with_lexical_embedder():
+    pytest.importorskip("numpy")
+    from graph.embed import LexicalEmbedder
+    from graph.recall_embed import LexicalLite
+
+    texts = ["Deploy billing-api to prod-k8s with node18", "use pnpm instead of npm", "x"]
+    dense = LexicalEmbedder().encode(texts)
+    lite = LexicalLite()
+    assert lite.id == LexicalEmbedder().id
+    for text, row in zip(texts, dense):
+        sparse = lite.embed(text)
+        assert {i: round(v, 5) for i, v in sparse.items()} == {i: round(float(row[i]), 5) for i in row.nonzero()[0]}
+
+
+def test_lite_embedder_reproduces_model2vec(tmp_path):
+    if not MODEL.exists():
+        pytest.skip("shared model not present")
+    from graph.embed import Model2VecEmbedder
+    from graph.recall_embed import LiteEmbedder
+
+    ref = Model2VecEmbedder(str(MODEL))
+    lite = LiteEmbedder(MODEL, tmp_path / "cache")
+    assert lite.id == ref.id
+    texts = ["Use pnpm instead of npm", "Déjà vu: naïve café 東京 pyproject.toml src/app.py",
+             "xqzwv unknownwordzz", "When did Melanie paint a sunrise?"]
+    for text, row in zip(texts, ref.encode(texts)):
+        vec = lite.embed(text)
+        assert lite.token_ids(text) == ref._model.tokenize([text])[0]
+        assert sum(a * float(b) for a, b in zip(vec, row)) > 0.9999
+    assert lite.embed("") is None
+
+
+def test_vectors_rank_candidates_only_when_they_are_the_embedders_own(store, tmp_path):
+    if not MODEL.exists():
+        pytest.skip("shared model not present")
+    from graph.embed import Model2VecEmbedder, to_blob
+    from graph.recall_embed import LiteEmbedder
+
+    ref = Model2VecEmbedder(str(MODEL))
+    texts = ["The cache layer stores sessions in memory.", "The cache invalidation runs hourly for sessions."]
+    ids = [store.card(t, vector=to_blob(v)) for t, v in zip(texts, ref.encode(texts))]
+    lite = LiteEmbedder(MODEL, tmp_path / "cache")
+    prompt = "when does cache invalidation happen for sessions?"
+
+    without = recall(store.path, prompt, embedder=lite)          # graph_meta has no 'embedder' yet
+    with store.conn:
+        store.conn.execute("INSERT INTO graph_meta(key, value) VALUES ('embedder', ?)", (ref.id,))
+    with_vectors = recall(store.path, prompt, embedder=lite)
+
+    assert without["notes"] == recall(store.path, prompt)["notes"]
+    assert [n["id"] for n in with_vectors["notes"]][0] == ids[1]
+    assert with_vectors["notes"][0]["score"] != without["notes"][0]["score"]

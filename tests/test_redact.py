@@ -1,0 +1,239 @@
+"""Detection and redaction (redact.engine / redact.scanner), each category in realistic contexts.
+
+Token-shaped test values are generated from a seeded RNG at run time so that no secret-looking
+literal sits in the repository (push protection) and none contains a placeholder word.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+import time
+
+import pytest
+
+from redact.engine import Redactor
+
+RNG = random.Random(20240611)
+ALNUM = string.ascii_letters + string.digits
+
+
+def rand(n: int, alphabet: str = ALNUM) -> str:
+    while True:
+        v = "".join(RNG.choice(alphabet) for _ in range(n))
+        if any(c.isdigit() for c in v) and any(c.isalpha() for c in v):
+            return v
+
+
+HEX = "0123456789abcdef"
+GH = "ghp_" + rand(36)
+AWS_ID = "AKIA" + rand(16, string.ascii_uppercase + "234567")
+AWS_SECRET = rand(40, ALNUM + "/+")
+SLACK = f"xoxb-{RNG.randrange(10**11, 10**12)}-{RNG.randrange(10**11, 10**12)}-{rand(24)}"
+STRIPE = "sk_live_" + rand(24)
+OPENAI = "sk-proj-" + rand(48, ALNUM + "_-")
+ANTHROPIC = "sk-ant-api03-" + rand(93, ALNUM + "_-") + "AA"
+GOOGLE = "AIza" + rand(35, ALNUM + "_-")
+JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9." + "eyJzdWIiOiIx" + rand(30) + "." + rand(43, ALNUM + "_-")
+PASSWORD = "s3cr3t" + rand(6) + "!"
+HF = "hf_" + rand(34, string.ascii_letters)
+NPM = "npm_" + rand(36)
+PEM_BODY = "\n".join(rand(64, ALNUM + "+/") for _ in range(6))
+PEM = f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n-----END RSA PRIVATE KEY-----"
+
+
+@pytest.fixture(scope="module")
+def redactor():
+    return Redactor(None)
+
+
+def test_env_dump_keeps_keys_and_harmless_values(redactor):
+    text = (
+        f"PORT=8080\nLOG_LEVEL=debug\nDB_PASSWORD={PASSWORD}\nGITHUB_TOKEN={GH}\n"
+        f"AWS_ACCESS_KEY_ID={AWS_ID}\nAWS_SECRET_ACCESS_KEY={AWS_SECRET}\nNODE_ENV=production\n"
+    )
+    out = redactor.redact(text)
+    assert out.text == (
+        "PORT=8080\nLOG_LEVEL=debug\nDB_PASSWORD=[REDACTED:password]\nGITHUB_TOKEN=[REDACTED:token]\n"
+        "AWS_ACCESS_KEY_ID=[REDACTED:aws_access_key]\nAWS_SECRET_ACCESS_KEY=[REDACTED:secret]\nNODE_ENV=production\n"
+    )
+    assert [f.type for f in out.findings] == ["password", "token", "aws_access_key", "secret"]
+
+
+def test_curl_headers_and_user(redactor):
+    text = (
+        f'curl -s -H "Authorization: Bearer {OPENAI}" https://api.openai.com/v1/models\n'
+        f"curl -u deploy:{PASSWORD} https://ci.example.com/api\n"
+        f'curl -H "x-api-key: {ANTHROPIC}" https://api.anthropic.com/v1/messages'
+    )
+    assert redactor.redact_text(text) == (
+        'curl -s -H "Authorization: Bearer [REDACTED:bearer]" https://api.openai.com/v1/models\n'
+        "curl -u deploy:[REDACTED:password] https://ci.example.com/api\n"
+        'curl -H "x-api-key: [REDACTED:api_key]" https://api.anthropic.com/v1/messages'
+    )
+
+
+def test_connection_strings(redactor):
+    pw = rand(14)
+    text = (
+        f"DATABASE_URL=postgres://app:{pw}@db:5432/x\n"
+        f"mongodb+srv://admin:{pw}@cluster0.mongodb.net/test\n"
+        f"redis://:{pw}@cache:6379/0\n"
+        f"jdbc:mysql://db:3306/app?user=app&password={pw}\n"
+        f"Server=tcp:db.example.net;Database=app;User ID=app;Password={pw};Encrypt=True"
+    )
+    assert redactor.redact_text(text) == (
+        "DATABASE_URL=postgres://app:[REDACTED:password]@db:5432/x\n"
+        "mongodb+srv://admin:[REDACTED:password]@cluster0.mongodb.net/test\n"
+        "redis://:[REDACTED:password]@cache:6379/0\n"
+        "jdbc:mysql://db:3306/app?user=app&password=[REDACTED:password]\n"
+        "Server=tcp:db.example.net;Database=app;User ID=app;Password=[REDACTED:password];Encrypt=True"
+    )
+
+
+def test_yaml_json_toml_ini(redactor):
+    text = (
+        f'{{"api_key": "{rand(32, HEX)}", "max_tokens": 4096, "model": "claude-sonnet-4"}}\n'
+        f"slack:\n  bot_token: {SLACK}\n  channel: general\n"
+        f'[stripe]\nsecret_key = "{STRIPE}"\n'
+        f"[hf]\ntoken={HF}\n"
+    )
+    assert redactor.redact_text(text) == (
+        '{"api_key": "[REDACTED:api_key]", "max_tokens": 4096, "model": "claude-sonnet-4"}\n'
+        "slack:\n  bot_token: [REDACTED:token]\n  channel: general\n"
+        '[stripe]\nsecret_key = "[REDACTED:secret]"\n'
+        "[hf]\ntoken=[REDACTED:token]\n"
+    )
+
+
+def test_provider_tokens_alone_in_prose(redactor):
+    for token, label in [(GH, "github_token"), (SLACK, "slack_token"), (STRIPE, "stripe_key"),
+                         (OPENAI, "openai_key"), (ANTHROPIC, "anthropic_key"), (GOOGLE, "google_api_key"),
+                         (AWS_ID, "aws_access_key"), (JWT, "jwt"), (HF, "huggingface_token"), (NPM, "npm_token")]:
+        text = f"I pasted {token} into the chat by mistake."
+        assert redactor.redact_text(text) == f"I pasted [REDACTED:{label}] into the chat by mistake.", label
+
+
+def test_private_key_printed_by_cat(redactor):
+    text = f"$ cat ~/.ssh/id_rsa\n{PEM}\n$ ls"
+    out = redactor.redact(text)
+    assert out.text == "$ cat ~/.ssh/id_rsa\n[REDACTED:private_key]\n$ ls"
+    assert [(f.type, f.rule) for f in out.findings] == [("private_key", "private-key")]
+    # JSON-escaped newlines (a tool result stored as a JSON string) and a truncated key
+    escaped = f'{{"output": "{PEM.replace(chr(10), chr(92) + "n")}"}}'
+    assert redactor.redact_text(escaped) == '{"output": "[REDACTED:private_key]"}'
+    truncated = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + PEM_BODY[:200]
+    assert redactor.redact_text(truncated) == "[REDACTED:private_key]"
+
+
+def test_error_log_with_token_in_url(redactor):
+    token = rand(40)
+    text = f"ERROR 2024-05-01T10:00:00Z GET https://api.example.com/v1/items?access_token={token}&page=2 -> 401"
+    assert redactor.redact_text(text) == (
+        "ERROR 2024-05-01T10:00:00Z GET https://api.example.com/v1/items?access_token=[REDACTED:token]&page=2 -> 401"
+    )
+
+
+def test_values_that_must_survive(redactor):
+    text = (
+        "commit 3f4e5d6c7b8a9f0e1d2c3b4a5f6e7d8c9b0a1f2e\n"
+        "id 123e4567-e89b-12d3-a456-426614174000 tool toolu_01A09q90qw90lq917835lq9 msg msg_01XFDUDYJgAACzvnptvVoYEL\n"
+        "request req_011CRUdTk6ZWZ9q2nPL1bT9X image sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\n"
+        '"integrity": "sha512-7A5X3ciwJu1OZa0jInl2FaYXwRaNI5hsVfr0cI21Bs3+yJ8w9TXb0PtQJFDsnl3hbNMYcv9SIH7Cf1FPkg1w7g=="\n'
+        "PORT=8080 LOG_LEVEL=debug\n"
+        "the password reset flow sends a link; the token expires after an hour\n"
+        "key={todo.id} token = Review(token) password: ${DB_PASSWORD} api_key=os.environ['API_KEY']\n"
+        '"input_tokens": 1234, "cache_creation_input_tokens": 0, "max_tokens": 8192\n'
+        "Authorization: Bearer $TOKEN\n"
+    )
+    out = redactor.redact(text)
+    assert out.text == text
+    assert out.findings == []
+
+
+def test_placeholders_are_not_secrets(redactor):
+    text = (
+        "API_KEY=your-api-key\nTOKEN=<token>\nPASSWORD=changeme\nSECRET=xxxxxxxxxxxxxxxx\n"
+        "GITHUB_TOKEN=${GITHUB_TOKEN}\nAWS_ACCESS_KEY_ID=AKIAXXXXXXXXXXXXXXXX\npassword: '********'\n"
+    )
+    assert redactor.redact(text).findings == []
+
+
+def test_same_value_elsewhere_in_the_text_is_removed(redactor):
+    text = f"export DB_PASSWORD={PASSWORD}\n$ psql -U app -W\nPassword for user app: {PASSWORD}"
+    assert redactor.redact_text(text) == (
+        "export DB_PASSWORD=[REDACTED:password]\n$ psql -U app -W\nPassword for user app: [REDACTED:remembered]"
+    )
+
+
+def test_findings_carry_no_value(redactor):
+    out = redactor.redact(f"GITHUB_TOKEN={GH}")
+    (f,) = out.findings
+    d = f.to_dict()
+    assert set(d) == {"type", "start", "end", "rule", "hash_prefix"}
+    assert (d["type"], d["start"], d["end"], len(d["hash_prefix"])) == ("token", 13, 13 + len(GH), 8)
+    assert GH not in repr(out.findings)
+
+
+def test_redaction_is_idempotent(redactor):
+    once = redactor.redact_text(f"DB_PASSWORD={PASSWORD} token={GH}")
+    assert redactor.redact(once).findings == []
+
+
+def test_binary_and_odd_input(redactor):
+    blob = bytes(range(256)) * 50 + b"\xff\xfe GITHUB_TOKEN=" + GH.encode() + b" \x00\x00"
+    out = redactor.redact(blob)
+    assert GH not in out.text
+    assert "[REDACTED:token]" in out.text
+    assert redactor.redact_text("") == ""
+    assert redactor.redact_text(None) == ""
+    surrogate = "caf\udce9 token=" + GH + " \ud83d"
+    assert redactor.redact_text(surrogate) == "caf\udce9 token=[REDACTED:token] \ud83d"
+    unicode = "Mot de passe: é password=" + PASSWORD + " ✓ 日本語"
+    assert redactor.redact_text(unicode) == "Mot de passe: é password=[REDACTED:password] ✓ 日本語"
+
+
+def test_huge_input(redactor):
+    filler = "ordinary transcript text with words and numbers 12345, paths /usr/lib and urls https://x.org\n"
+    text = filler * 60_000 + f"OPENAI_API_KEY={OPENAI}\n" + filler * 1000  # ~5.6 MB
+    out = redactor.redact(text)
+    assert OPENAI not in out.text
+    assert [(f.type, f.start) for f in out.findings] == [("token", len(filler) * 60_000 + len("OPENAI_API_KEY="))]
+
+
+def test_backtracking_bombs_finish_fast(redactor):
+    """Inputs that make backtracking regexes explode (nested quantifiers over long near-matches)."""
+    bombs = [
+        "password=" + "a" * 200_000 + "!",
+        "-----BEGIN RSA PRIVATE KEY-----" + "A" * 300_000,
+        "curl " + "-u " * 50_000 + "x",
+        "https://" + "a:" * 100_000 + "@",
+        "token" * 100_000,
+        "a_" * 150_000 + "token = " + "=" * 100_000,
+        '"' + "\\\\" * 100_000 + '"',
+        "eyJ" + "a" * 50_000 + ".eyJ" + "b" * 50_000 + "." * 50_000,
+        "key=" + "key=" * 60_000,
+    ]
+    for bomb in bombs:
+        t0 = time.perf_counter()
+        redactor.redact(bomb)
+        # generous bound: linear-time work on <= 600 KB; a backtracking engine takes minutes here
+        assert time.perf_counter() - t0 < 20, bomb[:30]
+
+
+def test_redact_many_and_scrub_shape(redactor):
+    texts = [f"token={GH}", "nothing here", f"password: {PASSWORD}"]
+    outs = redactor.redact_many(texts)
+    assert [o.text for o in outs] == ["token=[REDACTED:token]", "nothing here", "password: [REDACTED:password]"]
+    assert redactor.scrub(f"token={GH}") == ("token=[REDACTED:token]", 1)
+
+
+def test_presidio_registry_holds_only_our_recognizers(redactor):
+    from presidio_analyzer.nlp_engine import NoOpNlpEngine
+
+    names = sorted(r.name for r in redactor.analyzer.registry.recognizers)
+    assert names == [
+        "reverie-secret-assignment", "reverie-secret-auth-header", "reverie-secret-connection-string",
+        "reverie-secret-private-key", "reverie-secret-provider-token",
+    ]
+    assert isinstance(redactor.analyzer.nlp_engine, NoOpNlpEngine)

@@ -1,0 +1,83 @@
+"""`reverie search`: cards first, then raw history with dates and conversation ids."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from consolidate.commands import build_cli
+from consolidate.paths import secrets_dir
+from graph.recall import MARKER
+from redact.memory import SecretMemory
+from test_recall import Store
+
+
+@pytest.fixture
+def store(reverie_home):
+    s = Store(reverie_home)
+    s.active = s.card("The billing webhooks retry three times with backoff.", sessions=2,
+                      said_at="2026-01-12T09:00:00Z")
+    s.faded = s.card("Billing webhooks once retried forever.", status="faded", said_at="2025-10-01T09:00:00Z")
+    s.card("Unrelated: the logo is teal.")
+    with s.conn:
+        s.conn.execute("INSERT INTO conversations(id, title, cwd, first_at, last_at, messages) VALUES "
+                       "('conv-a', 'webhooks', ?, '2026-01-12T08:00:00Z', '2026-01-12T09:30:00Z', 3)", (s.cwd,))
+        rows = [
+            (1, "u1", "user", "2026-01-12T08:59:00Z", "text", "Why do billing webhooks retry so often?"),
+            (2, "a1", "assistant", "2026-01-12T09:00:00Z", "text", "Billing webhooks retry three times with backoff."),
+            (3, "u2", "user", "2026-01-12T09:01:00Z", "text",
+             f"{MARKER} Your notes nearest this prompt:\n- billing webhooks retry"),
+        ]
+        for mid, uuid, role, ts, btype, text in rows:
+            s.conn.execute("INSERT INTO messages(id, conversation, uuid, role, kind, timestamp) "
+                           "VALUES (?, 'conv-a', ?, ?, 'message', ?)", (mid, uuid, role, ts))
+            s.conn.execute("INSERT INTO blocks(message_id, idx, type, text) VALUES (?, 0, ?, ?)", (mid, btype, text))
+    yield s
+    s.close()
+
+
+def test_search_json_lists_cards_then_history(store):
+    res = CliRunner().invoke(build_cli(), ["search", "billing", "webhooks", "retry", "--agent", store.agent, "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert list(data) == ["agent", "query", "cards", "history"]
+    assert data["agent"] == store.agent and data["query"] == "billing webhooks retry"
+    assert [(c["id"], c["status"]) for c in data["cards"]] == [(store.active, "active"), (store.faded, "faded")]
+    first = {k: v for k, v in data["cards"][0].items() if k != "score"}
+    assert first == {"id": store.active, "statement": "The billing webhooks retry three times with backoff.",
+                     "category": "fact", "status": "active", "superseded_by": None, "sessions": 2,
+                     "date": "2026-01-12", "last_seen": "2026-01-12"}
+    assert [(h["conversation"], h["message_id"], h["at"], h["role"]) for h in data["history"]] == [
+        ("conv-a", 1, "2026-01-12T08:59:00Z", "user"), ("conv-a", 2, "2026-01-12T09:00:00Z", "assistant")]
+    assert data["history"][1]["snippet"] == "[Billing] [webhooks] [retry] three times with backoff."
+
+
+def test_search_text_output_and_secret_scrub(store, reverie_home):
+    secret = "tok-9QmX2vB7LpR4"
+    SecretMemory(secrets_dir(reverie_home)).remember([secret])
+    store.card(f"Billing webhooks sign requests with {secret}.")
+
+    res = CliRunner().invoke(build_cli(), ["search", "billing webhooks", "--agent", store.agent])
+
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0] == f"Memory of {store.agent} for 'billing webhooks':"
+    assert lines[1] == "Cards:"
+    assert lines.index("History:") > 3
+    assert f"  #{store.faded} [fact, 2025-10-01, faded] Billing webhooks once retried forever." in lines
+    assert "  2026-01-12 09:00  conv-a  assistant: [Billing] [webhooks] retry three times with backoff." in lines
+    assert secret not in res.output and "sign requests with" in res.output
+
+
+def test_search_without_agent_uses_the_current_directory_or_names_the_fix(store, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(build_cli(), ["search", "billing"])
+    assert res.exit_code == 1 and "pass --agent ID" in res.output
+
+
+def test_search_with_no_match_says_none(store):
+    res = CliRunner().invoke(build_cli(), ["search", "kubernetes", "--agent", store.agent])
+    assert res.exit_code == 0
+    assert res.output.splitlines()[1:] == ["Cards: none", "History: none"]

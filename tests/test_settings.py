@@ -1,0 +1,50 @@
+"""`reverie settings get|set`: typed values, validation that names the fix, secrets never echoed."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from consolidate.commands import build_cli
+from consolidate.settings import load_settings
+
+
+def run(home, *args):
+    return CliRunner().invoke(build_cli(), ["--home", str(home), "settings", *args], catch_exceptions=False)
+
+
+def test_set_and_get_typed_values(tmp_path):
+    home = tmp_path / "h"
+    assert run(home, "set", "index.tool_result_cap", "500").exit_code == 0
+    assert run(home, "set", "agents.disabled", '["scratch"]').exit_code == 0
+    assert run(home, "set", "agents.map", '{"/home/dev/mono": "mono"}').exit_code == 0
+    assert run(home, "get", "index.tool_result_cap").output == "500\n"
+    s = load_settings(home)
+    assert (s["index"]["tool_result_cap"], s["agents"]["disabled"], s["agents"]["map"]) == (500, ["scratch"], {"/home/dev/mono": "mono"})
+    assert json.loads((home / "settings.json").read_text()) == {
+        "agents": {"disabled": ["scratch"], "map": {"/home/dev/mono": "mono"}}, "index": {"tool_result_cap": 500}}
+    assert oct((home / "settings.json").stat().st_mode & 0o777) == "0o600"
+
+
+def test_errors_name_the_fix(tmp_path):
+    home = tmp_path / "h"
+    r = run(home, "set", "index.tool_result_cap", "lots")
+    assert r.exit_code == 1 and "index.tool_result_cap expects a int" in r.output and "reverie settings set index.tool_result_cap 8000" in r.output
+    r = run(home, "set", "no.such.key", "1")
+    assert r.exit_code == 1 and "Unknown setting 'no.such.key'" in r.output
+    r = run(home, "set", "agents.map", '{"relative/dir": "x"}')
+    assert r.exit_code == 1 and "absolute directory" in r.output
+    r = run(home, "set", "agents.map", '{"/abs": "Bad Id"}')
+    assert r.exit_code == 1 and "Invalid agent id" in r.output
+    assert not (home / "settings.json").exists()
+
+
+def test_api_key_is_never_echoed(tmp_path):
+    home = tmp_path / "h"
+    key = "sk-ant-api03-" + "Zx9" * 20
+    r = run(home, "set", "anthropic.api_key", key)
+    assert r.exit_code == 0 and key not in r.output and "(hidden)" in r.output
+    assert run(home, "get", "anthropic.api_key").output == "(set)\n"
+    everything = run(home, "get").output
+    assert key not in everything and json.loads(everything)["anthropic"]["api_key"] == "(set)"

@@ -1,0 +1,127 @@
+"""The claude-cli writer against a fake `claude` executable on PATH (written by the test)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from consolidate.budget import RetryPolicy
+from consolidate.classify import classify
+from consolidate.errors import ReverieError
+from consolidate.passages import CONSOLIDATION_MARKER, Passage
+from consolidate.writers.base import Candidate, WriteRequest, response_schema
+from consolidate.writers.claude_cli import ClaudeCliWriter
+
+CARDS = {"cards": [{"statement": "Use pnpm, not npm, for every install in this repo.", "category": "preference",
+                    "importance": 4, "entities": [{"name": "pnpm", "type": "tool"}, {"name": "npm", "type": "tool"}],
+                    "relations": [], "evidence": ["P1"], "quote": "always use pnpm instead of npm"}]}
+
+FAKE = r'''#!{python}
+import json, os, sys
+log = {log!r}
+prompt = sys.stdin.read()
+with open(log, "a") as fh:
+    fh.write(json.dumps({{"argv": sys.argv[1:], "child_guard": os.environ.get("REVERIE_CHILD"),
+                          "prompt_head": prompt.splitlines()[0] if prompt else ""}}) + "\n")
+mode = {mode!r}
+if mode == "structured":
+    out = {{"type": "result", "subtype": "success", "is_error": False, "result": "",
+           "structured_output": {cards}, "session_id": "s", "total_cost_usd": 0.0021,
+           "usage": {{"input_tokens": 900, "output_tokens": 80}}}}
+elif mode == "result_text":
+    out = {{"type": "result", "subtype": "success", "is_error": False,
+           "result": "```json\n" + json.dumps({cards}) + "\n```", "total_cost_usd": 0.002, "usage": {{}}}}
+elif mode == "schema_retries":
+    out = {{"type": "result", "subtype": "error_max_structured_output_retries", "is_error": True, "result": ""}}
+elif mode == "garbage":
+    print("this is not json"); sys.exit(0)
+elif mode == "overloaded":
+    sys.stderr.write("API Error: 529 Overloaded\n"); sys.exit(1)
+print(json.dumps(out))
+'''
+
+
+def _request() -> WriteRequest:
+    p = Passage(key="user:1", kind="user", text="From now on, always use pnpm instead of npm in this repo.",
+                conversation="c", message_id=1, timestamp="2026-10-01T10:00:00Z")
+    return WriteRequest(id="c:0", agent="demo", conversation="c", candidates=[Candidate("P1", p, classify(p))])
+
+
+@pytest.fixture
+def fake_claude(tmp_path, monkeypatch):
+    def make(mode: str) -> Path:
+        bindir = tmp_path / f"bin-{mode}"
+        bindir.mkdir()
+        log = tmp_path / f"calls-{mode}.jsonl"
+        exe = bindir / "claude"
+        exe.write_text(FAKE.format(python=sys.executable, log=str(log), mode=mode, cards=json.dumps(CARDS)).replace(
+            "False", "False"))
+        exe.chmod(exe.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+        return log
+    return make
+
+
+def _calls(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def _writer() -> ClaudeCliWriter:
+    return ClaudeCliWriter.from_settings({"claude_cli": {"command": "claude", "model": "haiku", "timeout_s": 30}},
+                                         retry=RetryPolicy(attempts=2, base_delay_s=0, max_delay_s=0, sleep=lambda s: None))
+
+
+def test_structured_output_and_exact_child_invocation(fake_claude):
+    log = fake_claude("structured")
+    res = _writer().write_one(_request())
+    assert res.error is None
+    assert [c.model_dump() for c in res.cards] == CARDS["cards"]
+    assert (res.calls, res.input_tokens, res.output_tokens, res.cost_usd) == (1, 900, 80, 0.0021)
+    (call,) = _calls(log)
+    assert call == {
+        "argv": ["-p", "--output-format", "json", "--model", "haiku",
+                 "--json-schema", json.dumps(response_schema(), separators=(",", ":")),
+                 "--settings", '{"disableAllHooks":true}', "--no-session-persistence", "--tools", "",
+                 "--max-turns", "1"],
+        "child_guard": "1",
+        "prompt_head": CONSOLIDATION_MARKER,
+    }
+
+
+def test_guard_keeps_our_hooks_out_of_the_child(fake_claude, tmp_path):
+    """Beyond disableAllHooks: a hook of ours started inside the child (REVERIE_CHILD=1) prints nothing."""
+    fake_claude("structured")
+    w = _writer()
+    env = w.env()
+    assert env["REVERIE_CHILD"] == "1"
+    hook_in = json.dumps({"session_id": "s", "cwd": str(tmp_path), "hook_event_name": "SessionStart", "source": "startup"})
+    for event in ("session-start", "user-prompt-submit"):
+        proc = subprocess.run([sys.executable, "-m", "consolidate", "hook", event], input=hook_in, text=True,
+                              capture_output=True, env=env, timeout=60)
+        assert (proc.returncode, proc.stdout) == (0, "")
+
+
+def test_result_text_json_is_accepted(fake_claude):
+    fake_claude("result_text")
+    res = _writer().write_one(_request())
+    assert res.error is None and [c.statement for c in res.cards] == [CARDS["cards"][0]["statement"]]
+
+
+@pytest.mark.parametrize("mode,kind,calls", [("schema_retries", "schema", 1), ("garbage", "malformed", 1),
+                                             ("overloaded", "transient", 2)])
+def test_cli_faults_are_reported(fake_claude, mode, kind, calls):
+    log = fake_claude(mode)
+    res = _writer().write_one(_request())
+    assert res.cards == [] and res.error.kind == kind and res.calls == calls == len(_calls(log))
+
+
+def test_missing_cli_names_the_fix(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ReverieError, match="not on PATH"):
+        ClaudeCliWriter.from_settings({"claude_cli": {"command": "claude"}})
