@@ -37,6 +37,8 @@ DEFAULTS: dict[str, Any] = {
     "index": {
         # Tool results longer than this many characters are clipped (head and tail kept).
         "tool_result_cap": 8000,
+        # A transcript line longer than this is rejected (counted, never parsed into memory).
+        "max_line_bytes": 64 * 1024 * 1024,
     },
     "consolidate": {
         "max_passages": 1000,

@@ -128,6 +128,7 @@ class Analysis:
     exception: bool = False
     raw: set[str] = field(default_factory=set)           # unstemmed words
     sequence: list[str] = field(default_factory=list)    # content words in order, identifiers split
+    _pieces: set[str] | None = field(default=None, repr=False)
 
 
 def _tokens(text: str) -> list[str]:
@@ -296,6 +297,12 @@ def _pieces(word: str) -> list[str]:
     return [stem(p) for p in re.split(r"[-_./:@+#]+", word) if p]
 
 
+def _all_pieces(a: Analysis) -> set[str]:
+    if a._pieces is None:
+        a._pieces = a.content | {p for w in a.raw if is_identifier(w) for p in _pieces(w)}
+    return a._pieces
+
+
 def _covered(word: str, other: Analysis) -> bool:
     """An identifier of one side that the other side also names (whole, or by its pieces:
     "squash-merge" / "squash-merged", "auth-service" / "auth service")."""
@@ -304,7 +311,7 @@ def _covered(word: str, other: Analysis) -> bool:
     pieces = _pieces(word)
     if not pieces:
         return False
-    theirs = other.content | {p for w in other.raw for p in _pieces(w)}
+    theirs = _all_pieces(other)
     return all(p in theirs for p in pieces)
 
 

@@ -111,6 +111,9 @@ class MergeSession:
         self.embedder = embedder or LexicalEmbedder(fallback_reason="no embedder given")
         self.judge = judge
         self.resolver = EntityResolver(self.conn, self.embedder if self.embedder.kind != "lexical" else None)
+        # Lexical vectors are word overlap, which FTS5 already finds: no full scan for them.
+        self._scan = self.embedder.kind != "lexical"
+        self._version = -1
         self._analyses: dict[int, Any] = {}
         self._load()
 
@@ -119,18 +122,28 @@ class MergeSession:
         count, top = self.conn.execute("SELECT count(*), coalesce(max(id), 0) FROM cards").fetchone()
         return count, top, get_meta(self.conn, "generation"), get_meta(self.conn, "embedder")
 
+    def _data_version(self) -> int:
+        """Changes only when another connection commits (cheap: no table read)."""
+        return self.conn.execute("PRAGMA data_version").fetchone()[0]
+
     def _load(self) -> None:
         ensure_vectors(self.conn, self.embedder)
         self.vectors = _Vectors(self.embedder.dim)
-        for cid, blob in self.conn.execute("SELECT id, vector FROM cards WHERE vector IS NOT NULL"):
-            vec = from_blob(blob, self.embedder.dim)
-            if vec is not None:
-                self.vectors.add(cid, vec)
+        if self._scan:
+            for cid, blob in self.conn.execute("SELECT id, vector FROM cards WHERE vector IS NOT NULL"):
+                vec = from_blob(blob, self.embedder.dim)
+                if vec is not None:
+                    self.vectors.add(cid, vec)
         self.resolver.invalidate()
         self._analyses.clear()
         self._seen = self._fingerprint()
+        self._version = self._data_version()
 
     def _refresh(self) -> None:
+        version = self._data_version()
+        if self._seen and version == self._version and get_meta(self.conn, "generation") == self._seen[2]:
+            return      # nobody else committed since we last looked, and nothing was forgotten
+        self._version = version
         now = self._fingerprint()
         if now == self._seen:
             return
@@ -142,10 +155,11 @@ class MergeSession:
         if gen == old_gen and emb == old_emb and top >= old_top and count - old_count == top - old_top:
             # only appended by someone else: load the new rows
             ensure_vectors(self.conn, self.embedder)
-            for cid, blob in self.conn.execute("SELECT id, vector FROM cards WHERE id > ?", (old_top,)):
-                vec = from_blob(blob, self.embedder.dim)
-                if vec is not None:
-                    self.vectors.add(cid, vec)
+            if self._scan:
+                for cid, blob in self.conn.execute("SELECT id, vector FROM cards WHERE id > ?", (old_top,)):
+                    vec = from_blob(blob, self.embedder.dim)
+                    if vec is not None:
+                        self.vectors.add(cid, vec)
             self.resolver.invalidate()
             self._seen = self._fingerprint()
             return
@@ -166,8 +180,11 @@ class MergeSession:
                 terms.append(term)
         return " OR ".join(terms[:16]) if terms else None
 
-    def candidates(self, statement: str, norm: str, vec: np.ndarray) -> dict[int, float | None]:
-        """Existing card id -> cosine with `vec` (None when it has no vector)."""
+    def candidates(self, statement: str, norm: str, vec: np.ndarray,
+                   nearest: list[tuple[int, float]] | None = None, since: int = 0) -> dict[int, float | None]:
+        """Existing card id -> cosine with `vec` (None until `_rows` fills it from the stored vector).
+        `nearest`: vector candidates computed ahead for a batch (`merge_many`), valid for the first
+        `since` rows of the matrix; rows added after that are scanned here."""
         found: dict[int, float | None] = {}
         for (cid,) in self.conn.execute("SELECT id FROM cards WHERE norm = ?", (norm,)):
             found[cid] = None
@@ -177,13 +194,18 @@ class MergeSession:
                 "SELECT rowid FROM cards_fts WHERE cards_fts MATCH ? ORDER BY rank LIMIT ?", (query, TOP_K)
             ):
                 found.setdefault(cid, None)
-        floor = MIN_VECTOR_SIM.get(self.embedder.kind, 0.5)
-        for cid, sim in self.vectors.nearest(vec, TOP_K, floor):
-            found[cid] = sim
-        for cid in [c for c, s in found.items() if s is None]:
-            pos = self.vectors.pos.get(cid)
-            if pos is not None:
-                found[cid] = float(self.vectors.mat[pos] @ vec)
+        if self._scan:
+            floor = MIN_VECTOR_SIM.get(self.embedder.kind, 0.5)
+            if nearest is None:
+                hits = self.vectors.nearest(vec, TOP_K, floor)
+            else:
+                hits = list(nearest)
+                n = self.vectors.n
+                if n > since:
+                    sims = self.vectors.mat[since:n] @ vec
+                    hits += [(int(self.vectors.ids[since + i]), float(sims[i])) for i in np.nonzero(sims >= floor)[0]]
+            for cid, sim in hits:
+                found[cid] = sim
         return found
 
     def _analysis(self, cid: int, statement: str):
@@ -196,7 +218,33 @@ class MergeSession:
         return hit
 
     # -- merge ---------------------------------------------------------------------------------
-    def merge(self, card: NewCard, *, now: datetime | str) -> MergeResult:
+    def merge_many(self, cards: list[NewCard], *, now: datetime | str, chunk: int = 512) -> list[MergeResult]:
+        """Merge cards one by one (one transaction each), with their vectors and nearest stored
+        cards computed ahead in matrix products (much faster than one scan per card on big stores).
+        Cards merged earlier in the batch are still candidates for later ones."""
+        results: list[MergeResult] = []
+        floor = MIN_VECTOR_SIM.get(self.embedder.kind, 0.5)
+        for start in range(0, len(cards), chunk):
+            part = cards[start:start + chunk]
+            self._refresh()
+            texts = [c.statement.strip() if isinstance(c.statement, str) else "" for c in part]
+            vecs = self.embedder.encode(texts)
+            since = self.vectors.n
+            nearest: list[list[tuple[int, float]] | None] = [None] * len(part)
+            if self._scan and since:
+                sims = vecs @ self.vectors.mat[:since].T          # (batch, stored), rows contiguous
+                k = min(TOP_K, since)
+                for j in range(len(part)):
+                    row = sims[j]
+                    top = np.argpartition(-row, k - 1)[:k] if since > k else np.arange(since)
+                    nearest[j] = [(int(self.vectors.ids[i]), float(row[i])) for i in top if row[i] >= floor]
+            for j, card in enumerate(part):
+                results.append(self.merge(card, now=now, _vec=vecs[j], _nearest=nearest[j] if self._scan else None,
+                                          _since=since))
+        return results
+
+    def merge(self, card: NewCard, *, now: datetime | str, _vec: np.ndarray | None = None,
+              _nearest: list[tuple[int, float]] | None = None, _since: int = 0) -> MergeResult:
         """Merge one card (one transaction). Returns what was done; raises only on database
         errors (after rolling back; the caches are reloaded)."""
         problem = _validate(card)
@@ -206,19 +254,24 @@ class MergeSession:
         said_at = utc_iso(card.said_at)
         statement = card.statement.strip()
         norm = normalize_statement(statement)
-        self._refresh()
         if is_forgotten(self.conn, norm, card.source_key):
             return MergeResult("forgotten", None, reason="statement or source was forgotten")
-        vec = self.embedder.encode_one(statement)
+        if _nearest is not None and self._data_version() != self._version:
+            _nearest = None     # someone else wrote since the batch was prepared: scan afresh
+        self._refresh()
+        vec = _vec if _vec is not None else self.embedder.encode_one(statement)
         new_an = analyze(statement)
         rows = {}
-        cands = self.candidates(statement, norm, vec)
+        cands = self.candidates(statement, norm, vec, _nearest, _since)
         if cands:
             marks = ",".join("?" * len(cands))
             for r in self.conn.execute(
-                f"""SELECT id, statement, status, superseded_by, said_at, last_seen_at FROM cards
+                f"""SELECT id, statement, status, superseded_by, said_at, last_seen_at, vector FROM cards
                     WHERE id IN ({marks})""", list(cands)):
-                rows[r[0]] = r
+                rows[r[0]] = r[:6]
+                if cands[r[0]] is None:
+                    other = from_blob(r[6], self.embedder.dim)
+                    cands[r[0]] = float(other @ vec) if other is not None else None
         same: list[tuple[Judgement, tuple]] = []
         opposite: list[tuple[Judgement, tuple]] = []
         for cid, row in rows.items():
@@ -242,9 +295,12 @@ class MergeSession:
             self._seen = ()
             raise
         if result.action in ("inserted", "superseded", "outdated"):
-            self.vectors.add(result.card_id, vec)
+            if self._scan:
+                self.vectors.add(result.card_id, vec)
             self._analyses[result.card_id] = new_an
-        self._seen = self._fingerprint()
+            count, top, gen, emb = self._seen
+            self._seen = (count + 1, max(top, result.card_id), gen, emb)
+        self._version = self._data_version()
         return result
 
     def _supersede(self, older_ids: list[int], newer_id: int, now_s: str) -> None:

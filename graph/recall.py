@@ -20,6 +20,13 @@ returns the JSON of issue 6 with the exact text to inject:
    `1 + STRENGTH_MAX_BOOST`, so a memory seen in many sessions can overtake a slightly closer one
    but never a much closer one.
 
+Vectors on the hook path (measured, bench/recall_bench.py): the prompt is embedded in pure Python
+by `graph.recall_embed` (model2vec: vocabulary cached in SQLite, token rows read from
+model.safetensors by offset, ~0.3-1 ms; the lexical fallback embedder reproduced too), and only the
+bounded candidate set (BM25 top 100 + cards of named entities) is re-ranked by cosine: a brute-force
+scan of 100k vectors is impossible without numpy, so a card sharing no word and no entity with the
+prompt is not found. At 100k cards that costs ~1-2 ms over lexical-only recall.
+
 Invariants:
 - Only active cards are recalled (faded and superseded never are).
 - Every block and the whole text respect `Budgets`; lines are never cut, a line that does not fit
