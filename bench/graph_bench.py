@@ -189,11 +189,12 @@ def build_store(path: Path, n_cards: int, n_entities: int, seed: int = 7) -> lis
     conn.execute("BEGIN")
     for names, etype in ((svcs, "service"), (hosts, "host"), (dbs, "other"), (TOOLS, "tool")):
         for name in names:
-            cur = conn.execute("INSERT INTO entities(name, norm, type, created_at) VALUES (?, ?, ?, 't')",
-                               (name, normalize_entity(name), etype))
-            ent_id[name] = cur.lastrowid
-            conn.execute("INSERT INTO entity_aliases(norm, alias, entity_id, how) VALUES (?, ?, ?, 'name')",
-                         (normalize_entity(name), name, cur.lastrowid))
+            norm = normalize_entity(name)
+            conn.execute("INSERT OR IGNORE INTO entities(name, norm, type, created_at) VALUES (?, ?, ?, 't')",
+                         (name, norm, etype))
+            ent_id[name] = conn.execute("SELECT id FROM entities WHERE norm = ?", (norm,)).fetchone()[0]
+            conn.execute("INSERT OR IGNORE INTO entity_aliases(norm, alias, entity_id, how) VALUES (?, ?, ?, 'name')",
+                         (norm, name, ent_id[name]))
     made = []
     seen = set()
     cid = 0

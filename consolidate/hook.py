@@ -101,6 +101,11 @@ def _now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
+def _half_life(value: Any) -> float:
+    """settings feedback.half_life_days, or 90 when it is not a positive number."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else 90.0
+
+
 def build_injection(event: str, data: dict[str, Any], home: Path, settings: dict[str, Any] | None = None,
                     ) -> tuple[dict[str, Any], str, dict[str, Any]] | None:
     """(hook output, agent id, recall-log entry) for one hook call, or None when nothing is to be
@@ -134,13 +139,16 @@ def build_injection(event: str, data: dict[str, Any], home: Path, settings: dict
     result = recall(db, prompt or "", session=session, kind=kind,
                     budgets=Budgets.from_settings(settings_mod.get(settings, "recall", {})),
                     embedder=embedder, scrub=scrub, agent=agent,
-                    reset_session=kind == "primer" and data.get("source") in RESET_SOURCES)
+                    reset_session=kind == "primer" and data.get("source") in RESET_SOURCES,
+                    half_life_days=_half_life(settings_mod.get(settings, "feedback.half_life_days", 90)))
     text = result["text"]
     if not text:
         return None
     ids, entities = recalled_ids(result)
     output = {"hookSpecificOutput": {"hookEventName": hook_name, "additionalContext": text}}
-    entry = {"at": _now_iso(), "session": session, "kind": kind, "ids": ids, "entities": entities}
+    entry = {"at": _now_iso(), "session": session, "kind": kind, "ids": ids, "entities": entities,
+             "episodes": [r["id"] for r in result.get("recent", [])],
+             "warnings": [w["id"] for w in result.get("warnings", [])]}
     return output, agent, entry
 
 

@@ -7,7 +7,8 @@ watermark. It returns (and records in each touched agent's `index_runs`) a summa
 
     {"files_seen", "files_changed", "messages_added", "skipped": {kind: n}, "rejected": {reason: n},
      "blocks_added", "lines_merged", "titles", "lines_read", "lines": {line type: {outcome: n}},
-     "repaired": {"invalid_utf8": n}, "files_missing", "agents": [ids touched], "rescanned": n}
+     "repaired": {"invalid_utf8": n, "lone_surrogates": n}, "files_missing", "agents": [ids touched],
+     "rescanned": n, "seconds"}
 
 Units: `skipped` and `rejected` count lines, except `own_session` and `agent_disabled` (skipped
 session files) and reasons starting with `file_` (files that could not be read: `file_vanished`,
@@ -30,23 +31,30 @@ Invariants:
 * Sessions of our own consolidation writer are never indexed: it runs `claude` with
   `--no-session-persistence` (no transcript at all), and a session whose first human prompt starts
   with `[reverie-consolidation]` is skipped whole (`skipped["own_session"]`), with its sub-agent files.
-* Bad input never stops a run: malformed or non-object JSON, invalid UTF-8 (replaced, counted in
-  `repaired`), over-long lines (`index.max_line_bytes`, default 64 MiB), unknown types, missing
-  fields, files that vanish or fail mid-read are counted and the rest is indexed.
+* Bad input never stops a run: malformed or non-object JSON, invalid UTF-8 and lone surrogate
+  escapes (replaced by U+FFFD, counted in `repaired`), over-long lines (`index.max_line_bytes`,
+  default 64 MiB), unknown types, missing fields, files that vanish or fail mid-read are counted
+  and the rest is indexed.
+* Writes are batched: per chunk, one executemany per table (message ids assigned as MAX(id) + 1
+  under the write lock; block rows ordered to fill the table's leaf pages, see `_LeafPacker`).
+  Merging split messages and naming tool results use per-conversation caches loaded once per run.
 * Files that belong to no agent yet (no `cwd` so far, own sessions, disabled agents) are remembered
   in `<home>/index-ignored.json` with their stat, so they also cost one stat while unchanged.
 """
 
 from __future__ import annotations
 
+import bisect
 import datetime as _dt
 import hashlib
 import json
 import logging
 import os
+import re
 import sqlite3
 import tempfile
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -111,6 +119,28 @@ def _now() -> str:
 
 def _inc(d: dict, key: str, n: int = 1) -> None:
     d[key] = d.get(key, 0) + n
+
+
+_HEX32 = re.compile(r"[0-9a-f]{32}")
+
+
+def line_key(uuid: str) -> bytes | str:
+    """The stored form of a line uuid (`message_lines.uuid`, `messages.parent_uuid`): the 16 bytes
+    of a canonical lower-case UUID, any other string unchanged. Injective (a blob never equals a
+    text) and reversed by `unkey`."""
+    if len(uuid) == 36 and uuid[8] == uuid[13] == uuid[18] == uuid[23] == "-":
+        h = uuid[:8] + uuid[9:13] + uuid[14:18] + uuid[19:23] + uuid[24:]
+        if _HEX32.fullmatch(h):
+            return bytes.fromhex(h)
+    return uuid
+
+
+def unkey(key: bytes | str | None) -> str | None:
+    """The uuid string of a stored line key (see `line_key`)."""
+    if isinstance(key, bytes):
+        h = key.hex()
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    return key
 
 
 # ---------------------------------------------------------------------------------------------
@@ -246,8 +276,128 @@ class _Counters:
 # Writing one agent's db
 
 
+def _int_len(v: int | None) -> int:
+    """Bytes of an integer value in an SQLite record (0 and 1 are stored in the header)."""
+    if v is None or v == 0 or v == 1:
+        return 0
+    v = abs(v)
+    if v < 0x80:
+        return 1
+    if v < 0x8000:
+        return 2
+    if v < 0x800000:
+        return 3
+    if v < 0x80000000:
+        return 4
+    return 6 if v < 0x800000000000 else 8
+
+
+def _varint_len(v: int) -> int:
+    n = 1
+    while v >= 0x80 and n < 9:
+        v >>= 7
+        n += 1
+    return n
+
+
+class _LeafPacker:
+    """Orders one chunk's new `blocks` rows so that they fill SQLite's table leaf pages.
+
+    SQLite appends rows with increasing rowids to the last leaf page and starts a new page when the
+    next cell does not fit. A large row keeps 0.5 to 4 KB on the leaf (the rest goes to overflow
+    pages, which it fills exactly), so in conversation order a leaf page is often left a quarter
+    empty. Taking each time the largest remaining row that still fits the page being filled (the
+    largest of all when none fits) leaves almost no gap (bench/index_bench.py: blocks 80.7 -> 72.5 MB).
+    The cell sizes follow SQLite's file format (payload-size and rowid varints, the local part of the
+    record, the overflow pointer, the 2-byte cell pointer); where the model is off, only the packing
+    suffers, never the data. Consequence: inside a chunk, block ids do not follow conversation
+    order; readers order blocks by (message_id, idx).
+    """
+
+    WINDOW = 4096        # rows ordered together (bounds the quadratic list removals)
+
+    def __init__(self, page_size: int, reserved: int = 0) -> None:
+        usable = page_size - reserved
+        self.max_local = usable - 35
+        self.min_local = (usable - 12) * 32 // 255 - 23
+        self.overflow_page = usable - 4
+        self.capacity = usable - 8      # a leaf page's cells and their pointers
+        self.free = 0                   # unknown when the db is opened: as if the last page were full
+
+    def cell(self, row: tuple) -> int:
+        """Bytes a `blocks` row (`_BLOCK_COLS`) takes on its leaf page (cell + pointer)."""
+        msg_id, idx, type_, tool_name, tool_use_id, _is_error, text, original_size, _clipped = row
+        n = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        payload = (11 + (n >= 57) + (n >= 8185) + _int_len(msg_id) + _int_len(idx) + _int_len(original_size)
+                   + len(type_) + (len(tool_name) if tool_name else 0) + (len(tool_use_id) if tool_use_id else 0)
+                   + n)
+        if payload <= self.max_local:
+            local = payload
+        else:
+            local = self.min_local + (payload - self.min_local) % self.overflow_page
+            if local > self.max_local:
+                local = self.min_local
+            local += 4
+        return _varint_len(payload) + 4 + local + 2
+
+    def order(self, rows: list[tuple]) -> list[tuple]:
+        out: list[tuple] = []
+        for start in range(0, len(rows), self.WINDOW):
+            window = rows[start:start + self.WINDOW]
+            sized = sorted((self.cell(r), i) for i, r in enumerate(window))
+            sizes = [s for s, _ in sized]
+            free = self.free
+            while sized:
+                j = bisect.bisect_right(sizes, free) - 1
+                if j < 0:               # nothing fits: the next row opens a new page
+                    j = len(sized) - 1
+                    free = self.capacity
+                size, i = sized.pop(j)
+                sizes.pop(j)
+                out.append(window[i])
+                free -= size
+            self.free = free
+        return out
+
+
+class _Conv:
+    """What the writer knows of one conversation: its cwd, its assistant messages by api_id (to merge
+    split lines) and its tool names by tool_use_id (to name tool results). Loaded from the db the
+    first time the conversation is touched in a run (nothing to load for a new one), then kept up to
+    date by the writer; dropped on rollback."""
+
+    __slots__ = ("cwd", "api", "tools")
+
+    def __init__(self, cwd: str | None) -> None:
+        self.cwd = cwd
+        self.api: dict[str, list[int]] = {}      # api_id -> [message id, next block idx]
+        self.tools: dict[str, str] = {}          # tool_use_id -> tool name
+
+
+#: Conversations whose caches a writer keeps between chunks (least recently used dropped first).
+CONV_CACHE = 256
+
+_MSG_SQL = ("INSERT INTO messages (id, conversation, uuid, api_id, parent_uuid, role, kind, is_sidechain, "
+            "subagent, cwd, timestamp, model, source, line_no) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_LINE_SQL = "INSERT INTO message_lines (uuid, message_id) VALUES (?, ?)"
+_BLOCK_COLS = "message_id, idx, type, tool_name, tool_use_id, is_error, text, original_size, clipped"
+_STAGE_SQL = f"INSERT INTO temp.block_stage ({_BLOCK_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_BLOCK_SQL = f"INSERT INTO blocks ({_BLOCK_COLS}) SELECT {_BLOCK_COLS} FROM temp.block_stage ORDER BY rowid"
+_CONV_SQL = (
+    "INSERT INTO conversations (id, cwd, git_branch, version, first_at, last_at, transcript_path, messages) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+    "messages = messages + excluded.messages, "
+    "first_at = CASE WHEN first_at IS NULL OR excluded.first_at < first_at THEN COALESCE(excluded.first_at, first_at) ELSE first_at END, "
+    "last_at = CASE WHEN last_at IS NULL OR excluded.last_at > last_at THEN COALESCE(excluded.last_at, last_at) ELSE last_at END, "
+    "cwd = COALESCE(cwd, excluded.cwd), "
+    "git_branch = COALESCE(excluded.git_branch, git_branch), "
+    "version = COALESCE(excluded.version, version), "
+    "transcript_path = COALESCE(transcript_path, excluded.transcript_path)")
+
+
 class _AgentWriter:
-    """The open db of one agent during a run, with caches for merging split messages."""
+    """The open db of one agent during a run, with per-conversation caches for merging split
+    messages and naming tool results."""
 
     def __init__(self, run: "_Run", agent_id: str) -> None:
         from .paths import agent_dir, ensure_private_dir
@@ -263,58 +413,67 @@ class _AgentWriter:
         self.conn.isolation_level = None   # explicit BEGIN IMMEDIATE / COMMIT
         # Fewer, larger checkpoints while indexing (each one syncs the db); close() truncates the WAL.
         self.conn.execute("PRAGMA wal_autocheckpoint = 8192")
-        self.api_cache: dict[tuple[str, str], list[int]] = {}   # (conv, api_id) -> [msg id, next idx]
-        self.tool_names: dict[str, str] = {}
+        self.conn.execute("PRAGMA temp_store = MEMORY")
+        # Blocks go through a staging table and one INSERT ... SELECT per chunk: FTS5 flushes its
+        # pending terms at every statement that fires the blocks_ai trigger, so an executemany
+        # straight into `blocks` writes one tiny segment per row (2.3x the cost). temp_store is
+        # MEMORY (set above), so the staged text never reaches a temporary file.
+        self.conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS block_stage ({_BLOCK_COLS})")
+        self.convs: OrderedDict[str, _Conv] = OrderedDict()
+        self.packer = _LeafPacker(self.conn.execute("PRAGMA page_size").fetchone()[0])
         self.counters = _Counters()
         self.files: set[str] = set()
-        self.conv_cwd: dict[str, str | None] = {}
 
     # -- helpers -------------------------------------------------------------------------------
-    def _existing(self, uuids: list[str]) -> set[str]:
-        found: set[str] = set()
-        for i in range(0, len(uuids), 500):
-            part = uuids[i:i + 500]
+    def _existing(self, keys: list) -> set:
+        """The line keys among `keys` already stored."""
+        found: set = set()
+        for i in range(0, len(keys), 500):
+            part = keys[i:i + 500]
             q = ",".join("?" * len(part))
             found.update(r[0] for r in self.conn.execute(f"SELECT uuid FROM message_lines WHERE uuid IN ({q})", part))
         return found
 
-    def _api_message(self, conv: str, api_id: str) -> list[int] | None:
-        key = (conv, api_id)
-        hit = self.api_cache.get(key)
-        if hit is not None:
-            return hit
-        row = self.conn.execute(
-            "SELECT m.id, (SELECT COALESCE(MAX(idx), -1) + 1 FROM blocks WHERE message_id = m.id) "
-            "FROM messages m WHERE m.api_id = ? AND m.conversation = ?", (api_id, conv)).fetchone()
+    def _conv(self, conv: str, cwd: str | None) -> _Conv:
+        """The cache of `conv`, creating its row (inside the caller's transaction) when it is new."""
+        cc = self.convs.get(conv)
+        if cc is not None:
+            self.convs.move_to_end(conv)
+            return cc
+        conn = self.conn
+        row = conn.execute("SELECT cwd FROM conversations WHERE id = ?", (conv,)).fetchone()
         if row is None:
-            return None
-        hit = [row[0], row[1]]
-        self.api_cache[key] = hit
-        return hit
+            conn.execute("INSERT INTO conversations (id, cwd) VALUES (?, ?)", (conv, cwd))
+            cc = _Conv(cwd)
+        else:
+            cc = _Conv(row[0])
+            if cc.cwd is None and cwd:
+                conn.execute("UPDATE conversations SET cwd = ? WHERE id = ?", (cwd, conv))
+                cc.cwd = cwd
+            for msg_id, api_id, nxt in conn.execute(
+                    "SELECT m.id, m.api_id, (SELECT COALESCE(MAX(b.idx), -1) + 1 FROM blocks b WHERE b.message_id = m.id) "
+                    "FROM messages m WHERE m.conversation = ? AND m.api_id IS NOT NULL", (conv,)):
+                cc.api[api_id] = [msg_id, nxt]
+            for tool_use_id, name in conn.execute(
+                    "SELECT b.tool_use_id, b.tool_name FROM messages m JOIN blocks b ON b.message_id = m.id "
+                    "WHERE m.conversation = ? AND b.type = 'tool_use' AND b.tool_use_id IS NOT NULL", (conv,)):
+                if name:
+                    cc.tools.setdefault(tool_use_id, name)
+        self.convs[conv] = cc
+        return cc
 
     def _subagent_of_line(self, uuid: str) -> str | None:
         row = self.conn.execute(
             "SELECT m.subagent FROM message_lines l JOIN messages m ON m.id = l.message_id WHERE l.uuid = ?",
-            (uuid,)).fetchone()
+            (line_key(uuid),)).fetchone()
         return row[0] if row else None
-
-    def _tool_name(self, tool_use_id: str | None) -> str | None:
-        if not tool_use_id:
-            return None
-        name = self.tool_names.get(tool_use_id)
-        if name is None:
-            row = self.conn.execute(
-                "SELECT tool_name FROM blocks WHERE tool_use_id = ? AND type = 'tool_use' LIMIT 1",
-                (tool_use_id,)).fetchone()
-            name = row[0] if row else None
-        return name
 
     def _leaf_in_file(self, leaf: str, fs: FileState) -> bool:
         if leaf in fs.uuids:
             return True
         row = self.conn.execute(
             "SELECT 1 FROM message_lines l JOIN messages m ON m.id = l.message_id "
-            "WHERE l.uuid = ? AND m.source = ?", (leaf, fs.source_id)).fetchone()
+            "WHERE l.uuid = ? AND m.source = ?", (line_key(leaf), fs.source_id)).fetchone()
         return row is not None
 
     # -- one chunk -----------------------------------------------------------------------------
@@ -322,28 +481,29 @@ class _AgentWriter:
                     new_lines: int, stat: os.stat_result, head: tuple[int, str]) -> _Counters:
         """Store one chunk of parsed lines and move the watermark, in one transaction.
 
-        Returns the chunk's counters (merged into the run only once the commit succeeded)."""
+        Rows are collected first and written with one executemany per table. Returns the chunk's
+        counters (merged into the run only once the commit succeeded)."""
         run = self.run
         c = _Counters()
-        records = [(ln, p) for ln, p in items if p.outcome == "message"]
-        existing = self._existing(sorted({p.record.uuid for _, p in records}))
+        records = [(ln, p, line_key(p.record.uuid)) for ln, p in items if p.outcome == "message"]
+        existing = self._existing(list({k for _, _, k in records})) if records else set()
         # Redact outside the write transaction (the heavy part), only what will be stored.
-        prepared: list[tuple[int, Parsed, bool]] = []
-        seen_here: set[str] = set()
-        for ln, p in records:
-            rec = p.record
-            dup = rec.uuid in existing or rec.uuid in seen_here
-            seen_here.add(rec.uuid)
+        prepared: list[tuple[int, Parsed, Any, bool]] = []
+        seen_here: set = set()
+        for ln, p, key in records:
+            dup = key in existing or key in seen_here
+            seen_here.add(key)
             if not dup:
-                run.prepare(rec)
-            prepared.append((ln, p, dup))
+                run.prepare(p.record)
+            prepared.append((ln, p, key, dup))
         titles = [(ln, p) for ln, p in items if p.outcome == "title"]
         clean_titles = {id(p): run.clean(p.title or "") for _, p in titles}
 
-        conv_stats: dict[str, dict[str, Any]] = {}
+        conv_stats: dict[str, list] = {}
         conn = self.conn
-        new_api: dict[tuple[str, str], list[int]] = {}
-        new_tools: dict[str, str] = {}
+        msg_rows: list[tuple] = []
+        line_rows: list[tuple] = []
+        block_rows: list[tuple] = []
         conn.execute("BEGIN IMMEDIATE")
         try:
             if fs.source_id is None:
@@ -351,84 +511,78 @@ class _AgentWriter:
                              (fs.path, fs.tf.kind, fs.conversation))
                 fs.source_id = conn.execute("SELECT id FROM sources WHERE path = ?", (fs.path,)).fetchone()[0]
             # Authoritative duplicate check, under the write lock (another indexer may have run).
-            fresh = [p.record.uuid for _, p, dup in prepared if not dup]
-            taken = self._existing(sorted(set(fresh))) if fresh else set()
-            for ln, p in items:
-                if p.outcome in ("skip", "reject"):
-                    target = c.skipped if p.outcome == "skip" else c.rejected
-                    _inc(target, p.kind)
+            fresh = list({key for _, _, key, dup in prepared if not dup})
+            taken = self._existing(fresh) if fresh else set()
+            skipped, rejected = c.skipped, c.rejected
+            for _, p in items:
+                if p.outcome == "skip":
+                    skipped[p.kind] = skipped.get(p.kind, 0) + 1
                     c.account(p.line_type, p.kind)
-                elif p.outcome == "message":
-                    pass  # handled below, in line order
-            for ln, p, dup in prepared:
+                elif p.outcome == "reject":
+                    rejected[p.kind] = rejected.get(p.kind, 0) + 1
+                    c.account(p.line_type, p.kind)
+            next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM messages").fetchone()[0]
+            for ln, p, key, dup in prepared:
                 rec = p.record
                 fs.uuids.add(rec.uuid)
-                conv = rec.session_id or fs.conversation
-                if dup or rec.uuid in taken:
+                if dup or key in taken:
                     _inc(c.skipped, "duplicate")
                     c.account(p.line_type, "duplicate")
                     continue
+                taken.add(key)
                 if p.repaired:
                     _inc(c.repaired, "invalid_utf8")
-                if conv not in self.conv_cwd:
-                    conn.execute("INSERT OR IGNORE INTO conversations (id, cwd) VALUES (?, ?)", (conv, rec.cwd))
-                    self.conv_cwd[conv] = conn.execute("SELECT cwd FROM conversations WHERE id = ?",
-                                                       (conv,)).fetchone()[0]
-                    if self.conv_cwd[conv] is None and rec.cwd:
-                        conn.execute("UPDATE conversations SET cwd = ? WHERE id = ?", (rec.cwd, conv))
-                        self.conv_cwd[conv] = rec.cwd
+                if p.surrogates:
+                    _inc(c.repaired, "lone_surrogates")
+                conv = rec.session_id or fs.conversation
+                cc = self._conv(conv, rec.cwd)
                 subagent = self._subagent(fs, rec)
-                merged_into = None
-                if rec.api_id:
-                    merged_into = new_api.get((conv, rec.api_id)) or self._api_message(conv, rec.api_id)
-                if merged_into is not None:
-                    conn.execute("INSERT INTO message_lines (uuid, message_id) VALUES (?, ?)",
-                                 (rec.uuid, merged_into[0]))
-                    taken.add(rec.uuid)
-                    self._insert_blocks(merged_into, rec, new_tools, c)
+                holder = cc.api.get(rec.api_id) if rec.api_id else None
+                if holder is not None:
+                    line_rows.append((key, holder[0]))
+                    self._blocks(holder, rec, cc, block_rows)
                     c.lines_merged += 1
                     c.account(p.line_type, "merged")
                     continue
-                cur = conn.execute(
-                    "INSERT INTO messages (conversation, uuid, api_id, parent_uuid, role, kind, "
-                    "is_sidechain, subagent, cwd, timestamp, model, source, line_no) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (conv, rec.uuid, rec.api_id, rec.parent_uuid, rec.role, rec.kind, int(rec.is_sidechain),
-                     subagent, None if rec.cwd == self.conv_cwd.get(conv) else rec.cwd, rec.timestamp,
-                     rec.model, fs.source_id, ln))
-                msg_id = cur.lastrowid
-                conn.execute("INSERT INTO message_lines (uuid, message_id) VALUES (?, ?)", (rec.uuid, msg_id))
-                taken.add(rec.uuid)
+                msg_id = next_id
+                next_id += 1
+                msg_rows.append((msg_id, conv, rec.uuid, rec.api_id,
+                                 line_key(rec.parent_uuid) if rec.parent_uuid else None, rec.role, rec.kind,
+                                 int(rec.is_sidechain), subagent, None if rec.cwd == cc.cwd else rec.cwd,
+                                 rec.timestamp, rec.model, fs.source_id, ln))
+                line_rows.append((key, msg_id))
                 holder = [msg_id, 0]
                 if rec.api_id:
-                    new_api[(conv, rec.api_id)] = holder
-                self._insert_blocks(holder, rec, new_tools, c)
+                    cc.api[rec.api_id] = holder
+                self._blocks(holder, rec, cc, block_rows)
                 c.messages_added += 1
                 c.account(p.line_type, "stored")
-                st = conv_stats.setdefault(conv, {"n": 0, "first": None, "last": None, "cwd": None,
-                                                  "branch": None, "version": None})
-                st["n"] += 1
-                if rec.timestamp:
-                    if st["first"] is None or rec.timestamp < st["first"]:
-                        st["first"] = rec.timestamp
-                    if st["last"] is None or rec.timestamp > st["last"]:
-                        st["last"] = rec.timestamp
-                st["cwd"] = st["cwd"] or rec.cwd
-                st["branch"] = rec.git_branch or st["branch"]
-                st["version"] = rec.version or st["version"]
+                st = conv_stats.get(conv)
+                if st is None:
+                    # [n, first, last, cwd, branch, version]
+                    st = conv_stats[conv] = [0, None, None, None, None, None]
+                st[0] += 1
+                ts = rec.timestamp
+                if ts:
+                    if st[1] is None or ts < st[1]:
+                        st[1] = ts
+                    if st[2] is None or ts > st[2]:
+                        st[2] = ts
+                st[3] = st[3] or rec.cwd
+                st[4] = rec.git_branch or st[4]
+                st[5] = rec.version or st[5]
+            if msg_rows:
+                conn.executemany(_MSG_SQL, msg_rows)
+            if line_rows:
+                conn.executemany(_LINE_SQL, line_rows)
+            if block_rows:
+                conn.executemany(_STAGE_SQL, self.packer.order(block_rows))
+                conn.execute(_BLOCK_SQL)
+                conn.execute("DELETE FROM temp.block_stage")
+            c.blocks_added += len(block_rows)
+            transcript = fs.path if fs.tf.kind == "main" else None
             for conv, st in conv_stats.items():
-                conn.execute(
-                    "INSERT INTO conversations (id, cwd, git_branch, version, first_at, last_at, transcript_path, messages) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
-                    "messages = messages + excluded.messages, "
-                    "first_at = CASE WHEN first_at IS NULL OR excluded.first_at < first_at THEN COALESCE(excluded.first_at, first_at) ELSE first_at END, "
-                    "last_at = CASE WHEN last_at IS NULL OR excluded.last_at > last_at THEN COALESCE(excluded.last_at, last_at) ELSE last_at END, "
-                    "cwd = COALESCE(cwd, excluded.cwd), "
-                    "git_branch = COALESCE(excluded.git_branch, git_branch), "
-                    "version = COALESCE(excluded.version, version), "
-                    "transcript_path = COALESCE(transcript_path, excluded.transcript_path)",
-                    (conv, st["cwd"], st["branch"], st["version"], st["first"], st["last"],
-                     fs.path if fs.tf.kind == "main" else None, st["n"]))
+                conn.execute(_CONV_SQL, (conv, st[3], st[4], st[5], st[1], st[2], transcript, st[0]))
             for ln, p in titles:
                 conv = p.session_id or fs.conversation
                 if p.kind == "summary" and not (p.leaf_uuid and self._leaf_in_file(p.leaf_uuid, fs)):
@@ -438,23 +592,23 @@ class _AgentWriter:
                 if p.kind == "summary" and p.leaf_uuid:
                     # The title belongs to the conversation holding the leaf.
                     row = conn.execute("SELECT m.conversation FROM message_lines l JOIN messages m "
-                                       "ON m.id = l.message_id WHERE l.uuid = ?", (p.leaf_uuid,)).fetchone()
+                                       "ON m.id = l.message_id WHERE l.uuid = ?", (line_key(p.leaf_uuid),)).fetchone()
                     conv = row[0] if row else conv
                 conn.execute(
                     "INSERT INTO conversations (id, title, transcript_path) VALUES (?, ?, ?) "
                     "ON CONFLICT(id) DO UPDATE SET title = excluded.title",
-                    (conv, clean_titles[id(p)], fs.path if fs.tf.kind == "main" else None))
+                    (conv, clean_titles[id(p)], transcript))
                 c.titles += 1
                 c.account(p.line_type, "title")
             self._save_mark(fs, new_offset, new_lines, stat, head)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
-            self.conv_cwd.clear()
+            self.convs.clear()      # they may hold rows of the rolled back chunk
             fs.source_id = None
             raise
-        self.api_cache.update(new_api)
-        self.tool_names.update(new_tools)
+        while len(self.convs) > CONV_CACHE:
+            self.convs.popitem(last=False)
         c.lines_read = len(items)
         return c
 
@@ -472,23 +626,22 @@ class _AgentWriter:
         fs.sub_roots[rec.uuid] = root
         return root
 
-    def _insert_blocks(self, holder: list[int], rec: Record, new_tools: dict, c: _Counters) -> None:
+    @staticmethod
+    def _blocks(holder: list[int], rec: Record, cc: _Conv, rows: list[tuple]) -> None:
         msg_id = holder[0]
-        rows = []
+        idx = holder[1]
+        tools = cc.tools
         for b in rec.blocks:
             tool_name = b.tool_name
-            if b.type == "tool_use" and b.tool_use_id and tool_name:
-                new_tools[b.tool_use_id] = tool_name
-            elif b.type == "tool_result":
-                tool_name = new_tools.get(b.tool_use_id or "") or self._tool_name(b.tool_use_id)
-            rows.append((msg_id, holder[1], b.type, tool_name, b.tool_use_id, int(b.is_error), b.text,
+            if b.type == "tool_use":
+                if b.tool_use_id and tool_name:
+                    tools[b.tool_use_id] = tool_name
+            elif b.type == "tool_result" and b.tool_use_id:
+                tool_name = tools.get(b.tool_use_id)
+            rows.append((msg_id, idx, b.type, tool_name, b.tool_use_id, int(b.is_error), b.text,
                          b.original_size, int(b.clipped)))
-            holder[1] += 1
-        if rows:
-            self.conn.executemany(
-                "INSERT INTO blocks (message_id, idx, type, tool_name, tool_use_id, is_error, text, original_size, clipped) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-            c.blocks_added += len(rows)
+            idx += 1
+        holder[1] = idx
 
     def _save_mark(self, fs: FileState, offset: int, lines: int, st: os.stat_result, head: tuple[int, str]) -> None:
         m = fs.mark
@@ -964,18 +1117,29 @@ def index_all(home: Path, projects_dir: Path | None = None, *, redactor=None,
 
 
 def _rescan_all(run: _Run) -> int:
-    """The secret memory learned something this run: re-scrub every agent's stored text."""
+    """The secret memory learned something this run: re-scrub every agent's stored text.
+
+    Scrubs with the secret memory alone (`SecretMemory.scrub`: remembered values, no detection), not
+    with the full redactor: every stored row already went through detection when it was written,
+    so what can still be in it is a value learned since, and the memory is what knows those (at
+    about a third of the redactor's cost). `redact.rescan` has no way to look for the newly learned
+    values only, so every row is scanned."""
     try:
+        from redact.memory import SecretMemory
         from redact.rescan import rescan
     except ImportError:
         log.warning("redact.rescan is not available; earlier rows were not re-scrubbed")
         return 0
+    memory = SecretMemory(secrets_dir(run.home))
     total = 0
-    for agent_id in _agents.known_agent_ids(run.home):
-        if not agent_db_path(run.home, agent_id).exists():
-            continue
-        w = run.writer(agent_id)
-        total += int(rescan(w.conn, RESCAN_TARGETS, run.redactor) or 0)
+    try:
+        for agent_id in _agents.known_agent_ids(run.home):
+            if not agent_db_path(run.home, agent_id).exists():
+                continue
+            w = run.writer(agent_id)
+            total += int(rescan(w.conn, RESCAN_TARGETS, memory) or 0)
+    finally:
+        memory.close()
     return total
 
 
@@ -1084,6 +1248,7 @@ def load_conversation(db_path: Path, conversation_id: str) -> dict[str, Any] | N
             "WHERE m.conversation = ? ORDER BY m.id", (conversation_id,))]
         by_id = {m["id"]: m for m in msgs}
         for m in msgs:
+            m["parent_uuid"] = unkey(m["parent_uuid"])
             m["blocks"] = []
         ids = list(by_id)
         for i in range(0, len(ids), 500):

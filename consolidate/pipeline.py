@@ -15,7 +15,9 @@ Order and progress:
   redacted before it was stored, so nothing unredacted is read or sent) and cut into passages;
 * passages are grouped into stretches of whole exchanges (`SEGMENT_CANDIDATES` (9) candidates or
   `SEGMENT_PASSAGES` passages close a stretch at the next user turn; `SEGMENT_HARD_CANDIDATES` (15) close
-  it at the next message), one writer call per stretch that has candidates;
+  it at the next message), one writer call per stretch that has candidates; a writer with
+  `call_per_exchange` (the offline writer: no model call to save) gets one call per exchange that
+  has a candidate, so its card cap applies per exchange;
 * a stretch's cards and the conversation's progress (`progress.last_message_id` = the last message
   of the stretch) are written in ONE transaction, so progress never moves past an exchange whose
   cards were not written, and a killed run resumes with neither duplicates nor gaps;
@@ -99,8 +101,11 @@ def _is_candidate(j: Judgement, threshold: float) -> bool:
 
 
 def plan_conversation(conversation: str, passages: list[Passage], judgements: list[Judgement],
-                      last_id: int, threshold: float) -> list[Segment]:
-    """Group a conversation's new passages into stretches of whole exchanges (see module doc)."""
+                      last_id: int, threshold: float, *, per_exchange: bool = False) -> list[Segment]:
+    """Group a conversation's new passages into stretches of whole exchanges (see module doc).
+    `per_exchange` (writers with `call_per_exchange`, the offline one): a stretch that has a
+    candidate also closes at the next user turn, so each call is one exchange (a user turn and its
+    answer) and the card cap applies per exchange."""
     segments: list[Segment] = []
     cur_p: list[Passage] = []
     cur_j: list[Judgement] = []
@@ -114,8 +119,8 @@ def plan_conversation(conversation: str, passages: list[Passage], judgements: li
     for p, j in zip(passages, judgements):
         if cur_p and p.message_id != cur_p[-1].message_id:
             boundary = p.kind == "user"
-            if (boundary and (n_cand >= SEGMENT_CANDIDATES or len(cur_p) >= SEGMENT_PASSAGES)) or \
-                    n_cand >= SEGMENT_HARD_CANDIDATES:
+            if (boundary and (n_cand >= (1 if per_exchange else SEGMENT_CANDIDATES)
+                              or len(cur_p) >= SEGMENT_PASSAGES)) or n_cand >= SEGMENT_HARD_CANDIDATES:
                 close(p.message_id - 1)
         cur_p.append(p)
         cur_j.append(j)
@@ -212,6 +217,29 @@ def _graph_merge() -> tuple[Callable, Callable | None]:
     from graph.merge import known_entities, merge_card
 
     return merge_card, known_entities
+
+
+class _LazyEmbedder:
+    """The embedder of settings `embedding_model` (graph.embed.load_embedder: model2vec when the
+    model loads, else the lexical fallback with its reason), loaded at the first card to merge so
+    a run with nothing to write never loads a model. Every merge of a run uses the same one, and
+    recall reads the vectors only when they are its embedder's (graph_meta 'embedder')."""
+
+    def __init__(self, setting: Any) -> None:
+        self.setting = setting
+        self.embedder: Any = None
+
+    def get(self) -> Any:
+        if self.embedder is None:
+            from graph.embed import load_embedder
+
+            self.embedder = load_embedder(self.setting)
+            if self.setting and self.embedder.fallback_reason:
+                log.warning("embedding: %s; cards get lexical vectors", self.embedder.fallback_reason)
+        return self.embedder
+
+    def describe(self) -> dict | None:
+        return self.embedder.describe() if self.embedder is not None else None
 
 
 def _known(known_fn, db) -> dict[str, str]:
@@ -324,6 +352,7 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
     run_id = _start_run(conn, trigger, writer.name, now_iso)
     acc = _Acc()
     merge_card, known_fn = _graph_merge()
+    embedder = _LazyEmbedder(settings.get("embedding_model"))
     known = _known(known_fn, db)
     red = {"obj": redactor}
 
@@ -351,7 +380,8 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
             for k, v in cut.skipped.items():
                 acc.add(acc.skipped, k, v)
             judgements = [classify(p, known=known) for p in cut.passages]
-            segments = plan_conversation(conversation, cut.passages, judgements, last_id, threshold)
+            segments = plan_conversation(conversation, cut.passages, judgements, last_id, threshold,
+                                         per_exchange=bool(getattr(writer, "call_per_exchange", False)))
             calls_planned = sum(1 for s in plan if s.request is not None)
             for seg in segments:
                 cands = [(p, j) for p, j in zip(seg.passages, seg.judgements) if _is_candidate(j, threshold)]
@@ -416,7 +446,8 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
                 cards = [to_new_card(v, conv, writer.name, now_iso) for v in verdict.accepted]
             with _transaction(db):
                 for card in cards:
-                    res = merge_card(db, card, now=now or _dt.datetime.now(_dt.timezone.utc))
+                    res = merge_card(db, card, now=now or _dt.datetime.now(_dt.timezone.utc),
+                                     embedder=embedder.get())
                     action = getattr(res, "action", "stored")
                     acc.add(acc.merge, action)
                     if action in ("rejected", "forgotten"):
@@ -459,6 +490,7 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
     summary = _summary(agent_id, writer, acc, budget, backlog, run_id)
     summary["recall_fold"] = folded
     summary["trust"] = trust_summary
+    summary["embedder"] = embedder.describe()
     _finish_run(conn, run_id, status, summary, _now_iso(None))
     db.close()
     return summary

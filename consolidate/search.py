@@ -7,15 +7,27 @@ secrets) again; blocks that carry our own injected memories (`graph.recall.MARKE
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any, Callable
 
 
+def _term_query(term: str) -> str:
+    """One query term for `blocks_fts` (detail=none: no multi-token phrases): a word is a one-token
+    phrase; an identifier such as `tool_result` or `parse-config` is the AND of its parts."""
+    from graph.recall import _phrase
+
+    parts = [p for p in re.split(r"[\W_]+", term) if p]
+    if len(parts) <= 1:
+        return _phrase(parts[0] if parts else term)
+    return "(" + " AND ".join(_phrase(p) for p in parts) + ")"
+
+
 def search_history(conn: sqlite3.Connection, query: str, limit: int = 10) -> list[dict[str, Any]]:
     """Message blocks matching `query` (all content words, else any), best BM25 first, with the
     conversation id, timestamp, role and a snippet."""
-    from graph.recall import MARKER, _fts_terms, _phrase
+    from graph.recall import MARKER, _fts_terms
 
     terms = _fts_terms(query)
     if not terms:
@@ -28,7 +40,7 @@ def search_history(conn: sqlite3.Connection, query: str, limit: int = 10) -> lis
                FROM blocks_fts JOIN blocks b ON b.id = blocks_fts.rowid JOIN messages m ON m.id = b.message_id
                WHERE blocks_fts MATCH ? AND instr(b.text, ?) = 0
                ORDER BY score, b.id LIMIT ?""",
-            (op.join(_phrase(t) for t in terms), MARKER, limit),
+            (op.join(_term_query(t) for t in terms), MARKER, limit),
         ).fetchall()
         if rows or len(terms) == 1:
             break

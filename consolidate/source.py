@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -94,6 +95,7 @@ class Parsed:
     session_id: str | None = None
     cwd: str | None = None
     repaired: bool = False         # invalid UTF-8 was replaced before parsing
+    surrogates: bool = False       # lone surrogate escapes (\\udXXX) were replaced by U+FFFD
 
 
 @dataclass(slots=True)
@@ -325,11 +327,46 @@ def _str(obj: dict, key: str) -> str | None:
 
 
 def decode_line(raw: bytes) -> tuple[object, bool]:
-    """json-decode a line; invalid UTF-8 is replaced (second value True). Raises ValueError."""
+    """json-decode a line; invalid UTF-8 is replaced (second value True). Raises ValueError.
+
+    The bytes are decoded strictly first (`json.loads(bytes)` would let UTF-8-encoded surrogates
+    through as lone surrogates, which cannot be stored)."""
     try:
-        return json.loads(raw), False
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return json.loads(raw.decode("utf-8", errors="replace")), True
+    return json.loads(text), False
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_surrogates(value: object) -> tuple[object, bool]:
+    """`value` with every lone surrogate in its strings (keys too) replaced by U+FFFD; (value, changed).
+
+    JSON escapes such as `\\ud800` decode to lone surrogates, which are not text: no UTF-8 encoder
+    (SQLite's included) accepts them. Valid pairs were already joined by the JSON decoder."""
+    if isinstance(value, str):
+        fixed = _SURROGATE.sub("\ufffd", value)
+        return fixed, fixed != value
+    if isinstance(value, list):
+        changed = False
+        out_list = []
+        for v in value:
+            v, c = _without_surrogates(v)
+            out_list.append(v)
+            changed = changed or c
+        return out_list, changed
+    if isinstance(value, dict):
+        changed = False
+        out_dict = {}
+        for k, v in value.items():
+            k, ck = _without_surrogates(k)
+            v, cv = _without_surrogates(v)
+            out_dict[k] = v
+            changed = changed or ck or cv
+        return out_dict, changed
+    return value, False
 
 
 def parse_line(raw: bytes) -> Parsed:
@@ -342,12 +379,19 @@ def parse_line(raw: bytes) -> Parsed:
         return Parsed("reject", "malformed_json")
     if not isinstance(obj, dict):
         return Parsed("reject", "not_an_object")
+    surrogates = False
+    if b"\\ud" in raw or b"\\uD" in raw:     # a surrogate escape may be there: one C-level scan each
+        try:
+            obj, surrogates = _without_surrogates(obj)
+        except RecursionError:
+            return Parsed("reject", "malformed_json")
     try:
         parsed = parse_object(obj, raw)
     except Exception:  # noqa: BLE001  (defensive: a format we did not foresee must not stop a run)
         t = obj.get("type")
         parsed = Parsed("reject", "unparseable", t if isinstance(t, str) else "?")
     parsed.repaired = repaired
+    parsed.surrogates = surrogates
     return parsed
 
 

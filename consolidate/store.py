@@ -75,13 +75,15 @@ def m001_index(db: sqlite_utils.Database) -> None:
     )
     # One row per message; an API response split over several transcript lines is one row
     # (keyed by api_id within the conversation), its content blocks in `blocks` in line order.
+    # Ids are assigned by the indexer in insertion order (MAX(id) + 1 under the write lock), so
+    # `ORDER BY id` is index order within a conversation.
     db.execute(
         """CREATE TABLE messages (
             id INTEGER PRIMARY KEY,
             conversation TEXT NOT NULL REFERENCES conversations(id),
             uuid TEXT NOT NULL,              -- uuid of the message's first line (unique: see message_lines)
             api_id TEXT,
-            parent_uuid TEXT,
+            parent_uuid BLOB,                -- parentUuid of the first line, packed (consolidate.index.line_key)
             role TEXT NOT NULL,              -- user | assistant | system
             kind TEXT NOT NULL,              -- see KINDS
             is_sidechain INTEGER NOT NULL DEFAULT 0,
@@ -93,14 +95,16 @@ def m001_index(db: sqlite_utils.Database) -> None:
             line_no INTEGER                  -- 1-based line of the first line in that file
         )"""
     )
-    db.execute("CREATE INDEX messages_conv ON messages(conversation)")   # (conversation, id) order
-    db.execute("CREATE INDEX messages_api ON messages(api_id) WHERE api_id IS NOT NULL")
+    # (conversation, id) order. Lookups by api_id or tool_use_id are per conversation, through
+    # this index (the indexer caches them per conversation), so they need no index of their own.
+    db.execute("CREATE INDEX messages_conv ON messages(conversation)")
     # Every transcript line stored (first and merged lines alike): line uuid -> message. Its key
     # makes message (and line) uuids unique per agent, re-reading a replaced or truncated file
-    # idempotent, and resolves v1 sidechain roots.
+    # idempotent, and resolves v1 sidechain roots. `uuid` is packed by consolidate.index.line_key:
+    # the 16 bytes of a canonical UUID, any other string as it is (a text never equals a blob).
     db.execute(
         """CREATE TABLE message_lines (
-            uuid TEXT PRIMARY KEY,
+            uuid BLOB PRIMARY KEY,
             message_id INTEGER NOT NULL
         ) WITHOUT ROWID"""
     )
@@ -118,9 +122,38 @@ def m001_index(db: sqlite_utils.Database) -> None:
             clipped INTEGER NOT NULL DEFAULT 0
         )"""
     )
+    # Block ids are not in conversation order within one indexing chunk (the indexer orders a
+    # chunk's rows to fill leaf pages): read blocks in (message_id, idx) order.
     db.execute("CREATE INDEX blocks_message ON blocks(message_id, idx)")
-    db.execute("CREATE INDEX blocks_tool_use ON blocks(tool_use_id) WHERE type = 'tool_use'")
-    db["blocks"].enable_fts(["text"], create_triggers=True, tokenize="porter unicode61")
+    # Full-text index over block text (external content: the text is stored once, in `blocks`).
+    # detail=none keeps only which rows hold a token: a quarter of the size of detail=full, and
+    # bm25() / snippet() / highlight() still work, FTS5 re-reading and re-tokenizing the matched
+    # rows' text (~0.1 ms per matched row: bound the candidates of very common terms). Queries
+    # are tokens combined with AND / OR / NOT and prefixes; multi-token phrases and NEAR are not
+    # supported, so consolidate.search sends an identifier such as `tool_result` as the AND of its
+    # one-token parts (`result` still finds `tool_result`, as in prose).
+    db.execute(
+        """CREATE VIRTUAL TABLE blocks_fts USING fts5(
+            text, content='blocks', content_rowid='id',
+            tokenize='porter unicode61', detail=none
+        )"""
+    )
+    db.execute(
+        """CREATE TRIGGER blocks_ai AFTER INSERT ON blocks BEGIN
+            INSERT INTO blocks_fts (rowid, text) VALUES (new.id, new.text);
+        END"""
+    )
+    db.execute(
+        """CREATE TRIGGER blocks_ad AFTER DELETE ON blocks BEGIN
+            INSERT INTO blocks_fts (blocks_fts, rowid, text) VALUES ('delete', old.id, old.text);
+        END"""
+    )
+    db.execute(
+        """CREATE TRIGGER blocks_au AFTER UPDATE OF text ON blocks BEGIN
+            INSERT INTO blocks_fts (blocks_fts, rowid, text) VALUES ('delete', old.id, old.text);
+            INSERT INTO blocks_fts (rowid, text) VALUES (new.id, new.text);
+        END"""
+    )
     db.execute(
         """CREATE TABLE index_runs (
             id INTEGER PRIMARY KEY,

@@ -182,6 +182,8 @@ def _clause_signs(clause: list[str], prefer_before: bool = False) -> list[int]:
             start, stops = i + 1, _NP_END
         elif t == "from" and any(w in _SWITCH_VERBS for w in clause[:i]):
             start, stops = i + 1, _NP_END - {"from"}
+        elif t == "off" and any(w in _SWITCH_VERBS for w in clause[:i]):
+            start, stops = i + 1, _NP_END          # "moved auth-service off mini-lola"
         if start is None:
             i += 1
             continue
@@ -221,6 +223,8 @@ def analyze(text: str) -> Analysis:
             if w in NEG_CUES or w in ("instead", "rather"):
                 continue
             base, asign = ANTONYMS.get(w, (None, 1))
+            if w == "off" and any(x in _SWITCH_VERBS for x in clause):
+                continue   # "moved X off Y": a contrast cue here, not the antonym of "on"
             key = stem(base or w)
             scope_sign = sign
             sign = sign * asign

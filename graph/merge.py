@@ -50,6 +50,8 @@ log = logging.getLogger(__name__)
 EVIDENCE_CAP = 20
 #: Candidates taken from each source (vectors, FTS5).
 TOP_K = 12
+#: Words of a statement used for its FTS5 candidate query (the rarest ones).
+FTS_TERMS = 6
 #: Vector candidates below this cosine are not judged at all.
 MIN_VECTOR_SIM = {"model2vec": 0.6, "lexical": 0.35}
 
@@ -115,6 +117,7 @@ class MergeSession:
         self._scan = self.embedder.kind != "lexical"
         self._version = -1
         self._analyses: dict[int, Any] = {}
+        self._dfs: dict[str, int] = {}
         self._load()
 
     # -- cache ---------------------------------------------------------------------------------
@@ -170,7 +173,21 @@ class MergeSession:
                 "judge": self.judge is not None}
 
     # -- candidates ----------------------------------------------------------------------------
+    def _df(self, term: str) -> int:
+        """Cards containing `term` (FTS5 tokenization), cached for the session: an estimate used
+        only to pick the rarest words of a query."""
+        n = self._dfs.get(term)
+        if n is None:
+            n = self.conn.execute("SELECT count(*) FROM cards_fts WHERE cards_fts MATCH ?", (term,)).fetchone()[0]
+            if len(self._dfs) > 200_000:
+                self._dfs.clear()
+            self._dfs[term] = n
+        return n
+
     def _fts_query(self, statement: str) -> str | None:
+        """OR of the statement's rare words (in at most 1% of cards; at most FTS_TERMS of them), else
+        AND of its three rarest words: ranking every card that shares a common word costs tens of
+        milliseconds on a big store, and common words do not tell which card states the same point."""
         terms: list[str] = []
         for w in words(statement):
             if w in STOPWORDS or len(w) < 2:
@@ -178,7 +195,16 @@ class MergeSession:
             term = '"' + w.replace('"', "") + '"'
             if term not in terms:
                 terms.append(term)
-        return " OR ".join(terms[:16]) if terms else None
+        if not terms:
+            return None
+        ranked = sorted(terms, key=lambda t: (self._df(t), terms.index(t)))
+        rare_limit = max(50, self._seen[0] // 100 if self._seen else 50)
+        rare = [t for t in ranked if self._df(t) <= rare_limit][:FTS_TERMS]
+        if rare:
+            return " OR ".join(rare)
+        # only common words: cards that have the three rarest of them all (cheap, and what a
+        # near-exact restatement has)
+        return " AND ".join(ranked[:3])
 
     def candidates(self, statement: str, norm: str, vec: np.ndarray,
                    nearest: list[tuple[int, float]] | None = None, since: int = 0) -> dict[int, float | None]:

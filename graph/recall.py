@@ -55,6 +55,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol
 
+from . import episodes as _episodes
+from . import trust as _trust
 from .text import NEGATIONS, STOPWORDS, fold, words
 
 MARKER = "[reverie memory]"
@@ -79,6 +81,8 @@ MAX_QUERY_TERMS = 24
 COMMON_SHARE = 0.05
 #: The terms searched by match at most this many cards together (bounds the BM25 cost).
 MATCHED_CAP = 8000
+#: Lexical relevance is BM25 over max(best hit, this share of a whole-query match's BM25).
+LEX_FLOOR = 0.5
 
 HEADERS = {
     "standing": f"{MARKER} Standing decisions and preferences from your past sessions "
@@ -87,6 +91,10 @@ HEADERS = {
                 "(possibly outdated, check before relying on it):",
     "notes": f"{MARKER} Your notes nearest this prompt, from past sessions "
              "(possibly outdated, check before relying on them):",
+    "warnings": f"{MARKER} Warnings: approaches that were reported harmful in past sessions "
+                "(check before doing anything like this):",
+    "recent": f"{MARKER} Recent context: what your recent sessions in this project worked on "
+              "(possibly outdated):",
 }
 
 
@@ -96,7 +104,9 @@ class Budgets:
     <= 12 relations each, 1,600 chars; notes <= 8 / 2,400 chars. Headers count. Overridable with
     the `recall` settings (same names); `max_chars` is never above 9,500.
     `min_relative`: candidates below this share of the best candidate's relevance are not
-    recalled."""
+    recalled. On a prompt, what the standing and entity blocks leave unused of their caps is
+    added to the notes block's cap (the total stays `max_chars`), and relevant standing memories
+    that did not fit their block compete for the notes block."""
 
     DEFAULTS: dict[str, int | float] = {
         "max_chars": 4000, "standing_items": 8, "standing_chars": 1500, "entities": 4,
@@ -339,6 +349,13 @@ def _standing_key(card: dict[str, Any]) -> tuple:
             -card["sessions"], -card["importance"], _neg_text(card["last_seen_at"]), card["id"])
 
 
+def _relevant_standing_key(card: dict[str, Any]) -> tuple:
+    """Standing memories relevant to a prompt: pinned, recurring, corrections first, then the
+    closest (a prompt's standing block is ordered by relevance, not by overall strength)."""
+    return (-card["pinned"], -(card["sessions"] >= 2), -(card["category"] == "correction"), -card["score"],
+            card["id"])
+
+
 def _neg_text(value: str | None) -> tuple:
     return tuple(-ord(c) for c in (value or ""))
 
@@ -385,8 +402,15 @@ def fts_match(conn: sqlite3.Connection, terms: list[str], *, common: float = COM
     (near-stopwords here) are dropped, and the rarest terms are kept while the cards they match add
     up to at most `matched_cap`. Document frequencies are counted with a LIMIT, so counting a
     common term stops early. When every term is common, the two rarest must all match (AND)."""
+    return _fts_query(conn, terms, common=common, matched_cap=matched_cap)[0]
+
+
+def _fts_query(conn: sqlite3.Connection, terms: list[str], *, common: float = COMMON_SHARE,
+               matched_cap: int = MATCHED_CAP) -> tuple[str | None, float]:
+    """(`fts_match`'s query, the BM25 a card matching every term of the prompt once would score):
+    the sum of the terms' idf as FTS5 computes it, from the (capped) document frequencies."""
     if not terms:
-        return None
+        return None, 0.0
     total = conn.execute("SELECT max(rowid) FROM cards_fts").fetchone()[0] or 0
     cap = max(1000, int(total * common))
     df: dict[str, int] = {}
@@ -394,18 +418,24 @@ def fts_match(conn: sqlite3.Connection, terms: list[str], *, common: float = COM
         df[term] = conn.execute(
             "SELECT count(*) FROM (SELECT 1 FROM cards_fts WHERE cards_fts MATCH ? LIMIT ?)",
             (_phrase(term), cap + 1)).fetchone()[0]
+    def idf(n: int) -> float:   # FTS5's: log((N - n + 0.5) / (n + 0.5)), at least 1e-6
+        return max(1e-6, math.log((max(total, n) - n + 0.5) / (n + 0.5)))
+
     present = sorted((t for t in terms if df[t] > 0), key=lambda t: df[t])
     if not present:
-        return None
+        return None, 0.0
     kept, matched = [], 0
     for term in present:
         if df[term] > cap or (kept and matched + df[term] > matched_cap):
             break
         kept.append(term)
         matched += df[term]
+    # Terms no card has count too (the prompt asks about them and nothing matches them), terms
+    # dropped as too common do not (they could not have been searched).
+    full = sum(idf(df[t]) for t in terms if df[t] <= cap)
     if kept:
-        return " OR ".join(_phrase(t) for t in kept)
-    return " AND ".join(_phrase(t) for t in present[:2])
+        return " OR ".join(_phrase(t) for t in kept), full
+    return " AND ".join(_phrase(t) for t in present[:2]), full
 
 
 def _cosine(query: list[float] | dict[int, float], blob: bytes) -> float:
@@ -433,17 +463,20 @@ class _Candidate:
 def nearest_cards(conn: sqlite3.Connection, prompt: str, entity_ids: list[int], *,
                   embedder: PromptEmbedder | None = None, limit: int = 50,
                   min_relative: float = 0.3, fts_limit: int = 100, entity_limit: int = 60,
-                  weights: tuple[float, float, float] = (1.0, 1.0, 0.5)) -> list[dict[str, Any]]:
+                  weights: tuple[float, float, float] = (1.0, 1.0, 0.5),
+                  half_life_days: float = _trust.DEFAULT_HALF_LIFE_DAYS) -> list[dict[str, Any]]:
     """Active cards relevant to `prompt`, best first, each with its `score` (see module doc).
 
     `weights` = (bm25, cosine, entity) weights of the hybrid relevance."""
     cands: dict[int, _Candidate] = {}
+    qvec = embedder.embed(prompt[:MAX_PROMPT_CHARS]) if embedder is not None else None
+    dim = int(getattr(embedder, "dim", 0) or len(qvec)) if qvec is not None else 0
     try:
-        match = fts_match(conn, _fts_terms(prompt))
+        match, full_bm25 = _fts_query(conn, _fts_terms(prompt))
     except sqlite3.OperationalError as exc:
         if "fts5" not in str(exc).lower() and "syntax" not in str(exc).lower():
             raise
-        match = None
+        match, full_bm25 = None, 0.0
     if match:
         try:
             rows = conn.execute(
@@ -475,39 +508,58 @@ def nearest_cards(conn: sqlite3.Connection, prompt: str, entity_ids: list[int], 
             for (cid,) in rows[:ENTITY_CARDS_SCANNED]:
                 linked.setdefault(cid, []).append(eid)
         order = sorted(linked, key=lambda cid: (-sum(idf[e] for e in linked[cid]), -cid))
-        need = [cid for cid in order[: entity_limit * 3] if cid not in cands]
+        for cid in order:
+            if cid in cands:
+                cands[cid].entity = sum(idf[e] for e in linked[cid])
+        # The named entities' other cards: with vectors, the ones nearest the prompt among the most
+        # recently linked (bounded: at most ENTITY_CARDS_SCANNED cosines in all); without, the ones
+        # linked to the most (and rarest) named entities.
+        pool = [cid for cid in order if cid not in cands][: ENTITY_CARDS_SCANNED if qvec is not None
+                                                            else entity_limit * 3]
         rows = conn.execute(
             f"SELECT {_CARD_COLS}, c.vector FROM cards c WHERE c.id IN (SELECT value FROM json_each(?)) "
-            "AND c.status = 'active'", (json.dumps(need),)).fetchall()
+            "AND c.status = 'active'", (json.dumps(pool),)).fetchall()
         fetched = {r[0]: r for r in rows}
-        added = 0
-        for cid in order[: entity_limit * 3]:
-            score = sum(idf[e] for e in linked[cid])
-            if cid in cands:
-                cands[cid].entity = score
-            elif cid in fetched and added < entity_limit:
-                cand = cands[cid] = _Candidate(card=_card(fetched[cid]), entity=score)
-                cand.card["_vector"] = fetched[cid][8]
-                added += 1
+        extra = []
+        for cid in pool:
+            if cid not in fetched:
+                continue
+            cand = _Candidate(card=_card(fetched[cid]), entity=sum(idf[e] for e in linked[cid]))
+            cand.card["_vector"] = fetched[cid][8]
+            if qvec is not None:
+                blob = fetched[cid][8]
+                cand.cosine = _cosine(qvec, blob) if blob and len(blob) == 4 * dim else None
+            extra.append(cand)
+        if qvec is not None:
+            extra.sort(key=lambda c: -(c.cosine if c.cosine is not None else -1.0))
+        for cand in extra[:entity_limit]:
+            cands[cand.card["id"]] = cand
     if not cands:
         return []
-    qvec = embedder.embed(prompt[:MAX_PROMPT_CHARS]) if embedder is not None else None
     if qvec is not None:
-        dim = int(getattr(embedder, "dim", 0) or len(qvec))
         for cand in cands.values():
             blob = cand.card.get("_vector")
-            if blob and len(blob) == 4 * dim:
+            if cand.cosine is None and blob and len(blob) == 4 * dim:
                 cand.cosine = _cosine(qvec, blob)
-    best_bm25 = min((c.bm25 for c in cands.values()), default=0.0)
+    # BM25 relative to the best hit, but never to less than LEX_FLOOR of what a card matching the
+    # whole query would score: when nothing matches well, a weak match (a name shared by half the
+    # cards, in a six-word card) stays weak instead of counting as a perfect one.
+    best_bm25 = min(min((c.bm25 for c in cands.values()), default=0.0), -LEX_FLOOR * full_bm25)
     best_ent = max((c.entity for c in cands.values()), default=0.0)
     w_lex, w_vec, w_ent = weights
+    info = _trust.trust_for_cards(conn, list(cands), half_life_days=half_life_days)
     for c in cands.values():
         lex = c.bm25 / best_bm25 if best_bm25 < 0 else 0.0
         ent = c.entity / best_ent if best_ent > 0 else 0.0
         vec = max(0.0, c.cosine) if c.cosine is not None else 0.0
         c.relevance = w_lex * lex + w_ent * ent + (w_vec * vec if qvec is not None else 0.0)
-        boost = 1.0 + STRENGTH_MAX_BOOST * min(1.0, math.log(max(1, c.card["sessions"])) / 3.0)
-        c.score = c.relevance * boost
+        # Strength (graph.trust, docs/trust.md): recurrence x confidence x feedback score; a fresh
+        # card is 1.0, a deprecated or contradicted one 0 (shown only as a warning line).
+        t = info.get(c.card["id"])
+        c.card["confidence"] = t.confidence if t else 1.0
+        c.card["maturity"] = t.maturity if t else "candidate"
+        c.card["_warning"] = bool(t and (t.warning or t.contradicted))
+        c.score = c.relevance * (t.strength if t else _trust.strength(c.card["sessions"], 1.0))
     ranked = sorted(cands.values(), key=lambda c: (-c.score, c.card["id"]))
     top = ranked[0].relevance
     out = []
@@ -584,6 +636,10 @@ class _Block:
         self.lines.extend(new)
         return True
 
+    @property
+    def used(self) -> int:
+        return self.text.cost(self.lines)
+
     def close(self) -> None:
         if self.lines:
             self.text.add(self.lines)
@@ -593,8 +649,14 @@ def recall(db_path: str | os.PathLike, prompt: str, *, session: str | None = Non
            budgets: Budgets | None = None, now: _dt.datetime | None = None,
            embedder: PromptEmbedder | None = None, scrub: Callable[[str], str] | None = None,
            agent: str | None = None, state_dir: str | os.PathLike | None = None,
-           reset_session: bool = False, record: bool = True) -> dict[str, Any]:
+           reset_session: bool = False, record: bool = True,
+           half_life_days: float = _trust.DEFAULT_HALF_LIFE_DAYS) -> dict[str, Any]:
     """What to inject for `prompt` (kind "prompt") or at a session start (kind "primer").
+
+    Trust (issue 8): notes are ranked by relevance x `graph.trust.strength`; every card carries
+    `confidence` and `maturity`; deprecated rules and anti-patterns relevant to the prompt (at
+    session start: among the standing memories) are listed under `warnings` instead; a session start
+    also shows the `recent` episodes ("Recent context", graph.episodes).
 
     Returns {"agent", "standing": [...], "entities": [...], "notes": [...], "text"} (issue 6).
     With `session`, memories and entities the session already got are skipped and, when `record`,
@@ -617,7 +679,8 @@ def recall(db_path: str | os.PathLike, prompt: str, *, session: str | None = Non
     seen_cards = state.cards if state else set()
     seen_entities = state.entities if state else set()
 
-    result: dict[str, Any] = {"agent": agent, "standing": [], "entities": [], "notes": [], "text": ""}
+    result: dict[str, Any] = {"agent": agent, "standing": [], "entities": [], "notes": [], "warnings": [],
+                              "recent": [], "text": ""}
     conn = connect_readonly(db_path)
     try:
         if embedder is not None:
@@ -627,16 +690,29 @@ def recall(db_path: str | os.PathLike, prompt: str, *, session: str | None = Non
         standing: list[dict[str, Any]] = []
         named: list[dict[str, Any]] = []
         notes: list[dict[str, Any]] = []
+        warnings: list[dict[str, Any]] = []
+        recent: list[dict[str, Any]] = []
         if kind == "primer":
             standing = standing_primer(conn, budgets.standing_items, seen_cards)
+            ann = _trust.recall_annotations(conn, [c["id"] for c in standing], half_life_days=half_life_days)
+            warnings = ann["warnings"]
+            hidden = set(ann["hidden"])
+            standing = [c for c in standing if c["id"] not in hidden]
+            for c in standing:
+                c.update({k: ann["cards"][c["id"]][k] for k in ("confidence", "maturity")})
+            recent = _episodes.recent_context(conn)
         elif prompt.strip():
             named = match_entities(conn, prompt)
             near = nearest_cards(conn, prompt, [e["id"] for e in named], embedder=embedder,
                                  limit=CANDIDATES + len(seen_cards),
                                  min_relative=budgets.min_relative)
             near = [c for c in near if c["id"] not in seen_cards]
+            flagged = [c["id"] for c in near if c.pop("_warning", False)]
+            if flagged:
+                warnings = _trust.recall_annotations(conn, flagged, half_life_days=half_life_days)["warnings"]
+                near = [c for c in near if c["id"] not in set(flagged)]
             standing = sorted((c for c in near if c["category"] in STANDING_CATEGORIES),
-                              key=_standing_key)[: budgets.standing_items]
+                              key=_relevant_standing_key)[: budgets.standing_items]
             taken = {c["id"] for c in standing}
             notes = [c for c in near if c["id"] not in taken][: budgets.notes_items]
             named = [e for e in named if e["id"] not in seen_entities][: budgets.entities]
@@ -647,13 +723,27 @@ def recall(db_path: str | os.PathLike, prompt: str, *, session: str | None = Non
         conn.close()
 
     text = _Text(budgets.max_chars)
+    block = _Block(text, clean(HEADERS["warnings"]), budgets.standing_chars)
+    for w in warnings:
+        if block.try_add([clean(f"- {w['text']} [#{w['id']}]")]):
+            result["warnings"].append({"id": w["id"], "statement": clean(w["statement"]), "kind": w["kind"]})
+    block.close()
     block = _Block(text, clean(HEADERS["standing"]), budgets.standing_chars)
+    unfit = []
     for card in standing:
         card["statement"] = clean(card["statement"])
         if block.try_add([_card_line(card)]):
             result["standing"].append({"id": card["id"], "statement": card["statement"],
-                                       "category": card["category"], "sessions": card["sessions"]})
+                                       "category": card["category"], "sessions": card["sessions"],
+                                       "confidence": card.get("confidence", 1.0),
+                                       "maturity": card.get("maturity", "candidate")})
+        else:
+            unfit.append(card)
     block.close()
+    spare = max(0, budgets.standing_chars - block.used)
+    if kind == "prompt" and unfit:
+        # Relevant standing memories that did not fit their block compete with the notes.
+        notes = sorted(notes + unfit, key=lambda c: (-c["score"], c["id"]))[: budgets.notes_items]
     block = _Block(text, clean(HEADERS["entities"]), budgets.entity_chars)
     for ent in named:
         name = clean(ent["name"])
@@ -666,17 +756,27 @@ def recall(db_path: str | os.PathLike, prompt: str, *, session: str | None = Non
         if shown:
             result["entities"].append({"id": ent["id"], "name": name, "type": ent["type"], "relations": shown})
     block.close()
-    block = _Block(text, clean(HEADERS["notes"]), budgets.notes_chars)
+    spare += max(0, budgets.entity_chars - block.used)
+    # What the standing and entity blocks left unused of their caps goes to the notes.
+    block = _Block(text, clean(HEADERS["notes"]), budgets.notes_chars + spare)
     for card in notes:
         card["statement"] = clean(card["statement"])
         if block.try_add([_card_line(card)]):
             result["notes"].append({"id": card["id"], "statement": card["statement"], "category": card["category"],
                                     "date": _date(card.get("said_at")), "sessions": card["sessions"],
-                                    "score": card["score"]})
+                                    "score": card["score"], "confidence": card.get("confidence", 1.0),
+                                    "maturity": card.get("maturity", "candidate")})
+    block.close()
+    block = _Block(text, clean(HEADERS["recent"]), budgets.notes_chars)
+    for r in recent:
+        summary = clean(r["summary"])
+        if block.try_add([f"- [{r['date']}] {summary}"]):
+            result["recent"].append({**r, "summary": summary})
     block.close()
     result["text"] = text.text()
     if state is not None and record and (result["text"] or reset_session):
-        state.save([c["id"] for c in result["standing"]] + [c["id"] for c in result["notes"]],
+        state.save([c["id"] for c in result["standing"]] + [c["id"] for c in result["notes"]]
+                   + [w["id"] for w in result["warnings"]],
                    [e["id"] for e in result["entities"]])
     for ent in result["entities"]:
         ent.pop("id", None)

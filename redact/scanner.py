@@ -141,9 +141,16 @@ _WELLFORMED_INTERP = re.compile(r"\$\{[A-Za-z_][\w:.\-]*(?::-[^}]*)?\}|\{\{[ \t]
 _ESCAPE_CUT = re.compile(r"\\[nrt\"'\\]|\\$")
 
 
+_QUERY_NEXT = re.compile(r"&[A-Za-z_][\w.\-\[\]]*=")
+_GENERIC_LABELS = frozenset({"token", "secret", "api_key", "password", "credential", "authorization", "bearer", "remembered"})
+
+
 def _clean_bare(value: str) -> str:
-    """Cut an unquoted value at an escaped newline/quote and strip trailing punctuation."""
+    """Cut an unquoted value at an escaped newline/quote or the next URL parameter, strip trailing punctuation."""
     m = _ESCAPE_CUT.search(value)
+    if m:
+        value = value[: m.start()]
+    m = _QUERY_NEXT.search(value)
     if m:
         value = value[: m.start()]
     while value and value[-1] in ".,;)]}>\\":
@@ -564,16 +571,24 @@ _HANDLERS = {
 }
 
 
+def _label_rank(label: str) -> int:
+    return 2 if label == "remembered" else (1 if label in _GENERIC_LABELS else 0)
+
+
 def merge_spans(spans: list[Span]) -> list[Span]:
     """Union of overlapping spans, sorted; the merged span keeps the label of its longest part."""
     if not spans:
         return []
-    spans = sorted(spans, key=lambda sp: (sp.start, -(sp.end - sp.start)))
+    spans = sorted(spans, key=lambda sp: (sp.start, -(sp.end - sp.start), sp.label in _GENERIC_LABELS))
     out: list[Span] = []
     for sp in spans:
         if out and sp.start < out[-1].end:
             last = out[-1]
-            longer = last if (last.end - last.start) >= (sp.end - sp.start) else sp
+            ll, sl = last.end - last.start, sp.end - sp.start
+            if ll == sl:  # same value found twice: a provider label beats a generic one beats "remembered"
+                longer = sp if _label_rank(sp.label) < _label_rank(last.label) else last
+            else:
+                longer = last if ll > sl else sp
             out[-1] = Span(last.start, max(last.end, sp.end), longer.label, longer.rule)
         else:
             out.append(sp)

@@ -1,10 +1,12 @@
-"""The offline classifier: categories, correction flag, confidence by signal strength, chatter."""
+"""The offline classifier: categories, correction flag, confidence by signal strength, chatter, and
+user turns read sentence by sentence (personal facts kept, chit-chat dropped). The chat lines below
+are written for these tests (none is taken from a benchmark)."""
 
 from __future__ import annotations
 
 import pytest
 
-from consolidate.classify import classify, named_things
+from consolidate.classify import classify, fact_in, named_things, read_statements, speaker_label, split_sentences
 from consolidate.passages import Passage
 
 
@@ -44,3 +46,49 @@ def test_named_things_by_pattern():
         ("Redis", "product")]
     assert [n.name for n in named_things("a follow-up on the built-in e-mail re-run")] == []
     assert [n.name for n in named_things("talk to ledgerd about it", {"ledgerd": "service"})] == ["ledgerd"]
+
+
+@pytest.mark.parametrize("text,expected", [
+    # durable personal facts: events, plans, activities, identity, favourites (kept, with a category)
+    ("Priya: I adopted a beagle named Biscuit last March!", ("fact", 2, False, 0.5, True)),
+    ("Sam: Thanks, Priya! We're moving to Lisbon in September for my new job.", ("fact", 2, False, 0.5, True)),
+    ("Sam: I've been learning the cello for two years now.", ("fact", 2, False, 0.5, True)),
+    ("Sam: Just got back from a hiking trip in the Alps with my brother.", ("fact", 2, False, 0.5, True)),
+    ("Priya: I'm a nurse at a children's hospital, so weekends are rare for me.", ("fact", 2, False, 0.5, True)),
+    ('Priya: My favorite book is "The Hobbit" and I reread it every winter.', ("preference", 3, False, 0.5, True)),
+    ("I'm planning to run the Berlin marathon next year.", ("fact", 2, False, 0.5, True)),
+    # chit-chat: reactions, compliments, thanks, generic remarks (dropped)
+    ("Priya: Wow, that's so cool, Sam! What's next for you?", ("none", 0, False, 0.5, False)),
+    ("Sam: You're amazing, keep it up!", ("none", 0, False, 0.5, False)),
+    ("Sam: Thanks so much, that means a lot!", ("none", 0, False, 0.5, False)),
+    ("Priya: Haha, totally agree. Life is all about balance.", ("none", 0, False, 0.5, False)),
+    # "always" in a remark is not a rule; requests to the agent are not memory
+    ("It's always inspiring to see people come together.", ("fact", 1, False, 0.5, False)),
+    ("Add the retry test and run the suite.", ("none", 0, False, 0.5, False)),
+    ("Before you deploy, check the staging logs.", ("none", 0, False, 0.5, False)),
+    ("We usually deploy billing-api on Tuesdays after the standup.", ("pattern", 2, False, 0.5, True)),
+])
+def test_user_turns_facts_kept_chatter_dropped(text, expected):
+    assert judge(text) == expected
+
+
+def test_statements_of_a_mixed_turn():
+    # a greeting, a first-person event with a time and a name, a question; the person addressed
+    # ("Mel") is not a name in the statements
+    st = read_statements("Hey Mel! Good to see you! I went to a pottery class yesterday with Anna. Can you believe it?")
+    assert (st.sentences, st.facts, st.specifics, st.chatter, st.questions, st.content_words, st.names, st.likes) == \
+        (4, 1, 2.0, 2, 1, 9, ("Anna",), 0)
+    st = read_statements("Sam: Thanks, Priya! We're moving to Lisbon in September for my new job. How about you?")
+    assert (st.sentences, st.facts, st.specifics, st.chatter, st.questions, st.content_words, st.names, st.likes) == \
+        (3, 1, 2.0, 1, 1, 10, ("Lisbon",), 0)
+
+
+def test_speaker_label_sentences_and_facts():
+    assert speaker_label("Mary Ann: I moved to Oslo.") == ("Mary Ann", "I moved to Oslo.")
+    assert speaker_label("I moved to Oslo: it was cold.") == ("", "I moved to Oslo: it was cold.")
+    assert split_sentences("Wow! I signed with a new team - so excited; season starts soon. :)") == [
+        "Wow!", "I signed with a new team", "so excited", "season starts soon."]
+    assert [bool(fact_in(s)) for s in (
+        "I signed with a new team", "my sister got married in June", "I'm learning German", "Gonna repaint the shed",
+        "I agree", "I appreciated that", "That's awesome", "I think so too", "I love that!")] == [
+        True, True, True, True, False, False, False, False, False]

@@ -83,7 +83,7 @@ def test_session_start_injects_the_primer_and_logs_it(store, reverie_home):
     entries = [json.loads(line) for line in recall_log_path(reverie_home, store.agent).read_text().splitlines()]
     assert len(entries) == 1
     assert {k: v for k, v in entries[0].items() if k != "at"} == {
-        "session": "sess-1", "kind": "primer", "ids": [store.rule], "entities": []}
+        "session": "sess-1", "kind": "primer", "ids": [store.rule], "entities": [], "episodes": [], "warnings": []}
     assert entries[0]["at"].endswith("Z")
 
 
@@ -101,7 +101,8 @@ def test_user_prompt_submit_injects_once_per_session(store, reverie_home):
     assert (second.returncode, second.stdout) == (0, b"")
     entries = [json.loads(line) for line in recall_log_path(reverie_home, store.agent).read_text().splitlines()]
     assert [{k: v for k, v in e.items() if k != "at"} for e in entries] == [
-        {"session": "sess-1", "kind": "prompt", "ids": [store.note], "entities": ["billing-api"]}]
+        {"session": "sess-1", "kind": "prompt", "ids": [store.note], "entities": ["billing-api"], "episodes": [],
+         "warnings": []}]
 
 
 def test_what_is_printed_passed_the_remembered_secret_check(store, reverie_home):
@@ -154,7 +155,7 @@ def test_recall_command_json_and_session(store, reverie_home):
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
     assert data == {**recall(store.path, "billing-api pool", agent=store.agent)}
-    assert set(data) == {"agent", "standing", "entities", "notes", "text"}
+    assert set(data) == {"agent", "standing", "entities", "notes", "warnings", "recent", "text"}
     assert not recall_log_path(reverie_home, store.agent).exists()   # a preview logs nothing
 
     res = runner.invoke(build_cli(), ["recall", "--agent", store.agent, "--prompt", "billing-api pool",

@@ -55,6 +55,24 @@ def test_non_utf8_bytes_are_replaced_and_counted(proj, reverie_home):
     assert text == "caf\ufffd( \ufffd"
 
 
+def test_lone_surrogate_escapes_are_replaced_and_counted(proj, reverie_home):
+    # \\ud800 alone is valid JSON but not text: SQLite cannot store it.
+    (proj / "s-1.jsonl").write_text(line("u1", "a") + line("u2", "x \ud800 y") + line("u3", "c"))
+    s = index_all(reverie_home, proj.parent)
+    assert (s["messages_added"], s["rejected"], s["repaired"]) == (3, {}, {"lone_surrogates": 1})
+    conn = sqlite3.connect(agent_db_path(reverie_home, "shop"))
+    assert conn.execute("SELECT m.uuid, b.text FROM blocks b JOIN messages m ON m.id = b.message_id "
+                        "ORDER BY m.id").fetchall() == [("u1", "a"), ("u2", "x \ufffd y"), ("u3", "c")]
+
+
+def test_utf8_encoded_surrogates_are_invalid_utf8(proj, reverie_home):
+    bad = line("u2", "x-S-y").encode().replace(b"-S-", b" \xed\xa0\x80 ")
+    (proj / "s-1.jsonl").write_bytes(line("u1", "a").encode() + bad)
+    s = index_all(reverie_home, proj.parent)
+    assert (s["messages_added"], s["rejected"], s["repaired"]) == (2, {}, {"invalid_utf8": 1})
+    assert uuids(reverie_home) == ["u1", "u2"]
+
+
 def test_a_20_mb_line_is_indexed_clipped_and_the_rest_of_the_file_too(proj, reverie_home):
     huge = "0123456789abcdef" * (20 * 1024 * 1024 // 16)
     big = json.dumps({"parentUuid": None, "cwd": CWD, "sessionId": "s-1", "type": "user", "uuid": "u2",

@@ -95,7 +95,8 @@ def test_primer_lists_standing_memories_strongest_first_and_skips_faded_and_supe
 
     assert [c["id"] for c in out["standing"]] == [pinned, recurring_corr, recurring_pref, once_corr, once_decision]
     assert out["standing"][1] == {"id": recurring_corr, "statement": "The billing API base URL is /v2, not /v1.",
-                                  "category": "correction", "sessions": 2}
+                                  "category": "correction", "sessions": 2, "confidence": 0.8,
+                                  "maturity": "candidate"}
     assert out["entities"] == [] and out["notes"] == []
     assert out["agent"] == store.agent
     assert out["text"] == "\n".join([
@@ -221,7 +222,8 @@ def test_nothing_relevant_injects_nothing_and_records_nothing(store, tmp_path):
 
     out = recall(store.path, "thanks, that is all for now", session="sess-1", state_dir=state_dir)
 
-    assert out == {"agent": None, "standing": [], "entities": [], "notes": [], "text": ""}
+    assert out == {"agent": None, "standing": [], "entities": [], "notes": [], "warnings": [], "recent": [],
+                   "text": ""}
     assert not state_dir.exists()
 
 

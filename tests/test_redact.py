@@ -21,7 +21,8 @@ ALNUM = string.ascii_letters + string.digits
 def rand(n: int, alphabet: str = ALNUM) -> str:
     while True:
         v = "".join(RNG.choice(alphabet) for _ in range(n))
-        if any(c.isdigit() for c in v) and any(c.isalpha() for c in v):
+        need_digit = any(c.isdigit() for c in alphabet)
+        if (any(c.isdigit() for c in v) or not need_digit) and any(c.isalpha() for c in v):
             return v
 
 
@@ -54,22 +55,27 @@ def test_env_dump_keeps_keys_and_harmless_values(redactor):
     )
     out = redactor.redact(text)
     assert out.text == (
-        "PORT=8080\nLOG_LEVEL=debug\nDB_PASSWORD=[REDACTED:password]\nGITHUB_TOKEN=[REDACTED:token]\n"
+        "PORT=8080\nLOG_LEVEL=debug\nDB_PASSWORD=[REDACTED:password]\nGITHUB_TOKEN=[REDACTED:github_token]\n"
         "AWS_ACCESS_KEY_ID=[REDACTED:aws_access_key]\nAWS_SECRET_ACCESS_KEY=[REDACTED:secret]\nNODE_ENV=production\n"
     )
-    assert [f.type for f in out.findings] == ["password", "token", "aws_access_key", "secret"]
+    assert [f.type for f in out.findings] == ["password", "github_token", "aws_access_key", "secret"]
 
 
 def test_curl_headers_and_user(redactor):
+    opaque = rand(40, ALNUM + "._-")
     text = (
+        f'curl -s -H "Authorization: Bearer {opaque}" https://api.example.com/v1/items\n'
         f'curl -s -H "Authorization: Bearer {OPENAI}" https://api.openai.com/v1/models\n'
         f"curl -u deploy:{PASSWORD} https://ci.example.com/api\n"
+        f'curl -H "x-api-key: {rand(32, HEX)}" https://api.example.com/v1/messages\n'
         f'curl -H "x-api-key: {ANTHROPIC}" https://api.anthropic.com/v1/messages'
     )
     assert redactor.redact_text(text) == (
-        'curl -s -H "Authorization: Bearer [REDACTED:bearer]" https://api.openai.com/v1/models\n'
+        'curl -s -H "Authorization: Bearer [REDACTED:bearer]" https://api.example.com/v1/items\n'
+        'curl -s -H "Authorization: Bearer [REDACTED:openai_key]" https://api.openai.com/v1/models\n'
         "curl -u deploy:[REDACTED:password] https://ci.example.com/api\n"
-        'curl -H "x-api-key: [REDACTED:api_key]" https://api.anthropic.com/v1/messages'
+        'curl -H "x-api-key: [REDACTED:api_key]" https://api.example.com/v1/messages\n'
+        'curl -H "x-api-key: [REDACTED:anthropic_key]" https://api.anthropic.com/v1/messages'
     )
 
 
@@ -100,9 +106,9 @@ def test_yaml_json_toml_ini(redactor):
     )
     assert redactor.redact_text(text) == (
         '{"api_key": "[REDACTED:api_key]", "max_tokens": 4096, "model": "claude-sonnet-4"}\n'
-        "slack:\n  bot_token: [REDACTED:token]\n  channel: general\n"
-        '[stripe]\nsecret_key = "[REDACTED:secret]"\n'
-        "[hf]\ntoken=[REDACTED:token]\n"
+        "slack:\n  bot_token: [REDACTED:slack_token]\n  channel: general\n"
+        '[stripe]\nsecret_key = "[REDACTED:stripe_key]"\n'
+        "[hf]\ntoken=[REDACTED:huggingface_token]\n"
     )
 
 
@@ -171,12 +177,12 @@ def test_findings_carry_no_value(redactor):
     (f,) = out.findings
     d = f.to_dict()
     assert set(d) == {"type", "start", "end", "rule", "hash_prefix"}
-    assert (d["type"], d["start"], d["end"], len(d["hash_prefix"])) == ("token", 13, 13 + len(GH), 8)
+    assert (d["type"], d["start"], d["end"], len(d["hash_prefix"])) == ("github_token", 13, 13 + len(GH), 8)
     assert GH not in repr(out.findings)
 
 
 def test_redaction_is_idempotent(redactor):
-    once = redactor.redact_text(f"DB_PASSWORD={PASSWORD} token={GH}")
+    once = redactor.redact_text(f"DB_PASSWORD={PASSWORD} token={GH} key={rand(32)}")
     assert redactor.redact(once).findings == []
 
 
@@ -184,11 +190,11 @@ def test_binary_and_odd_input(redactor):
     blob = bytes(range(256)) * 50 + b"\xff\xfe GITHUB_TOKEN=" + GH.encode() + b" \x00\x00"
     out = redactor.redact(blob)
     assert GH not in out.text
-    assert "[REDACTED:token]" in out.text
+    assert "[REDACTED:github_token]" in out.text
     assert redactor.redact_text("") == ""
     assert redactor.redact_text(None) == ""
     surrogate = "caf\udce9 token=" + GH + " \ud83d"
-    assert redactor.redact_text(surrogate) == "caf\udce9 token=[REDACTED:token] \ud83d"
+    assert redactor.redact_text(surrogate) == "caf\udce9 token=[REDACTED:github_token] \ud83d"
     unicode = "Mot de passe: é password=" + PASSWORD + " ✓ 日本語"
     assert redactor.redact_text(unicode) == "Mot de passe: é password=[REDACTED:password] ✓ 日本語"
 
@@ -198,7 +204,7 @@ def test_huge_input(redactor):
     text = filler * 60_000 + f"OPENAI_API_KEY={OPENAI}\n" + filler * 1000  # ~5.6 MB
     out = redactor.redact(text)
     assert OPENAI not in out.text
-    assert [(f.type, f.start) for f in out.findings] == [("token", len(filler) * 60_000 + len("OPENAI_API_KEY="))]
+    assert [(f.type, f.start) for f in out.findings] == [("openai_key", len(filler) * 60_000 + len("OPENAI_API_KEY="))]
 
 
 def test_backtracking_bombs_finish_fast(redactor):
@@ -224,8 +230,8 @@ def test_backtracking_bombs_finish_fast(redactor):
 def test_redact_many_and_scrub_shape(redactor):
     texts = [f"token={GH}", "nothing here", f"password: {PASSWORD}"]
     outs = redactor.redact_many(texts)
-    assert [o.text for o in outs] == ["token=[REDACTED:token]", "nothing here", "password: [REDACTED:password]"]
-    assert redactor.scrub(f"token={GH}") == ("token=[REDACTED:token]", 1)
+    assert [o.text for o in outs] == ["token=[REDACTED:github_token]", "nothing here", "password: [REDACTED:password]"]
+    assert redactor.scrub(f"token={GH}") == ("token=[REDACTED:github_token]", 1)
 
 
 def test_presidio_registry_holds_only_our_recognizers(redactor):

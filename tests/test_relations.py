@@ -58,6 +58,10 @@ def test_move_ends_old_runs_on_and_starts_new_in_either_order(db, order):
     assert [tuple(r) for r in db.conn.execute(
         "SELECT verb, holds, substr(said_at, 1, 10), implicit FROM relation_statements ORDER BY said_at, holds")] == [
         ("runs_on", 1, "2025-01-10", 0), ("runs_on", 0, "2025-02-20", 0), ("runs_on", 1, "2025-02-20", 0)]
+    # the card of the old fact is superseded by the move, whichever came first
+    move_id = db.conn.execute("SELECT id FROM cards WHERE statement = ?", (MOVE.statement,)).fetchone()[0]
+    assert [tuple(r) for r in db.conn.execute("SELECT statement, status, superseded_by FROM cards ORDER BY said_at")] == [
+        (OLD.statement, "superseded", move_id), (MOVE.statement, "active", None)]
 
 
 @pytest.mark.parametrize("order", list(permutations([OLD, ONLY_NEW, MOVE])), ids=lambda o: "-".join(c.session for c in o))

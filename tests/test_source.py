@@ -134,6 +134,15 @@ def test_invalid_utf8_is_replaced_and_flagged():
     assert (p.outcome, p.repaired, p.record.blocks[0].text) == ("message", True, "caf\ufffd\ufffd")
 
 
+def test_lone_surrogate_escapes_are_replaced_and_flagged_pairs_kept():
+    # json.dumps writes both as \\udXXX escapes; only the pair is a character.
+    p = parse_line(_user("bad \ud800 end, pair \U0001f600", cwd="/w/\udfff"))
+    assert (p.outcome, p.repaired, p.surrogates) == ("message", False, True)
+    assert (p.record.blocks[0].text, p.record.cwd, p.cwd) == ("bad \ufffd end, pair \U0001f600", "/w/\ufffd", "/w/\ufffd")
+    fine = parse_line(_user("pair \U0001f600 and a path C:\\udir"))
+    assert (fine.surrogates, fine.record.blocks[0].text) == (False, "pair \U0001f600 and a path C:\\udir")
+
+
 def test_missing_uuid_gets_a_stable_synthetic_one():
     raw = _line({**BASE, "type": "user", "message": {"role": "user", "content": "hi"}})
     a, b = parse_line(raw).record, parse_line(raw).record

@@ -94,17 +94,56 @@ def test_structured_output_and_exact_child_invocation(fake_claude):
     }
 
 
-def test_guard_keeps_our_hooks_out_of_the_child(fake_claude, tmp_path):
-    """Beyond disableAllHooks: a hook of ours started inside the child (REVERIE_CHILD=1) prints nothing."""
+SAMPLES = Path(__file__).resolve().parent.parent / "fixtures" / "sample-projects"
+
+
+@pytest.fixture
+def consolidated_home(reverie_home):
+    """The home of this test (REVERIE_HOME) with the sample transcripts indexed and the billing-api
+    agent consolidated offline: a cwd our SessionStart hook has memory for."""
+    if not SAMPLES.exists():
+        pytest.skip("fixtures/sample-projects not generated")
+    from consolidate.index import index_all
+    from consolidate.pipeline import consolidate_agent
+
+    index_all(reverie_home, SAMPLES)
+    summary = consolidate_agent(reverie_home, "billing-api", writer="offline")
+    assert summary["cards_written"] > 0 and summary["errors"] == []
+    return reverie_home
+
+
+def _hook(event: str, payload: dict, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "consolidate", "hook", event], input=json.dumps(payload),
+                          text=True, capture_output=True, env=env, timeout=60)
+
+
+def test_guard_keeps_our_hooks_out_of_the_child(fake_claude, consolidated_home):
+    """The child's environment (the writer's own `env()`, REVERIE_CHILD=1) silences a hook call that,
+    without the guard, injects this agent's memory. The guarded call runs first, so its silence
+    cannot come from the session having been primed already; it also leaves no recall-log line."""
     fake_claude("structured")
-    w = _writer()
-    env = w.env()
-    assert env["REVERIE_CHILD"] == "1"
-    hook_in = json.dumps({"session_id": "s", "cwd": str(tmp_path), "hook_event_name": "SessionStart", "source": "startup"})
-    for event in ("session-start", "user-prompt-submit"):
-        proc = subprocess.run([sys.executable, "-m", "consolidate", "hook", event], input=hook_in, text=True,
-                              capture_output=True, env=env, timeout=60)
-        assert (proc.returncode, proc.stdout) == (0, "")
+    guarded = _writer().env()
+    assert guarded["REVERIE_CHILD"] == "1" and guarded["REVERIE_HOME"] == str(consolidated_home)
+    unguarded = {k: v for k, v in guarded.items() if k != "REVERIE_CHILD"}
+    payload = {"session_id": "s-guard", "cwd": "/home/dev/acme/billing-api", "hook_event_name": "SessionStart",
+               "source": "startup"}
+    recall_log = consolidated_home / "agents" / "billing-api" / "memory-recalls.jsonl"
+
+    child = _hook("session-start", payload, guarded)
+    assert (child.returncode, child.stdout) == (0, "")
+    assert not recall_log.exists()
+
+    parent = _hook("session-start", payload, unguarded)
+    assert parent.returncode == 0
+    out = json.loads(parent.stdout)
+    assert list(out) == ["hookSpecificOutput"] and out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    context = out["hookSpecificOutput"]["additionalContext"]
+    assert context.startswith("[reverie memory]") and "billing-api" in context
+    assert len(recall_log.read_text().splitlines()) == 1
+
+    again = _hook("session-start", payload, guarded)
+    assert (again.returncode, again.stdout) == (0, "")
+    assert len(recall_log.read_text().splitlines()) == 1
 
 
 def test_result_text_json_is_accepted(fake_claude):

@@ -5,16 +5,31 @@ the request's card cap:
 
 * statement: the passage's key sentence (the sentence with the strongest cues and most named
   things), made self-contained: discourse openers and correction openers stripped ("No, ...",
-  "From now on, ...", "Remember that ..."), a speaker prefix ("Caroline: I ...") turned into the
-  speaker's name, a leading "it/this/that" replaced by the thing the request named, clipped at a
-  clause boundary to at most 35 words;
+  "From now on, ...", "Remember that ..."), a leading "it/this/that" replaced by the thing the
+  request named, clipped at a clause boundary to at most 35 words; and first person resolved:
+  - a passage with a speaker label ("Caroline: I went to ...", a transcript of several people)
+    names the speaker: the first "I/we/my/me" becomes the name ("Caroline went to ...", with the
+    verb agreed: "I love" -> "Caroline loves"), later ones "they/their/them";
+  - a user turn without a label (Claude Code: the user is talking to the agent) states the point
+    itself, never "the user ...": "I prefer X" -> "Prefer X", "we decided to use X" -> "Use X",
+    "we moved X off Y" -> "Moved X off Y", "I always X" -> "Always X";
 * entities: named things of the statement by pattern (`consolidate.classify.named_things`: hyphenated
   service names, hosts, buckets, repos, paths, backticked identifiers, well-known tools, capitalised
-  names) plus the agent's known entity names;
+  names) plus the agent's known entity names, plus the speaker (a person) when the statement
+  names them;
 * relations: a lexicon of verb phrases between two entities for the 20 fixed verbs; "moved X off
-  Y", "no longer" and "retired" end a relation (`holds: false`); nothing when no phrase matches.
+  Y", "no longer" and "retired" end a relation (`holds: false`); nothing when no phrase matches;
+* evidence: the passage the statement comes from, plus the user turn it answers when the statement
+  draws on it (an assistant paragraph whose "it" was resolved from the request) and that turn is a
+  candidate of the same call.
 
+Calls: `call_per_exchange` asks the pipeline for one call per exchange (a user turn and its answer),
+so the card cap max(1, min(5, ceil(n/3))) applies per exchange: an informative exchange gets a card.
 Two candidates that give the same statement yield one card citing both.
+
+Speaker labels: a user turn that starts with one or two capitalised words and a colon ("Caroline: ",
+"Mary Ann: ") is read as spoken by that person, unless the label is a common heading word ("Note:",
+"Context:", "Update:", ... `NOT_SPEAKERS`).
 """
 
 from __future__ import annotations
@@ -22,7 +37,9 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
-from ..classify import KNOWN_TOOLS, Named, named_things
+from graph.text import STOPWORDS
+
+from ..classify import CHATTER_ANY, CHATTER_START, KNOWN_TOOLS, Named, named_things
 from .base import CardDraft, EntityDraft, RelationDraft, WriteRequest, WriteResult, sequential, MAX_WORDS
 
 _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[])|\n+|(?<=:)\s+(?=[-*•]\s)|\s+[-*•]\s+")
@@ -34,16 +51,76 @@ _CORRECTION_OPENERS = re.compile(
     r"that is (?:not right|wrong|incorrect))\b[,.!:;\-]*\s*", re.I)
 _RULE_OPENERS = re.compile(r"^(?:from now on|going forward|in the future|remember(?: that)?|keep in mind(?: that)?|"
                            r"note that|for the record)\b[,:]?\s*", re.I)
-_SPEAKER = re.compile(r"^([A-Z][\w.'\-]{1,30}(?: [A-Z][\w.'\-]{1,30})?):\s+")
+_SPEAKER = re.compile(r"^([A-Z][a-z][\w.'\u2019\-]{0,30}(?: [A-Z][a-z][\w.'\u2019\-]{0,30})?):[ \t]+(?=\S)")
 _LEADING_PRONOUN = re.compile(r"^(it|this|that)\b(?!'s (?:great|fine|ok|okay))\s", re.I)
-
-_FIRST_PERSON = (
-    (r"\bI'm\b", "{S} is"), (r"\bI am\b", "{S} is"), (r"\bI've\b", "{S} has"), (r"\bI have\b", "{S} has"),
-    (r"\bI was\b", "{S} was"), (r"\bI'll\b", "{S} will"), (r"\bI'd\b", "{S} would"), (r"\bI\b", "{S}"),
-    (r"\bmy\b", "{S}'s"), (r"\bMy\b", "{S}'s"), (r"\bmine\b", "{S}'s"), (r"\bmyself\b", "{S}"), (r"\bme\b", "{S}"),
-)
+#: Label words that head a line but are not people ("Note: ...", "Context: ...").
+NOT_SPEAKERS = frozenset("""
+    note notes context update updates question questions answer answers error errors warning warnings problem
+    problems issue issues task tasks goal goals summary reminder tip tips hint hints example examples edit fix
+    fixes bug bugs result results output input step steps important todo also background requirement
+    requirements constraint constraints objective objectives plan status feedback request description details
+    expected actual environment version reason why what how idea ideas proposal option options decision
+    decisions rule rules policy caveat caution info follow followup correction correct wrong update title
+    subject re fyi ps nb btw heads remember lesson lessons root cause fact facts preference preferences pattern
+    patterns storage auth deploy deployment config configuration setup usage notice attention solution
+    approach conclusion tldr hi hello hey thanks ok okay yes no done test tests log logs source sources
+    user assistant human agent system claude me you it this that here there then now next first second
+    third finally later before after today yesterday tomorrow
+""".split())
 _KNOWN_LOWER = set(KNOWN_TOOLS)
-_I_PREFER = re.compile(r"^I (prefer|like|want|hate|dislike|need)\b", re.I)
+#: A speaker's account (see `key_sentence`) takes sentences up to this many words.
+ACCOUNT_WORDS = MAX_WORDS
+_RULE_ALWAYS = re.compile(
+    r"(?:^|[;:,.]\s*|\b(?:and|but|so|please|should|must)\s+)(?:always|never)\b|\b(?:always|never)\s+(?:use|run|call|"
+    r"commit|push|do|put|add|set|keep|write|check|make|deploy|merge|delete|edit|touch|open|go|test|pin|ask|store|"
+    r"log|print|expose|hardcode|skip|mock|bump|install|rely|import|change|modify|rebase|force|start|stop)\b", re.I)
+_COMMON_STARTS = frozenset("yeah yes yep no nope wow oh well thanks thank sure totally absolutely definitely "
+                           "anyway also plus so and but still even just time here there".split())
+_CHATTER = re.compile(f"(?:{CHATTER_START.pattern})|(?:{CHATTER_ANY.pattern})", re.I)
+_INTERJECTION = re.compile(
+    r"^(?:(?:wow|woah|whoa|oh|ooh|aw+|yeah|yea|yes|yep|yup|hey|hi|hello|thanks|thank you|thx|sure|totally|haha|"
+    r"hah|lol|omg|great|cool|awesome|nice|sweet|right|ok|okay|hmm|well|gosh|geez|congrats|congratulations|"
+    r"absolutely|definitely|exactly|true|indeed|ah+)\b(?: so much| a lot)?[\s,!.…\-]*)+(?=\S)", re.I)
+_BRACKETED = re.compile(r"^\s*\[[^\]]*\][.!]?\s*$")
+#: A sentence that continues the one before it (its subject or link refers back).
+_REFERS_BACK = re.compile(r"^(?:it|it's|its|this|that|these|those|they|they're|them|their|he|she|his|her|there|"
+                          r"which|so|here's|there's)\b", re.I)
+
+_APOS = "['\u2019]"
+#: Words that may sit between a subject pronoun and its verb ("I really love ...").
+_ADVERBS = frozenset("""just really also always never still usually often actually totally definitely even
+    finally recently already sometimes truly absolutely honestly kinda kind of mostly only especially
+    literally seriously currently generally normally rarely seldom sure each both all once""".split())
+#: After one of these the verb needs no agreement with a third-person subject.
+_NO_AGREEMENT = frozenset("""can could will would should might must may shall did didn't didnt can't cant won't
+    wont couldn't wouldn't shouldn't mustn't used had hadn't was gotta gonna wanna got went made took saw met
+    found bought began held won lost ran wrote gave left came felt told built sold kept taught caught flew
+    drove became chose ate drank grew spent thought brought heard said knew sent paid put let set read fell
+    forgot hung hit hurt sang sat slept spoke stood swam threw understood woke wore lit led lent meant rode
+    rose shot shut stuck struck tore broke bit blew cut dug drew fed fought fled forgave froze hid laid lay
+    quit sank shook sought spread stole swore swept swung wept wound been being""".split())
+_AGREE = {"am": "is", "are": "is", "were": "was", "have": "has", "do": "does", "don't": "doesn't",
+          "dont": "doesn't", "haven't": "hasn't", "havent": "hasn't", "aren't": "isn't", "weren't": "wasn't",
+          "ain't": "isn't", "go": "goes"}
+_FP_WORDS = "I|i|me|Me|my|My|mine|Mine|myself|Myself|we|We|us|Us|our|Our|ours|Ours|ourselves|Ourselves"
+_FIRST_PERSON_RE = re.compile(
+    r"(?<![\w'\u2019\-])(?P<p>" + _FP_WORDS + r")(?:" + _APOS + r"(?P<c>m|ve|ll|d|re))?(?![\w\-]|" + _APOS + r"\w)"
+    r"(?P<rest>(?:\s+(?:" + "|".join(sorted(_ADVERBS, key=len, reverse=True)) + r")\b)*\s+"
+    r"(?!(?:" + _FP_WORDS + r")\b)(?P<v>[a-z]+(?:" + _APOS + r"t)?)\b)?")
+_CONTRACTION = {"m": "is", "ve": "has", "ll": "will", "d": "would", "re": "is"}
+_THEY_CONTRACTION = {"m": "'re", "ve": "'ve", "ll": "'ll", "d": "'d", "re": "'re"}
+
+# A user talking to the agent (no speaker label): the point itself, never "the user ...".
+_USER_FIRST_PERSON = tuple((re.compile(rx, re.I), rep) for rx, rep in (
+    (r"^(?:I|we)(?:" + _APOS + r"d| would)? (?:really |strongly |much |also |generally |usually |definitely )?"
+     r"prefer(?:s)?\s+", "Prefer "),
+    (r"^(?:I|we)(?: have|" + _APOS + r"ve)? (?:decided|agreed|chose) to\s+", ""),
+    (r"^(?:I|we)(?: have|" + _APOS + r"ve)? (?:decided|agreed|settled) on\s+", "Decided on "),
+    (r"^we(?:" + _APOS + r"re| are) (?:now )?using\s+", "Use "),
+    (r"^we (?:now |always |usually )?(?=(?:use|run|deploy|keep|store|moved|migrated|switched|replaced|retired|"
+     r"dropped|went with|picked|chose)\b)", ""),
+    (r"^(?:I|we) (?=(?:always|never)\b)", ""),
+))
 
 # (verb, regex of the phrase between subject and object)
 LEXICON: tuple[tuple[str, str], ...] = (
@@ -81,8 +158,15 @@ def sentences(text: str) -> list[str]:
 def _score_sentence(s: str, known: dict[str, str]) -> float:
     from ..classify import CUES, CORRECTION_RE
 
-    score = sum(c.weight for c in CUES if c.pattern.search(s))
+    score = 0.0
+    for c in CUES:
+        if c.pattern.search(s):
+            # "always/never" is a rule when it governs an action ("never commit to main"), not in
+            # "I'll never forget it" or "you're always welcome".
+            weak = c.name in ("always", "never") and not _RULE_ALWAYS.search(s)
+            score += 0.15 if weak else c.weight
     score += 0.1 * min(3, len(named_things(s, known)))
+    score += 0.02 * min(15, sum(1 for w in re.findall(r"[A-Za-z][\w'\-]+", s) if w.lower() not in STOPWORDS))
     if CORRECTION_RE.search(s):
         score += 0.2
     if s.rstrip().endswith("?"):
@@ -93,16 +177,95 @@ def _score_sentence(s: str, known: dict[str, str]) -> float:
     return score
 
 
-def key_sentence(text: str, known: dict[str, str]) -> str:
+#: First and second person left in a statement (no speaker to resolve them to): not self-contained.
+UNRESOLVED_PERSON = re.compile(r"(?<![\w'\u2019\-])(?:I|(?i:me|my|mine|myself|you|your|yours|yourself))"
+                               r"(?:['\u2019](?:m|ve|ll|d|re))?(?![\w\-])")
+
+
+def key_sentence(text: str, known: dict[str, str], *, speaker: bool = False,
+                 people: frozenset[str] | set[str] = frozenset()) -> str:
+    """The statement's source text: the sentence with the strongest cues (and most content words),
+    with what belongs to it, within `MAX_WORDS`:
+
+    * without a `speaker` (a coding transcript: a user turn mixes separate instructions), the key
+      sentence alone, plus the sentence after it when that one gives the reason ("because ...") or
+      refers back ("It ...", "They ...", "So ..."), and the one before it when the key sentence
+      itself starts by referring back; a sentence in "I/you" (narration, requests to the agent) is
+      the key sentence only when nothing else is;
+    * with a `speaker` (a conversation among people: a turn is one speaker's account), the turn's
+      informative sentences, best first while they fit, kept in their order; greetings, thanks,
+      exclamations and questions are left out, bracketed asides ("[shares a photo: ...]") come
+      last, and interjections and vocatives of `people` ("Wow, Mel! ...") are stripped."""
     sents = sentences(text)
     if not sents:
         return text.strip()
-    best = max(range(len(sents)), key=lambda i: (_score_sentence(sents[i], known), -i))
+    if speaker:
+        return _account(sents, known, people)
+
+    def score(i: int) -> tuple:
+        s = sents[i]
+        person = bool(UNRESOLVED_PERSON.search(user_point(s)))
+        aside = 0.3 if _BRACKETED.match(s) else 0.0
+        return (not person, _score_sentence(s, known) - (0.2 if person else 0.0) - aside, -i)
+
+    best = max(range(len(sents)), key=score)
     s = sents[best]
+    lo = hi = best                            # sents[lo..hi] are in the statement
     # A reason that follows in the next sentence belongs with it.
     if best + 1 < len(sents) and re.match(r"^(because|since|that's because|the reason)\b", sents[best + 1], re.I):
         s = s.rstrip(".") + ", " + sents[best + 1][0].lower() + sents[best + 1][1:]
+        hi += 1
+
+    def joins(sent: str) -> bool:
+        return (not sent.rstrip().endswith("?") and len(sent.split()) >= 3 and not _CHATTER.search(sent)
+                and len(s.split()) + len(sent.split()) <= MAX_WORDS)
+
+    if lo > 0 and _REFERS_BACK.match(_OPENERS.sub("", sents[lo])) and joins(sents[lo - 1]):
+        s = sents[lo - 1] + " " + s
+    while hi + 1 < len(sents) and _REFERS_BACK.match(sents[hi + 1]) and joins(sents[hi + 1]):
+        s = s + " " + sents[hi + 1]
+        hi += 1
     return s
+
+
+def strip_address(sentence: str, people: frozenset[str] | set[str]) -> str:
+    """A sentence without leading interjections ("Wow,", "Thanks!") and without vocatives of
+    `people` ("Mel, ...", "..., Caroline!")."""
+    s = sentence
+    for _ in range(3):
+        before = s
+        s = _INTERJECTION.sub("", s)
+        for name in people:
+            s = re.sub(r"^" + re.escape(name) + r"\s*[,!.:]+\s*", "", s, flags=re.I)
+            s = re.sub(r",\s*" + re.escape(name) + r"\s*(?=[!.?]*$)", "", s, flags=re.I)
+        if s == before:
+            break
+    return s[:1].upper() + s[1:] if s and s is not sentence else s
+
+
+def _account(sents: list[str], known: dict[str, str], people: frozenset[str] | set[str]) -> str:
+    """A speaker's turn as one statement (see `key_sentence`)."""
+    kept: list[tuple[int, str]] = []
+    asides: list[tuple[int, str]] = []
+    for i, raw in enumerate(sents):
+        s = strip_address(raw, people)
+        if _BRACKETED.match(s):
+            asides.append((i, s))
+        elif s and not s.rstrip().endswith("?") and len(s.split()) >= 3 and \
+                not (_CHATTER.search(s) and len(s.split()) < 8) and not (s.endswith("!") and len(s.split()) <= 5):
+            kept.append((i, s))
+    if not kept:
+        kept = [(i, strip_address(x, people) or x) for i, x in enumerate(sents)]
+        kept = [max(kept, key=lambda t: (_score_sentence(t[1], known), -t[0]))]
+    ranked = sorted(kept, key=lambda t: (-_score_sentence(t[1], known), t[0]))
+    chosen: list[tuple[int, str]] = []
+    n = 0
+    for i, s in ranked + asides:
+        w = len(s.split())
+        if not chosen or n + w <= ACCOUNT_WORDS:
+            chosen.append((i, s))
+            n += w
+    return " ".join(s for _, s in sorted(chosen))
 
 
 def _clip_words(s: str, limit: int = MAX_WORDS) -> str:
@@ -117,9 +280,96 @@ def _clip_words(s: str, limit: int = MAX_WORDS) -> str:
     return head.rstrip(" ,;:") + "…"
 
 
-def self_contained(sentence: str, *, speaker: str | None, correction: bool, context_named: list[Named]) -> str:
-    s = sentence.strip().strip("*_ ")
-    s = re.sub(r"^[-*•>]+\s*", "", s)
+def speaker_label(text: str) -> tuple[str | None, str]:
+    """(speaker, text without the label) for a turn like "Caroline: I went ..."; (None, text) when
+    the turn has no label or the label is a heading word (`NOT_SPEAKERS`)."""
+    m = _SPEAKER.match(text or "")
+    if not m or any(w.lower().strip(".'\u2019") in NOT_SPEAKERS for w in m.group(1).split()):
+        return None, text
+    return m.group(1), text[m.end():]
+
+
+def _third_person(verb: str) -> str:
+    """The third-person singular present of a base verb ("love" -> "loves", "try" -> "tries")."""
+    low = verb.lower()
+    if low in _AGREE:
+        return _AGREE[low]
+    if low in _NO_AGREEMENT or low.endswith(("ed", "ly", "n't", "\u2019t")) or not low.isalpha():
+        return verb
+    if re.search(r"(?:s|sh|ch|x|z|o)$", low):
+        return verb + "es"
+    if re.search(r"[^aeiou]y$", low):
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def name_speaker(text: str, speaker: str) -> str:
+    """First person of `speaker` resolved (see module doc): the first mention becomes the name
+    (verb agreed), later ones they/their/them. "we/our/us" are read as the speaker too."""
+    state = {"named": False}
+
+    def cap(word: str, like: str) -> str:
+        return word[0].upper() + word[1:] if like[:1].isupper() and word[:1].islower() else word
+
+    def sub(m: re.Match) -> str:
+        p, c, rest, v = m.group("p"), m.group("c"), m.group("rest") or "", m.group("v")
+        low = p.lower()
+        first = not state["named"]
+        state["named"] = True
+        if low in ("i", "we"):
+            if first:
+                if c:
+                    return f"{speaker} {_CONTRACTION[c]}" + rest
+                if v is not None:
+                    return speaker + rest[: len(rest) - len(v)] + _third_person(v)
+                return speaker + rest
+            at_start = m.start() == 0 or bool(re.search(r"[.!?]\s+$", m.string[:m.start()]))
+            they = "They" if at_start else "they"
+            if c:
+                return they + _THEY_CONTRACTION[c] + rest
+            if v is not None and v.lower() in ("am", "was"):
+                return they + rest[: len(rest) - len(v)] + {"am": "are", "was": "were"}[v.lower()]
+            return they + rest
+        if low in ("my", "our"):
+            word = f"{speaker}'s" if first else cap("their", p)
+            if not first and m.start() and re.search(r"[.!?]\s+$", m.string[:m.start()]):
+                word = "Their"
+        elif low in ("mine", "ours"):
+            word = f"{speaker}'s" if first else "theirs"
+        elif low in ("myself", "ourselves"):
+            word = speaker if first else "themselves"
+        else:  # me, us
+            word = speaker if first else "them"
+        return word + (f"'{c}" if c else "") + rest
+
+    return _FIRST_PERSON_RE.sub(sub, text)
+
+
+def user_point(text: str) -> str:
+    """A user's first-person sentence to the agent stated as the point itself (module doc)."""
+    for rx, rep in _USER_FIRST_PERSON:
+        new = rx.sub(rep, text, count=1)
+        if new != text:
+            return new
+    return text
+
+
+def self_contained(sentence: str, *, speaker: str | None, correction: bool, context_named: list[Named],
+                   user: bool = False) -> str:
+    """The key sentence as a card statement (see module doc). `speaker`: the passage's speaker
+    label; `user`: a user turn without one (first person stated as the point)."""
+    return _self_contained(sentence, speaker=speaker, correction=correction, context_named=context_named,
+                           user=user)[0]
+
+
+def _self_contained(sentence: str, *, speaker: str | None, correction: bool, context_named: list[Named],
+                    user: bool = False) -> tuple[str, bool]:
+    """(statement, whether it drew on the request: a leading pronoun replaced from the context)."""
+    used_context = False
+    s = sentence.strip()
+    s = re.sub(r"^[-*•>]+\s+", "", s)
+    s = re.sub(r"^(?:\*\*|__)?[^*_:\n]{1,40}?(?:\*\*|__):\s+", "", s)    # a bold "**Label**: " heading
+    s = re.sub(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1", r"\2", s).strip("*_ ")    # **bold** -> bold
     for _ in range(3):
         before = s
         s = _OPENERS.sub("", s)
@@ -128,18 +378,23 @@ def self_contained(sentence: str, *, speaker: str | None, correction: bool, cont
         s = _RULE_OPENERS.sub("", s)
         if s == before:
             break
-    m = _SPEAKER.match(s)
-    if m:
-        speaker = speaker or m.group(1)
-        s = s[m.end():]
+    label, rest = speaker_label(s)
+    if label:
+        speaker = speaker or label
+        s = rest
     if speaker:
-        for rx, rep in _FIRST_PERSON:
-            s = re.sub(rx, rep.format(S=speaker), s)
-    elif _I_PREFER.match(s):
-        s = _I_PREFER.sub(lambda mm: "The user " + mm.group(1).lower() + ("s" if not mm.group(1).lower().endswith("s") else "es"), s)
+        s = name_speaker(s, speaker)
+        if not re.search(r"(?<![\w\-])" + re.escape(speaker) + r"(?![\w\-])", s):
+            # Nothing in it names the speaker: say whose account it is.
+            head = s.split(" ", 1)[0].strip(",.!;:").lower()
+            common = head in STOPWORDS or head.endswith("ly") or head in _COMMON_STARTS
+            s = f"According to {speaker}, " + (s[0].lower() + s[1:] if common and s[1:2].islower() else s)
+    elif user:
+        s = user_point(s)
     pm = _LEADING_PRONOUN.match(s)
     if pm and context_named:
         s = context_named[0].name + " " + s[pm.end():]
+        used_context = True
     s = re.sub(r"\s+", " ", s).strip()
     s = _clip_words(s)
     first = s.split(" ", 1)[0] if s else ""
@@ -147,7 +402,7 @@ def self_contained(sentence: str, *, speaker: str | None, correction: bool, cont
         s = s[0].upper() + s[1:]
     if s and s[-1] not in ".!?…":
         s += "."
-    return s
+    return s, used_context
 
 
 def _pronoun_subject(text_before: str) -> bool:
@@ -240,6 +495,12 @@ class OfflineWriter:
 
     name = "offline"
     model_backed = False
+    #: One call per exchange (module doc): no model call to save, so the cap applies per exchange.
+    call_per_exchange = True
+
+    def __init__(self) -> None:
+        #: Speakers seen in this run's labelled turns (their names are vocatives to strip elsewhere).
+        self._people: set[str] = set()
 
     def write_many(self, requests: list[WriteRequest], budget) -> Iterator[WriteResult]:
         return sequential(self, requests, budget)
@@ -252,29 +513,41 @@ class OfflineWriter:
         cards: list[CardDraft] = []
         by_norm: dict[str, int] = {}
         known = request.known_entities
+        user_turns = {c.passage.message_id: c.label for c in request.candidates if c.passage.kind == "user"}
         for cand in ranked:
             j, p = cand.judgement, cand.passage
             if j.category == "none":
                 continue
-            sent = key_sentence(p.text, known)
+            speaker, body = speaker_label(p.text) if p.kind == "user" else (None, p.text)
+            if speaker:
+                self._people.add(speaker)
+            people = self._people | {n for n, t in known.items() if t == "person"}
+            sent = key_sentence(body, known, speaker=bool(speaker), people=people)
             context_named = named_things(p.context, known) if p.context else []
-            statement = self_contained(sent, speaker=None, correction=j.correction, context_named=context_named)
-            if len(statement.split()) < 3:
-                continue
+            statement, drew = _self_contained(sent, speaker=speaker, correction=j.correction,
+                                              context_named=context_named, user=p.kind == "user")
+            if len(statement.split()) < 3 or (not speaker and UNRESOLVED_PERSON.search(statement)):
+                continue   # "I'm new here", "I'll import the bucket": nothing a future session can use
+            evidence = [cand.label]
+            if drew and p.kind != "user" and user_turns.get(p.exchange) not in (None, cand.label):
+                evidence.append(user_turns[p.exchange])
             norm = _norm(statement)
             if norm in by_norm:
                 card = cards[by_norm[norm]]
-                if cand.label not in card.evidence:
-                    card.evidence.append(cand.label)
+                card.evidence.extend(e for e in evidence if e not in card.evidence)
                 continue
             if len(cards) >= cap:
                 continue
             ents = named_things(statement, known)
-            entity_drafts = [EntityDraft(name=e.name, type=e.type) for e in ents]
+            if speaker and re.search(r"(?<![\w\-])" + re.escape(speaker) + r"(?![\w\-])", statement) and \
+                    not any(e.name.lower() == speaker.lower() for e in ents):
+                ents.insert(0, Named(speaker, "person", statement.find(speaker)))
+            entity_drafts = [EntityDraft(name=e.name, type="person" if speaker and e.name == speaker else e.type)
+                             for e in ents]
             category = "correction" if j.correction else _sentence_category(sent, p, j.category)
             cards.append(CardDraft(
                 statement=statement, category=category, importance=j.importance,
-                entities=entity_drafts, relations=relations(statement, ents), evidence=[cand.label],
+                entities=entity_drafts, relations=relations(statement, ents), evidence=evidence,
                 quote=sent[:200]))
             by_norm[norm] = len(cards) - 1
         return WriteResult(request.id, cards=cards)
