@@ -10,11 +10,20 @@ and the wall time of whole `reverie hook user-prompt-submit` processes next to
 `python3 -c "import sqlite3"` (and the venv's python) in the same run.
 
 locomo: each LoCoMo conversation becomes one agent (bench/locomo.py converts it to Claude Code
-transcripts), indexed and consolidated with the offline writer; every question of categories 1-4
-is a prompt. Score = share of the question's evidence turns cited by the evidence of the cards
-recall injected, at 500 and 2,000 tokens (chars / 4) of injected text, next to two raw-turn
-baselines cut at the same budget: BM25 over turns, and BM25 fused with model2vec cosine by RRF
-(k = 60).
+transcripts), indexed and consolidated with the offline writer (settings `embedding_model` = the
+shared model2vec model, so cards get its vectors); every question of categories 1-4 is a prompt.
+Score = share of the question's evidence turns cited by the evidence of the cards recall injected,
+at 500 and 2,000 tokens (chars / 4) of injected text, next to two raw-turn baselines cut at the same
+budget: BM25 over turns, and BM25 fused with model2vec cosine by RRF (k = 60). Recall runs with the
+bench budgets `Budgets().scaled(chars)` (item caps raised so the character budget binds) on:
+
+* "recall": a copy of each agent db with the lifecycle's faded cards made active again (LoCoMo
+  spans months, so by question time one-off memories older than 30 days have faded, by design);
+* "recall, lifecycle as is": the db as consolidation left it (faded cards are not recalled);
+* "recall, no vectors": the revived copy, lexical and entity ranking only.
+
+Tables are printed for the dev split (the five conversations the recall and writer heuristics were
+tuned on: DEV_SAMPLES), the held-out five, and all ten.
 """
 
 from __future__ import annotations
@@ -42,6 +51,8 @@ VERBS = ("uses", "depends_on", "runs_on", "hosts", "deploys_to", "stores_data_in
          "writes_to", "calls", "part_of", "owns", "configures", "requires", "replaces", "fixes",
          "breaks", "affects", "prefers", "decided_on", "rejected")
 TYPES = ("service", "host", "library", "tool", "repo", "file", "person", "concept", "product")
+#: The conversations recall and the offline writer were tuned on; the other five are held out.
+DEV_SAMPLES = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
 
 
 def pct(values: list[float], p: float) -> float:
@@ -362,7 +373,23 @@ def _cut(turns: list, order: list[int], budget: int) -> set[str]:
     return out
 
 
+def _revived_copy(db: Path, copy: Path) -> Path:
+    """A copy of an agent db with its faded cards active again (see the module doc)."""
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    copy.unlink(missing_ok=True)
+    src = sqlite3.connect(db)
+    dst = sqlite3.connect(copy)
+    src.backup(dst)
+    src.close()
+    dst.execute("UPDATE cards SET status = 'active' WHERE status = 'faded'")
+    dst.commit()
+    dst.close()
+    return copy
+
+
 def locomo_quality(args: argparse.Namespace) -> None:
+    import re
+
     from bench import locomo
     from graph.embed import Model2VecEmbedder
     from graph.recall import Budgets, recall
@@ -378,10 +405,14 @@ def locomo_quality(args: argparse.Namespace) -> None:
     emb = Model2VecEmbedder(str(MODEL))
     lite = LiteEmbedder(MODEL, work / "cache")
     budgets_tokens = (500, 2000)
-    methods = ("bm25 turns", "bm25+m2v rrf turns", "recall", "recall, no vectors", "cited by any card")
+    methods = ("bm25 turns", "bm25+m2v rrf turns", "recall", "recall, lifecycle as is", "recall, no vectors",
+               "cited by any card")
+    splits = {"dev": set(DEV_SAMPLES), "held-out": {s["sample_id"] for s in data} - set(DEV_SAMPLES),
+              "all": {s["sample_id"] for s in data}}
     scores: dict[tuple, list[float]] = {}
     sizes: dict[tuple, list[int]] = {}
-    cards_total = faded_total = 0
+    counts = {name: [0, 0] for name in splits}       # cards, faded
+    embedders = {}
     for sample in data:
         sid = sample["sample_id"]
         if samples and sid not in samples:
@@ -391,24 +422,18 @@ def locomo_quality(args: argparse.Namespace) -> None:
         if not db.exists():
             print(f"  no agent db for {sid}: skipped", file=sys.stderr)
             continue
+        in_splits = [name for name, members in splits.items() if sid in members]
         with sqlite3.connect(db) as conn:
-            cards_total += conn.execute("SELECT count(*) FROM cards").fetchone()[0]
-            faded_total += conn.execute("SELECT count(*) FROM cards WHERE status = 'faded'").fetchone()[0]
-        if not args.keep_faded:
-            # Retrieval is measured over everything learned: LoCoMo spans months, so by its last
-            # session the lifecycle has faded every one-off memory older than 30 days (by design:
-            # faded memories are kept but not recalled). Work on a copy with them active again.
-            copy = work / "locomo-revived" / f"{agent}.db"
-            copy.parent.mkdir(parents=True, exist_ok=True)
-            src = sqlite3.connect(db)
-            dst = sqlite3.connect(copy)
-            src.backup(dst)
-            src.close()
-            dst.execute("UPDATE cards SET status = 'active' WHERE status = 'faded'")
-            dst.commit()
-            dst.close()
-            db = copy
-        cites, behind = _card_turns(db)
+            n_cards = conn.execute("SELECT count(*) FROM cards").fetchone()[0]
+            n_faded = conn.execute("SELECT count(*) FROM cards WHERE status = 'faded'").fetchone()[0]
+            stored = conn.execute("SELECT value FROM graph_meta WHERE key = 'embedder'").fetchone()
+        for name in in_splits:
+            counts[name][0] += n_cards
+            counts[name][1] += n_faded
+        embedders[stored[0] if stored else None] = embedders.get(stored[0] if stored else None, 0) + 1
+        vec_embedder = lite if stored and stored[0] == lite.id else LexicalLite()
+        revived = _revived_copy(db, work / "locomo-revived" / f"{agent}.db")
+        cites, behind = _card_turns(revived)
         reachable = set().union(*cites.values()) if cites else set()
         turns = list(locomo.iter_turns(sample))
         known = {t.dia_id for t in turns}
@@ -417,52 +442,60 @@ def locomo_quality(args: argparse.Namespace) -> None:
         mem.executemany("INSERT INTO t(rowid, text) VALUES (?, ?)", [(i + 1, t.text) for i, t in enumerate(turns)])
         _turn_rankings.conn = mem
         turn_vecs = emb.encode([t.text for t in turns])
+
+        def add(label: str, tokens: int, cat: int, share: float) -> None:
+            for name in in_splits:
+                scores.setdefault((name, label, tokens, cat), []).append(share)
+                scores.setdefault((name, label, tokens, "all"), []).append(share)
+
         for qa in sample["qa"]:
             cat = qa.get("category")
             if cat not in (1, 2, 3, 4):
                 continue
-            gold = {p for ev in qa.get("evidence") or [] for p in __import__("re").split(r"[;,\s]+", ev)} & known
+            gold = {p for ev in qa.get("evidence") or [] for p in re.split(r"[;,\s]+", ev)} & known
             if not gold:
                 continue
             question = qa["question"]
             for tokens in budgets_tokens:
-                share = len(reachable & gold) / len(gold)
-                scores.setdefault(("cited by any card", tokens, cat), []).append(share)
-                scores.setdefault(("cited by any card", tokens, "all"), []).append(share)
+                add("cited by any card", tokens, cat, len(reachable & gold) / len(gold))
             bm25, rrf = _turn_rankings(turns, question, emb, turn_vecs)
             for tokens in budgets_tokens:
                 chars = tokens * 4
                 got = {"bm25 turns": _cut(turns, bm25, chars), "bm25+m2v rrf turns": _cut(turns, rrf, chars)}
-                stored = sqlite3.connect(db).execute("SELECT value FROM graph_meta WHERE key = 'embedder'").fetchone()
-                vec_embedder = lite if stored and stored[0] == lite.id else LexicalLite()
-                for label, e in (("recall", vec_embedder), ("recall, no vectors", None)):
-                    b = Budgets().scaled(chars)
-                    b = Budgets(**{**b.as_dict(), "standing_items": 50, "notes_items": 50, "entities": 8})
-                    out = recall(db, question, budgets=b, embedder=e)
+                b = Budgets().scaled(chars)
+                b = Budgets(**{**b.as_dict(), "standing_items": 50, "notes_items": 50, "entities": 8})
+                for label, path, e in (("recall", revived, vec_embedder), ("recall, lifecycle as is", db, vec_embedder),
+                                       ("recall, no vectors", revived, None)):
+                    out = recall(path, question, budgets=b, embedder=e)
                     ids = [c["id"] for c in out["standing"]] + [c["id"] for c in out["notes"]]
                     for ent in out["entities"]:
                         for r in ent["relations"]:
                             ids.extend(behind.get((r["subject"], r["verb"], r["object"]), ()))
                     got[label] = set().union(*(cites.get(i, set()) for i in ids)) if ids else set()
-                    sizes.setdefault((label, tokens), []).append(len(out["text"]))
+                    for name in in_splits:
+                        sizes.setdefault((name, label, tokens), []).append(len(out["text"]))
                 for label, found in got.items():
-                    share = len(found & gold) / len(gold)
-                    scores.setdefault((label, tokens, cat), []).append(share)
-                    scores.setdefault((label, tokens, "all"), []).append(share)
+                    add(label, tokens, cat, len(found & gold) / len(gold))
     names = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", "all": "overall"}
-    n_q = len(scores.get(("recall", 500, "all"), []))
-    print(f"\nLoCoMo, categories 1-4: {n_q} questions, {cards_total} cards (offline writer), {faded_total} of "
-          f"them faded by the lifecycle ({'kept faded' if args.keep_faded else 'revived for this measure'}). "
-          "Share of each question's evidence turns found, mean over questions; 'cited by any card' is the "
-          "ceiling the cards allow at any budget.")
-    for tokens in budgets_tokens:
-        print(f"\nwithin {tokens} tokens ({tokens * 4} chars) of injected text")
-        print(f"{'method':<22}" + "".join(f"{names[c]:>13}" for c in (1, 2, 3, 4, "all")) + f"{'mean chars':>12}")
-        for m in methods:
-            row = "".join(f"{statistics.mean(scores[(m, tokens, c)]):>13.3f}" if scores.get((m, tokens, c)) else f"{'-':>13}"
-                          for c in (1, 2, 3, 4, "all"))
-            size = f"{statistics.mean(sizes[(m, tokens)]):>12.0f}" if (m, tokens) in sizes else f"{'':>12}"
-            print(f"{m:<22}{row}{size}")
+    print(f"\nLoCoMo, categories 1-4. Card vectors: {embedders}. Share of each question's evidence turns "
+          "found, mean over questions; 'cited by any card' is the ceiling the cards allow at any budget; "
+          "'recall' revives the cards the lifecycle faded, 'recall, lifecycle as is' does not.")
+    for name in ("dev", "held-out", "all"):
+        n_q = len(scores.get((name, "recall", 500, "all"), []))
+        if not n_q:
+            continue
+        members = ", ".join(sorted(splits[name] & ({s for s in samples} if samples else splits[name])))
+        print(f"\n=== {name}: {members}; {n_q} questions, {counts[name][0]} cards (offline writer), "
+              f"{counts[name][1]} faded by the lifecycle at question time")
+        for tokens in budgets_tokens:
+            print(f"within {tokens} tokens ({tokens * 4} chars) of injected text")
+            print(f"{'method':<26}" + "".join(f"{names[c]:>13}" for c in (1, 2, 3, 4, "all")) + f"{'mean chars':>12}")
+            for m in methods:
+                row = "".join(f"{statistics.mean(scores[(name, m, tokens, c)]):>13.3f}"
+                              if scores.get((name, m, tokens, c)) else f"{'-':>13}" for c in (1, 2, 3, 4, "all"))
+                size = (f"{statistics.mean(sizes[(name, m, tokens)]):>12.0f}" if (name, m, tokens) in sizes
+                        else f"{'':>12}")
+                print(f"{m:<26}{row}{size}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -482,8 +515,6 @@ def main(argv: list[str] | None = None) -> None:
     loc.add_argument("--sample", action="append", help="only these sample ids (repeatable)")
     loc.add_argument("--work", default="/tmp/reverie-recall-bench")
     loc.add_argument("--rebuild", action="store_true")
-    loc.add_argument("--keep-faded", action="store_true",
-                     help="recall as the lifecycle left the cards (most LoCoMo memories are faded by the end)")
     loc.set_defaults(fn=locomo_quality)
     args = ap.parse_args(argv)
     args.fn(args)

@@ -315,6 +315,9 @@ def transcript_findings(texts: list[str], total_bytes: int) -> int:
 # --------------------------------------------------------------------------- throughput
 
 
+_TEXTS: tuple = ()
+
+
 def throughput(lines: list[str], mb: float, rows: list[dict]) -> dict:
     from redact.engine import Redactor
     from redact.memory import SecretMemory
@@ -342,6 +345,16 @@ def throughput(lines: list[str], mb: float, rows: list[dict]) -> dict:
 
     print(f"\n== throughput (one core, one redact() call per line / row)")
     run(r, corpus, "transcripts, no remembered secrets")
+    blocks: list[str] = []
+    size = 0
+    texts, _, _ = fixture_texts(DEFAULT_FIXTURES) if not _TEXTS else _TEXTS
+    while size < target:
+        for t in texts:
+            blocks.append(t)
+            size += len(t.encode("utf-8", "surrogateescape"))
+            if size >= target:
+                break
+    run(r, blocks, "transcript text blocks (each JSON string), no remembered")
     secret_texts = [row["text"] for row in rows]
     run(r, secret_texts * max(1, int(2e6 // max(1, sum(map(len, secret_texts))))), "secret corpus (all rows, repeated to >= 2 MB)")
     with tempfile.TemporaryDirectory(prefix="redact-bench-mem-") as tmp:
@@ -350,7 +363,10 @@ def throughput(lines: list[str], mb: float, rows: list[dict]) -> dict:
         import string
 
         alphabet = string.ascii_letters + string.digits + "_-"
+        from redact.shapes import credential_like
+
         values = ["".join(pysecrets.choice(alphabet) for _ in range(12 + i % 40)) for i in range(100_000)]
+        values = [v for v in values if credential_like(v)]  # what remember() accepts
         t0 = time.perf_counter()
         added = mem.remember(values)
         print(f"  remembered {added} random secrets in {time.perf_counter() - t0:.2f} s")
@@ -393,6 +409,8 @@ def main(argv: list[str] | None = None) -> int:
         summary["gitleaks"] = g["reverie"]
         summary["detect_secrets"] = d["reverie"]
     texts, lines, total = fixture_texts(args.fixtures)
+    global _TEXTS
+    _TEXTS = (texts, lines, total)
     if args.only in (None, "transcripts"):
         summary["transcript_findings"] = transcript_findings(texts, total)
         summary["transcript_mb"] = total / 1e6

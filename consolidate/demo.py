@@ -105,7 +105,7 @@ def step_conversation(demo: Demo) -> None:
 
 
 def step_secrets(demo: Demo) -> None:
-    demo.section("5. Secrets: the planted fake AWS key never reached the disk")
+    demo.section("11. Secrets: the planted fake AWS key never reached the disk (db, WAL, logs, recall log)")
     mod = _load_samples_module()
     planted = getattr(mod, "PLANTED_SECRETS", ()) if mod else ()
     hits = 0
@@ -127,17 +127,97 @@ def step_secrets(demo: Demo) -> None:
                             demo.out(f"  {ln}")
 
 
-def step_next(demo: Demo) -> None:
-    """Consolidation and recall join here as they land (see the module docstring)."""
-    import importlib.util
-
-    missing = [name for name in ("consolidate.pipeline", "graph.recall") if importlib.util.find_spec(name) is None]
-    if missing:
-        demo.section("6. Consolidation and recall")
-        demo.out(f"(not built yet: {', '.join(missing)})")
+def _busiest_agent(demo: Demo) -> dict | None:
+    agents = demo.state.get("agents") or []
+    return max(agents, key=lambda a: (a["conversations"], a["id"])) if agents else None
 
 
-STEPS: list[Callable[[Demo], None]] = [step_samples, step_index, step_agents, step_conversation, step_secrets, step_next]
+def step_consolidate(demo: Demo) -> None:
+    from .pipeline import consolidate_agent
+
+    demo.section("6. Consolidate offline: passages -> cards -> graph (reverie consolidate --now --all)")
+    for agent in demo.state.get("agents") or []:
+        s = consolidate_agent(demo.home, agent["id"], writer="offline", trigger="now")
+        rejected = sum((s.get("cards_rejected") or {}).values())
+        demo.out(f"  {agent['id']}: {s['conversations']} conversations, {s['passages']} passages, "
+                 f"{s['candidates']} candidates -> {s['cards_written']} cards written, {rejected} rejected, "
+                 f"${s['cost_usd']:.2f}")
+    again = [consolidate_agent(demo.home, a["id"], writer="offline", trigger="now")["cards_written"]
+             for a in demo.state.get("agents") or []]
+    demo.out(f"Second run over unchanged transcripts: {sum(again)} cards written.")
+
+
+def step_cards(demo: Demo) -> None:
+    from graph.store import active_cards
+
+    from .paths import agent_db_path
+    from .store import open_db
+
+    demo.section("7. Memory cards (reverie export --markdown DIR shows them as Markdown)")
+    for agent in demo.state.get("agents") or []:
+        db = open_db(agent_db_path(demo.home, agent["id"]))
+        try:
+            cards = active_cards(db.conn)
+        finally:
+            db.conn.close()
+        demo.out(f"  {agent['id']} ({len(cards)} cards)")
+        for c in cards:
+            demo.out(f"    #{c['id']} [{c['category']}, confidence {c['confidence']:.2f}, "
+                     f"{c['sessions']} session{'s' if c['sessions'] != 1 else ''}] {c['statement']}")
+
+
+def step_graph(demo: Demo) -> None:
+    from graph import view
+    from graph.entities import find_entity
+
+    from .paths import agent_db_path
+    from .store import open_db
+
+    agent = _busiest_agent(demo)
+    if not agent:
+        return
+    name = "auth-service"
+    demo.section(f"8. The graph around {name} (reverie graph {name} --agent {agent['id']})")
+    db = open_db(agent_db_path(demo.home, agent["id"]))
+    try:
+        entity = find_entity(db, name)
+        if entity is None:
+            demo.out(f"  ({name} is not an entity of {agent['id']})")
+            return
+        demo.out(view.format_text(view.entity_report(db, entity["id"])))
+    finally:
+        db.conn.close()
+
+
+SAMPLE_PROMPT = "Deploy the PDF export worker for billing-api and run the new job-table migration."
+
+
+def step_recall(demo: Demo) -> None:
+    from .hook import build_injection
+
+    agent = _busiest_agent(demo)
+    if not agent:
+        return
+    session = "demo-session"
+    for title, event, payload in (
+        ("9. What the SessionStart hook injects (reverie hook session-start)", "session-start",
+         {"session_id": session, "cwd": agent["cwd"], "hook_event_name": "SessionStart", "source": "startup"}),
+        (f"10. What the UserPromptSubmit hook injects for: {SAMPLE_PROMPT!r}", "user-prompt-submit",
+         {"session_id": session, "cwd": agent["cwd"], "hook_event_name": "UserPromptSubmit", "prompt": SAMPLE_PROMPT}),
+    ):
+        demo.section(title)
+        built = build_injection(event, payload, demo.home)
+        if built is None:
+            demo.out("  (nothing to inject)")
+            continue
+        output, _agent, _entry = built
+        demo.out(output["hookSpecificOutput"]["additionalContext"])
+
+
+STEPS: list[Callable[[Demo], None]] = [
+    step_samples, step_index, step_agents, step_conversation, step_consolidate, step_cards, step_graph,
+    step_recall, step_secrets,
+]
 
 
 def prepare_home(home: Path) -> None:
@@ -170,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     for step in STEPS:
         step(demo)
     print("")
-    print(f"Done. Explore with: reverie --home {home} agents | show conversation ID | doctor")
+    print(f"Done. Explore with: reverie --home {home} agents | search QUERY | graph ENTITY | recall --agent ID --prompt TEXT | doctor")
     return 0
 
 

@@ -48,15 +48,17 @@ def strength(sessions: int, status: str) -> str:
 
 
 def fade(db: Any, *, now: datetime | str, days: int = FADE_AFTER_DAYS) -> list[int]:
-    """Fade every active, unpinned card seen in one session only, never recalled, last seen more
-    than `days` before `now`. Returns the faded ids (relation weights are recomputed)."""
+    """Fade every active, unpinned card seen in one session only, never recalled, last seen AND
+    learned more than `days` before `now`: a card learned from old history (a first backfill of
+    months of transcripts) gets its `days` to be recalled before it fades, like any other.
+    Returns the faded ids (relation weights are recomputed)."""
     conn = connection(db)
     now_s = utc_iso(now)
     cutoff = utc_iso(parse_time(now_s) - timedelta(days=days))
     with transaction(conn):
         ids = [cid for (cid,) in conn.execute(
             """SELECT id FROM cards WHERE status = 'active' AND sessions < ? AND access_count = 0 AND pinned = 0
-               AND last_seen_at < ?""", (RECURRING_SESSIONS, cutoff))]
+               AND last_seen_at < ? AND created_at < ?""", (RECURRING_SESSIONS, cutoff, cutoff))]
         for cid in ids:
             conn.execute("UPDATE cards SET status = 'faded', status_at = ?, updated_at = ? WHERE id = ?",
                          (now_s, now_s, cid))

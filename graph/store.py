@@ -257,3 +257,16 @@ def m002_recall_indexes(db: sqlite_utils.Database) -> None:
         "CREATE INDEX IF NOT EXISTS cards_recall_standing "
         "ON cards(status, category, pinned, sessions, importance, last_seen_at)"
     )
+
+
+def active_cards(conn: Any, *, limit: int | None = None) -> list[dict[str, Any]]:
+    """Active cards, strongest first (sessions, then confidence, then newest), with their entities."""
+    sql = """SELECT c.id, c.statement, c.category, c.confidence, c.sessions, c.said_at,
+                    (SELECT group_concat(e.name, ', ') FROM card_entities ce JOIN entities e ON e.id = ce.entity_id
+                      WHERE ce.card_id = c.id) AS entities
+             FROM cards c WHERE c.status = 'active'
+             ORDER BY c.sessions DESC, c.confidence DESC, c.said_at DESC, c.id"""
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    cols = ("id", "statement", "category", "confidence", "sessions", "said_at", "entities")
+    return [dict(zip(cols, row)) for row in connection(conn).execute(sql).fetchall()]

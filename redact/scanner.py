@@ -12,6 +12,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from dataclasses import dataclass
@@ -72,8 +73,10 @@ _KEY_COMPOUNDS = ("apikey", "accesskey", "secretkey", "privatekey", "authkey", "
                   "accountkey", "appkey", "licensekey", "serverkey", "sharedaccesskey", "signingkey",
                   "encryptionkey", "sessionkey", "hmackey", "restkey", "devkey", "userkey", "ingestkey")
 _PROVIDER_SET = tuple(sorted({p.replace("_", "") for p in PROVIDERS if len(p) >= 4}, key=len, reverse=True))
+_PROVIDER_START = re.compile("(?:" + "|".join(re.escape(p) for p in _PROVIDER_SET) + ")")
 
 
+@functools.lru_cache(maxsize=8192)
 def classify_key(key: str) -> tuple[str, str] | None:
     """(tier, label) for a key that names a secret, else None.
 
@@ -89,7 +92,7 @@ def classify_key(key: str) -> tuple[str, str] | None:
     if not segs:
         return None
     flat = "".join(segs)
-    provider = any(s.startswith(p) for s in segs for p in _PROVIDER_SET)
+    provider = any(_PROVIDER_START.match(s) for s in segs)
     if segs[-1] in _EXCLUDED_LAST:
         # "sumologic_access_id", "MessageBirdClientID": provider ids are credentials too
         if provider and segs[-1] in ("id", "ids", "login"):

@@ -139,8 +139,12 @@ def is_code_like(value: str) -> bool:
     v = value.strip()
     if not v:
         return True
-    if _RE_CODE.match(v) and not any(ch.isdigit() for ch in v.split("(", 1)[0]):
-        return True
+    if _RE_CODE.match(v):
+        head, paren, _ = v.partition("(")
+        if paren and ("." in head or "_" in head or "::" in head):
+            return True  # a call: Base64.url_encode64(...), os.getenv(...)
+        if not any(ch.isdigit() for ch in head):
+            return True
     return is_wordy(v)
 
 

@@ -130,3 +130,12 @@ def test_missing_recall_log_is_nothing_to_do(db, tmp_path):
     assert lifecycle.maintain(db, now=T0, recall_log=tmp_path / "none.jsonl") == {
         "recall_lines": 0, "recall_recalls": 0, "recall_entities": 0, "recall_unknown": 0, "recall_bad": 0,
         "recall_revived": 0, "faded": 0}
+
+
+def test_a_card_learned_from_old_history_gets_its_thirty_days_from_when_it_was_learned(db):
+    learned = T0 + timedelta(days=90)          # a first backfill of transcripts three months old
+    MergeSession(db).merge(note("The billing-api PDF worker runs on batch-02.", "s1", T0), now=learned)
+    assert lifecycle.fade(db, now=learned + timedelta(days=1)) == []
+    assert lifecycle.fade(db, now=learned + timedelta(days=29)) == []
+    assert lifecycle.fade(db, now=learned + timedelta(days=31)) == [1]
+    assert cards(db) == [(1, "faded", 1, 0, 0)]
