@@ -23,7 +23,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -139,18 +138,9 @@ def _registry_lock(home: Path) -> Iterator[None]:
 
 
 def _save_registry(home: Path, data: dict) -> None:
-    path = registry_path(home)
-    fd, tmp = tempfile.mkstemp(prefix=".agents.", dir=str(home))
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    from .files import write_json_atomic
+
+    write_json_atomic(registry_path(home), data, sort_keys=True)
 
 
 def _new_id(cwd: str, taken: set[str]) -> str:

@@ -306,7 +306,7 @@ def install(path: Path, command: str) -> dict[str, Any]:
     """Merge our hooks into the settings file at `path` (created if absent). The previous file is
     copied to `<name>.reverie-backup-<UTC time>` first; nothing is written when nothing changes."""
     import shutil
-    import tempfile
+    from .files import write_json_atomic
 
     from .errors import ReverieError
 
@@ -338,17 +338,5 @@ def install(path: Path, command: str) -> dict[str, Any]:
         shutil.copy2(path, backup)
         summary["backup"] = str(backup)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(merged, fh, indent=2, ensure_ascii=False)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_json_atomic(path, merged, mode=mode)
     return summary

@@ -52,7 +52,6 @@ import logging
 import os
 import re
 import sqlite3
-import tempfile
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -62,6 +61,7 @@ from typing import Any, Callable
 from . import agents as _agents
 from . import settings as _settings
 from .errors import ReverieError
+from .files import write_json_atomic
 from .paths import agent_db_path, default_projects_dir, secrets_dir
 from .source import Parsed, Record, TranscriptFile, clip, discover, first_prompt_text, is_own_session_prompt, parse_line
 
@@ -194,19 +194,8 @@ def _save_ignored(home: Path, marks: dict[str, Mark]) -> None:
     path = home / IGNORED_NAME
     if not marks and not path.exists():
         return
-    home.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".index-ignored.", dir=str(home))
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"version": 1, "files": {p: m.as_json() for p, m in sorted(marks.items())}}, fh)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_json_atomic(path, {"version": 1, "files": {p: m.as_json() for p, m in sorted(marks.items())}},
+                      indent=None)
 
 
 _SOURCE_COLS = ("path", "kind", "conversation", "dev", "inode", "size", "mtime_ns", "offset", "lines",

@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -93,21 +92,9 @@ def load_settings(home: Path) -> dict[str, Any]:
 
 def save_settings(home: Path, data: dict[str, Any]) -> Path:
     """Write settings atomically with mode 0600; returns the path."""
-    path = settings_path(home)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".settings.", dir=str(path.parent))
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from .files import write_json_atomic
+
+    path = write_json_atomic(settings_path(home), data, sort_keys=True)
     os.chmod(path, 0o600)
     return path
 

@@ -21,16 +21,15 @@ Rules (docs/trust.md has the full text and the reasons):
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import json
 import logging
 import math
-import re
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Sequence
+
+from .db import connection, transaction  # noqa: F401  (transaction: part of this module's API)
 
 log = logging.getLogger(__name__)
 
@@ -98,36 +97,7 @@ def _now(now: datetime | None) -> datetime:
     return parse_ts(now) if now is not None else utcnow()  # type: ignore[return-value]
 
 
-def _conn(db: Any) -> sqlite3.Connection:
-    return getattr(db, "conn", db)
-
-
-_savepoints = itertools.count(1)
-
-
-@contextlib.contextmanager
-def transaction(db: Any) -> Iterator[sqlite3.Connection]:
-    """BEGIN IMMEDIATE ... COMMIT, or a SAVEPOINT inside a transaction the caller already holds; on
-    any exception everything done inside is rolled back and the exception propagates."""
-    conn = _conn(db)
-    if conn.in_transaction:
-        name = f"trust_sp_{next(_savepoints)}"
-        conn.execute(f"SAVEPOINT {name}")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute(f"ROLLBACK TO {name}")
-            conn.execute(f"RELEASE {name}")
-            raise
-        conn.execute(f"RELEASE {name}")
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn
-    except BaseException:
-        conn.rollback()
-        raise
-    conn.commit()
+_conn = connection
 
 
 # --- confidence arithmetic --------------------------------------------------------------------------

@@ -35,6 +35,8 @@ from .scanner import Scanner, Span, merge_spans
 logger = logging.getLogger(__name__)
 
 LANGUAGE = "en"
+#: Shorter texts cannot contain a finding: remembered values have >= 8 chars, rules need more.
+MIN_SECRET_TEXT = 8
 
 # Recognizer categories: rule kinds grouped the way the issue lists them.
 CATEGORIES: dict[str, tuple[str, ...]] = {
@@ -182,8 +184,8 @@ class Redactor:
             text = bytes(text).decode("utf-8", "surrogateescape")
         elif not isinstance(text, str):
             text = str(text)
-        if not text:
-            return Redaction(text)
+        if len(text) < MIN_SECRET_TEXT:
+            return Redaction(text)  # too short to hold any key/value or token we detect or remember
         spans = self.detect(text)
         learned = 0
         values = [text[s.start:s.end] for s in spans]

@@ -2,7 +2,8 @@
 
 Every rule has lower-case keywords (for the Aho-Corasick prefilter: a rule's regex runs only on a
 text that contains one of its keywords) and an RE2 pattern (linear time, compiled as Latin-1 bytes).
-Rules are written per provider or per shape, never per test case; gitleaks' and detect-secrets'
+A rule without keywords (a short or punctuation-only prefix would hit almost every text) runs on
+every text that reached the scanner. Rules are written per provider or per shape, never per test case; gitleaks' and detect-secrets'
 public rule sets were the source of the provider prefixes and lengths.
 
 Kinds (how `redact.scanner` turns a match into a span to redact):
@@ -131,7 +132,7 @@ RULES: tuple[Rule, ...] = (
     _tok("google-api-key", "google_api_key", ("aiza",), r"\b(AIza[0-9A-Za-z_\-]{35})"),
     _tok("google-oauth", "google_oauth", ("gocspx-", "ya29."),
          r"\b(GOCSPX-[0-9A-Za-z_\-]{20,40}|ya29\.[0-9A-Za-z_\-]{20,})"),
-    _tok("twilio-key", "twilio_key", ("sk", "ac"), r"\b((?:SK|AC)[0-9a-fA-F]{32})\b", min_entropy=2.5),
+    _tok("twilio-key", "twilio_key", (), r"\b((?:SK|AC)[0-9a-fA-F]{32})\b", min_entropy=2.5),
     _tok("sendgrid-key", "sendgrid_key", ("sg.",), r"\b(SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64})"),
     _tok("mailgun-key", "mailgun_key", ("key-", "pubkey-"), r"\b((?:pub)?key-[0-9a-zA-Z]{32})\b"),
     _tok("mailchimp-key", "mailchimp_key", ("-us",), r"\b([0-9a-f]{32}-us\d{1,2})\b"),
@@ -172,7 +173,7 @@ RULES: tuple[Rule, ...] = (
     _tok("dynatrace-token", "token", ("dt0c01.",), r"\b(dt0c01\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{64})"),
     _tok("easypost-token", "token", ("ezak", "eztk"), r"\b(EZ[AT]K[A-Za-z0-9]{54})\b", min_entropy=3.0),
     _tok("facebook-page-token", "facebook_token", ("eaam", "eaac"), r"\b(EAA[MC][A-Za-z0-9]{60,})", min_entropy=3.5),
-    _tok("facebook-access-token", "facebook_token", ("|", "%7c"),
+    _tok("facebook-access-token", "facebook_token", (),
          r"\b(\d{15,16}(?:\||%7[Cc])[0-9A-Za-z\-_]{27,40})" + _END, min_entropy=3.0),
     _tok("flutterwave-key", "token", ("flwseck_test", "flwpubk_test", "flwseck-", "flwpubk-"),
          r"\b(FLW(?:SECK|PUBK)(?:_TEST)?-[a-hA-H0-9]{12,32}(?:-X)?)"),
@@ -217,7 +218,7 @@ RULES: tuple[Rule, ...] = (
     _tok("telegram-bot-token", "telegram_token", (":aa",),
          r"(?:^|[^\w])(\d{5,16}:AA[A-Za-z0-9_\-]{33})" + r"(?:[^\w\-]|$)"),
     _tok("typeform-token", "token", ("tfp_",), r"\b(tfp_[A-Za-z0-9\-_.=]{59})"),
-    _tok("vault-token", "vault_token", ("hvs.", "hvb.", "s."),
+    _tok("vault-token", "vault_token", (),
          r"\b(hv[sb]\.[\w\-]{90,}|s\.[A-Za-z0-9]{24})\b", min_entropy=3.0, needs_digit=True),
     _tok("yandex-token", "token", ("t1.", "aqvn"),
          r"\b(t1\.[A-Za-z0-9_\-]+={0,2}\.[A-Za-z0-9_\-]{86}={0,2}|AQVN[A-Za-z0-9_\-]{35,38})"),
@@ -225,7 +226,7 @@ RULES: tuple[Rule, ...] = (
     _tok("adobe-secret", "token", ("p8e-",), r"\b(p8e-[A-Za-z0-9]{32})\b"),
     _tok("authress-key", "token", ("sc_", "ext_", "scauth_", "authress_"),
          r"\b((?:sc|ext|scauth|authress)_[a-z0-9]{5,30}\.[a-z0-9]{4,6}\.acc[_\-][a-z0-9\-]{10,32}\.[a-z0-9+/_=\-]{30,120})"),
-    _tok("discord-bot-token", "discord_token", ("."),
+    _tok("discord-bot-token", "discord_token", (),
          r"\b([MNO][A-Za-z0-9_\-]{23,25}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38})\b", min_entropy=3.5),
     _tok("softlayer-url", "softlayer_key", ("api.softlayer.com",),
          r"api\.softlayer\.com/(?:soap|rest)/v3(?:\.1)?/([a-z0-9]{64})"),

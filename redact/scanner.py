@@ -204,6 +204,11 @@ class Scanner:
             self._automaton.add_word(kw, tuple(sorted(ids)))
         self._automaton.make_automaton()
         self.keywords = tuple(sorted(index))
+        # Keyword-less rules: their RE2 patterns are combined into one prefilter pass.
+        self.always = frozenset(i for i, r in enumerate(rules) if not r.keywords)
+        self._always_any = re2.compile(
+            b"|".join(b"(?:" + rules[i].pattern.encode("latin-1") + b")" for i in sorted(self.always)), opts
+        ) if self.always else None
 
     @classmethod
     def shared(cls) -> "Scanner":
@@ -218,16 +223,17 @@ class Scanner:
         if not text:
             return hits
         low = text.lower()
+        seen: set = set()
         for _, ids in self._automaton.iter(low):
-            hits.update(ids)
+            if ids not in seen:
+                seen.add(ids)
+                hits.update(ids)
+        if self._always_any is not None and self._always_any.search(text.encode("utf-8", "surrogatepass")):
+            hits.update(self.always)
         return hits
 
     def has_candidates(self, text: str) -> bool:
-        if not text:
-            return False
-        for _ in self._automaton.iter(text.lower()):
-            return True
-        return False
+        return bool(self.triggered(text))
 
     # -- scanning --
     def scan(self, text: str, rule_ids: set[int] | None = None) -> list[Span]:

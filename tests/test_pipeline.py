@@ -74,21 +74,27 @@ def test_offline_run_writes_cards_progress_and_run_record(reverie_home):
     s = consolidate_agent(reverie_home, "demo", writer="offline", redactor=FakeRedactor())
     assert {k: s[k] for k in ("agent", "conversations", "passages", "candidates", "calls", "cards_written",
                               "cards_rejected", "cost_usd", "backlog", "errors")} == {
-        "agent": "demo", "conversations": 1, "passages": 5, "candidates": 4, "calls": 0, "cards_written": 2,
+        "agent": "demo", "conversations": 1, "passages": 5, "candidates": 4, "calls": 0, "cards_written": 3,
         "cards_rejected": {}, "cost_usd": 0.0, "backlog": False, "errors": []}
-    # 4 candidates: at most ceil(4/3) = 2 cards, the strongest (explicit rules, importance 4) first.
+    # The offline writer gets one call per exchange: the exchange of "We moved auth-service ..." has
+    # two candidates (the user turn and the agent's "Noted: ..."), so at most ceil(2/3) = 1 card, the
+    # user's; the first person is stated as the point ("We moved X off Y" -> "Moved X off Y").
     assert rows(path, "SELECT statement, category, importance, confidence FROM cards") == [
         ("Always use pnpm instead of npm in this repo.", "preference", 4, 1.0),
+        ("Moved auth-service off mini-lola, it runs on prod-k8s now.", "fact", 2, 0.5),
         ("Never commit directly to main; always open a pull request because CI gates the deploy.", "preference", 4, 1.0)]
     assert rows(path, "SELECT conversation, message_from, message_to, passage FROM evidence") == [
-        ("c1", 1, 1, "user:1"), ("c1", 5, 5, "user:5")]
+        ("c1", 1, 1, "user:1"), ("c1", 3, 3, "user:3"), ("c1", 5, 5, "user:5")]
+    assert rows(path, """SELECT s.name, r.verb, o.name, r.holds FROM relation_statements r
+                         JOIN entities s ON s.id = r.subject_id JOIN entities o ON o.id = r.object_id ORDER BY r.id""") == [
+        ("auth-service", "runs_on", "mini-lola", 0), ("auth-service", "runs_on", "prod-k8s", 1)]
     assert rows(path, "SELECT conversation, last_message_id FROM progress") == [("c1", 7)]
     (run,) = rows(path, "SELECT trigger, writer, status, summary FROM runs")
-    assert run[:3] == ("now", "offline", "ok") and json.loads(run[3])["cards_written"] == 2
+    assert run[:3] == ("now", "offline", "ok") and json.loads(run[3])["cards_written"] == 3
     # A second run over unchanged transcripts writes nothing.
     s2 = consolidate_agent(reverie_home, "demo", writer="offline", redactor=FakeRedactor())
     assert (s2["conversations"], s2["passages"], s2["cards_written"], s2["backlog"]) == (0, 0, 0, False)
-    assert len(rows(path, "SELECT id FROM cards")) == 2 and len(rows(path, "SELECT id FROM runs")) == 2
+    assert len(rows(path, "SELECT id FROM cards")) == 3 and len(rows(path, "SELECT id FROM runs")) == 2
 
 
 def test_newest_conversation_first_and_passage_budget_leaves_backlog(reverie_home):
@@ -99,6 +105,11 @@ def test_newest_conversation_first_and_passage_budget_leaves_backlog(reverie_hom
     s = consolidate_agent(reverie_home, "demo", writer="offline", redactor=FakeRedactor())
     assert s["backlog"] is True and s["budget_exhausted"] == ["passages"]
     assert rows(path, "SELECT conversation FROM progress") == [("new",)]
+    # The offline writer's stretches are single exchanges: the budget stops "old" after its first
+    # three passages (exchanges 1 and 3), and the next run finishes it.
+    s = consolidate_agent(reverie_home, "demo", writer="offline", redactor=FakeRedactor())
+    assert rows(path, "SELECT conversation, last_message_id FROM progress ORDER BY conversation") == [("new", 11), ("old", 4)]
+    assert s["backlog"] is True
     s = consolidate_agent(reverie_home, "demo", writer="offline", redactor=FakeRedactor())
     assert rows(path, "SELECT conversation, last_message_id FROM progress ORDER BY conversation") == [("new", 11), ("old", 7)]
     assert s["backlog"] is False
@@ -224,7 +235,8 @@ def test_killed_run_resumes_without_duplicates_or_gaps(reverie_home, tmp_path):
     assert marker.read_text() == "3"
     done = rows(path, "SELECT last_message_id FROM progress")
     first = rows(path, "SELECT statement FROM cards ORDER BY id")
-    assert done and 0 < done[0][0] < 80 and len(first) == 6   # two stretches committed, the third was killed
+    # Two stretches (one exchange each for the offline writer) committed, the third was killed.
+    assert done and 0 < done[0][0] < 80 and len(first) == 2
     subprocess.run([sys.executable, str(script), str(reverie_home), str(tmp_path / "calls2"), "fast"], env=env,
                    check=True, timeout=120)
     statements = [r[0] for r in rows(path, "SELECT statement FROM cards ORDER BY id")]

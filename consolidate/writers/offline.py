@@ -203,10 +203,11 @@ def key_sentence(text: str, known: dict[str, str], *, speaker: bool = False,
         return _account(sents, known, people)
 
     def score(i: int) -> tuple:
-        s = sents[i]
+        s = _bare(sents[i])
         person = bool(UNRESOLVED_PERSON.search(user_point(s)))
         aside = 0.3 if _BRACKETED.match(s) else 0.0
-        return (not person, _score_sentence(s, known) - (0.2 if person else 0.0) - aside, -i)
+        usable = not person and len(s.split()) >= 3
+        return (usable, _score_sentence(sents[i], known) - (0.2 if person else 0.0) - aside, -i)
 
     best = max(range(len(sents)), key=score)
     s = sents[best]
@@ -225,6 +226,20 @@ def key_sentence(text: str, known: dict[str, str], *, speaker: bool = False,
     while hi + 1 < len(sents) and _REFERS_BACK.match(sents[hi + 1]) and joins(sents[hi + 1]):
         s = s + " " + sents[hi + 1]
         hi += 1
+    return s
+
+
+def _bare(sentence: str, correction: bool = False) -> str:
+    """A sentence without discourse, correction (when `correction`) and rule openers."""
+    s = sentence.strip()
+    for _ in range(3):
+        before = s
+        s = _OPENERS.sub("", s)
+        if correction:
+            s = _CORRECTION_OPENERS.sub("", s)
+        s = _RULE_OPENERS.sub("", s)
+        if s == before:
+            break
     return s
 
 
@@ -370,14 +385,7 @@ def _self_contained(sentence: str, *, speaker: str | None, correction: bool, con
     s = re.sub(r"^[-*•>]+\s+", "", s)
     s = re.sub(r"^(?:\*\*|__)?[^*_:\n]{1,40}?(?:\*\*|__):\s+", "", s)    # a bold "**Label**: " heading
     s = re.sub(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1", r"\2", s).strip("*_ ")    # **bold** -> bold
-    for _ in range(3):
-        before = s
-        s = _OPENERS.sub("", s)
-        if correction:
-            s = _CORRECTION_OPENERS.sub("", s)
-        s = _RULE_OPENERS.sub("", s)
-        if s == before:
-            break
+    s = _bare(s, correction)
     label, rest = speaker_label(s)
     if label:
         speaker = speaker or label
