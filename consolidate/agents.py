@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import hashlib
 import json
 import os
 import re
@@ -147,6 +146,8 @@ def _new_id(cwd: str, taken: set[str]) -> str:
     base = slugify(os.path.basename(cwd.rstrip(os.sep)) or cwd)
     if base not in taken:
         return base
+    import hashlib  # only when an id is made (not on the hook path)
+
     digest = hashlib.sha1(cwd.encode("utf-8", "surrogatepass")).hexdigest()
     for width in (6, 8, 12, 40):
         candidate = f"{base}-{digest[:width]}"

@@ -18,7 +18,6 @@ Rules (docs/trust.md):
 
 from __future__ import annotations
 
-import logging
 import re
 import sqlite3
 from datetime import datetime
@@ -36,7 +35,6 @@ from graph.trust import (
     parse_ts,
 )
 
-log = logging.getLogger(__name__)
 
 SALIENCE_FACTOR = 0.8
 PRUNE_SALIENCE = 0.1

@@ -81,6 +81,11 @@ MAX_QUERY_TERMS = 24
 COMMON_SHARE = 0.05
 #: The terms searched by match at most this many cards together (bounds the BM25 cost).
 MATCHED_CAP = 8000
+#: A card said within a date the prompt names ("in July 2023", "on 13 October") is this much more
+#: relevant (a multiplier of 1 + DATE_BOOST).
+DATE_BOOST = 0.0
+#: On a prompt, standing memories scoring below this share of the best candidate go with the notes.
+STANDING_RELATIVE = 0.8
 #: Lexical relevance is BM25 over max(best hit, this share of a whole-query match's BM25).
 LEX_FLOOR = 0.5
 
@@ -390,6 +395,71 @@ def _fts_terms(prompt: str) -> list[str]:
     return terms[:MAX_QUERY_TERMS]
 
 
+_MONTHS = {m: i for i, m in enumerate(
+    "january february march april may june july august september october november december".split(), 1)}
+_MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
+_MONTHS["sept"] = 9
+_MON = r"(?P<m>January|February|March|April|May|June|July|August|September|October|November|December|" \
+       r"Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?"
+_YEAR = r"(?P<y>(?:19|20)\d\d)"
+_DATE_PATTERNS = (
+    re.compile(r"\b(?P<iso>(?:19|20)\d\d-[01]\d-[0-3]\d)\b"),
+    re.compile(r"\b" + _MON + r"\s+(?P<d>[0-3]?\d)(?:st|nd|rd|th)?\b(?:,?\s+" + _YEAR + r"\b)?"),
+    re.compile(r"\b(?P<d>[0-3]?\d)(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MON + r"\b(?:,?\s+" + _YEAR + r"\b)?"),
+    re.compile(r"\b" + _MON + r",?\s+" + _YEAR + r"\b"),
+    re.compile(r"\b(?:in|during|since|until|of|last|this|next|early|late|mid)[\s-]+" + _MON + r"\b"),
+    re.compile(r"\b(?:in|during|since|of|for)\s+" + _YEAR + r"\b"),
+)
+
+
+def prompt_dates(prompt: str) -> list[tuple[str, str]]:
+    """Date ranges the prompt names, as (first, last) 'YYYY-MM-DD' prefixes to compare `said_at`
+    with: a day (and the next), a month (and the week after it: "last month" is said later), a
+    month of any year ("in June": first = last = '-06'), a year. Capitalised month names only."""
+    import calendar
+
+    out: list[tuple[str, str]] = []
+    taken: list[tuple[int, int]] = []
+    for rx in _DATE_PATTERNS:
+        for m in rx.finditer(prompt[:MAX_PROMPT_CHARS]):
+            if any(a < m.end() and m.start() < b for a, b in taken):
+                continue
+            g = m.groupdict()
+            try:
+                if g.get("iso"):
+                    day = _dt.date.fromisoformat(g["iso"])
+                    out.append((day.isoformat(), (day + _dt.timedelta(days=1)).isoformat()))
+                elif g.get("m") and g.get("d") and g.get("y"):
+                    day = _dt.date(int(g["y"]), _MONTHS[g["m"].lower()], int(g["d"]))
+                    out.append((day.isoformat(), (day + _dt.timedelta(days=1)).isoformat()))
+                elif g.get("m") and g.get("y"):
+                    y, mo = int(g["y"]), _MONTHS[g["m"].lower()]
+                    last = _dt.date(y, mo, calendar.monthrange(y, mo)[1]) + _dt.timedelta(days=7)
+                    out.append((f"{y:04d}-{mo:02d}-01", last.isoformat()))
+                elif g.get("m"):
+                    mo = _MONTHS[g["m"].lower()]
+                    out.append((f"-{mo:02d}", f"-{mo:02d}"))
+                elif g.get("y"):
+                    out.append((f"{g['y']}-01-01", f"{g['y']}-12-31"))
+                else:
+                    continue
+            except (ValueError, KeyError):
+                continue
+            taken.append((m.start(), m.end()))
+    return out
+
+
+def _in_dates(said_at: str | None, ranges: list[tuple[str, str]]) -> bool:
+    day = (said_at or "")[:10]
+    for first, last in ranges:
+        if first.startswith("-"):
+            if day[4:7] == first:
+                return True
+        elif first <= day <= last:
+            return True
+    return False
+
+
 def _phrase(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
@@ -548,11 +618,14 @@ def nearest_cards(conn: sqlite3.Connection, prompt: str, entity_ids: list[int], 
     best_ent = max((c.entity for c in cands.values()), default=0.0)
     w_lex, w_vec, w_ent = weights
     info = _trust.trust_for_cards(conn, list(cands), half_life_days=half_life_days)
+    dates = prompt_dates(prompt)
     for c in cands.values():
         lex = c.bm25 / best_bm25 if best_bm25 < 0 else 0.0
         ent = c.entity / best_ent if best_ent > 0 else 0.0
         vec = max(0.0, c.cosine) if c.cosine is not None else 0.0
         c.relevance = w_lex * lex + w_ent * ent + (w_vec * vec if qvec is not None else 0.0)
+        if dates and _in_dates(c.card["said_at"], dates):
+            c.relevance *= 1.0 + DATE_BOOST
         # Strength (graph.trust, docs/trust.md): recurrence x confidence x feedback score; a fresh
         # card is 1.0, a deprecated or contradicted one 0 (shown only as a warning line).
         t = info.get(c.card["id"])
@@ -711,7 +784,11 @@ def recall(db_path: str | os.PathLike, prompt: str, *, session: str | None = Non
             if flagged:
                 warnings = _trust.recall_annotations(conn, flagged, half_life_days=half_life_days)["warnings"]
                 near = [c for c in near if c["id"] not in set(flagged)]
-            standing = sorted((c for c in near if c["category"] in STANDING_CATEGORIES),
+            # A standing memory gets the standing block on a prompt only when it is among the closest
+            # (STANDING_RELATIVE of the best score); a looser one competes with the notes.
+            top = max((c["score"] for c in near), default=0.0)
+            standing = sorted((c for c in near if c["category"] in STANDING_CATEGORIES
+                               and c["score"] >= STANDING_RELATIVE * top),
                               key=_relevant_standing_key)[: budgets.standing_items]
             taken = {c["id"] for c in standing}
             notes = [c for c in near if c["id"] not in taken][: budgets.notes_items]

@@ -22,16 +22,13 @@ Rules (docs/trust.md has the full text and the reasons):
 from __future__ import annotations
 
 import json
-import logging
 import math
 import sqlite3
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 from .db import connection, transaction  # noqa: F401  (transaction: part of this module's API)
 
-log = logging.getLogger(__name__)
 
 # --- parameters -------------------------------------------------------------------------------------
 
@@ -118,9 +115,9 @@ def needs_maintenance(confidence: float) -> bool:
 
 # --- feedback scoring -------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class FeedbackScore:
-    """Counts and decayed sums of one card's feedback log, as of `now` with one half-life."""
+class FeedbackScore(NamedTuple):
+    """Counts and decayed sums of one card's feedback log, as of `now` with one half-life.
+    (A NamedTuple, not a dataclass: `dataclasses` imports `inspect`, ~4 ms on the hook path.)"""
 
     events: int = 0
     helpful_count: int = 0
@@ -256,21 +253,28 @@ def strength(sessions: int, confidence: float, score: float = 0.0, maturity: str
     return round(recurrence * trust * feedback, 6)
 
 
-@dataclass
 class CardTrust:
-    """What recall needs to know about one card."""
+    """What recall needs to know about one card. (A plain class: see FeedbackScore.)"""
 
-    id: int
-    confidence: float
-    maturity: str
-    score: float
-    strength: float
-    pinned: bool = False
-    anti_pattern: bool = False
-    contradicted: bool = False
-    helpful: float = 0.0
-    harmful: float = 0.0
-    flags: list[str] = field(default_factory=list)
+    __slots__ = ("id", "confidence", "maturity", "score", "strength", "pinned", "anti_pattern",
+                 "contradicted", "helpful", "harmful", "flags")
+
+    def __init__(self, id: int, confidence: float, maturity: str, score: float, strength: float,
+                 pinned: bool = False, anti_pattern: bool = False, contradicted: bool = False,
+                 helpful: float = 0.0, harmful: float = 0.0, flags: list[str] | None = None) -> None:
+        self.id, self.confidence, self.maturity, self.score, self.strength = id, confidence, maturity, score, strength
+        self.pinned, self.anti_pattern, self.contradicted = pinned, anti_pattern, contradicted
+        self.helpful, self.harmful = helpful, harmful
+        self.flags = list(flags) if flags is not None else []
+
+    def _key(self) -> tuple:
+        return tuple(getattr(self, k) for k in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CardTrust) and self._key() == other._key()
+
+    def __repr__(self) -> str:
+        return "CardTrust(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
 
     @property
     def deprecated(self) -> bool:
@@ -699,5 +703,7 @@ def consolidation_pass(db: Any, *, run_key: str, sessions: Iterable[str], now: d
                                     at=at, reason=f"no feedback or reinforcement for {days} days (>= {SILENCE_DAYS})")
         conn.execute("INSERT INTO trust_passes (run_key, at, summary) VALUES (?, ?, ?)",
                      (run_key, at, json.dumps(summary, sort_keys=True)))
-    log.info("trust pass %s: %s", run_key, {k: v for k, v in summary.items() if k != "inverted"})
+    import logging
+
+    logging.getLogger(__name__).info("trust pass %s: %s", run_key, {k: v for k, v in summary.items() if k != "inverted"})
     return summary

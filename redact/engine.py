@@ -223,8 +223,47 @@ class Redactor:
         return self.redact(text).text
 
     def redact_many(self, texts: Iterable[str]) -> list[Redaction]:
-        """Redact a batch; values learned from one text are applied to the later ones too."""
-        return [self.redact(t) for t in texts]
+        """Redact a batch (same results as `redact` one by one, in order).
+
+        One keyword-automaton pass and one RE2 pass over the whole batch find the texts that can hold
+        a finding; only those go through `redact`. With remembered secrets, every text is also checked
+        against the memory. Values learned from one text apply to the later ones too.
+        """
+        items = [t if isinstance(t, str) else ("" if t is None else t) for t in texts]
+        candidates = self._batch_candidates(items)
+        out = []
+        for i, t in enumerate(items):
+            if i in candidates or not isinstance(t, str) or self.memory is not None:
+                out.append(self.redact(t))
+            else:
+                out.append(Redaction(t))
+        return out
+
+    def _batch_candidates(self, items: list) -> set[int]:
+        import bisect
+
+        strs = [(i, t) for i, t in enumerate(items) if isinstance(t, str) and len(t) >= MIN_SECRET_TEXT]
+        if not strs:
+            return set()
+        sep = "\n\x00\n"
+        joined = sep.join(t for _, t in strs)
+        starts = []
+        pos = 0
+        for _, t in strs:
+            starts.append(pos)
+            pos += len(t) + len(sep)
+        found: set[int] = set()
+        scanner = self.scanner
+        for end, _ids in scanner._automaton.iter(joined.lower()):
+            found.add(strs[bisect.bisect_right(starts, end) - 1][0])
+        if scanner._always_any is not None:
+            data = joined.encode("utf-8", "surrogatepass")
+            if len(data) == len(joined):
+                for m in scanner._always_any.finditer(data):
+                    found.add(strs[bisect.bisect_right(starts, m.start()) - 1][0])
+            elif scanner._always_any.search(data):
+                found.update(i for i, _ in strs)  # non-ASCII batch: let each text decide
+        return found
 
     def scrub(self, text: str) -> tuple[str, int]:
         """Same shape as `SecretMemory.scrub`: (redacted text, number of findings)."""

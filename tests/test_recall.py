@@ -255,7 +255,7 @@ def test_budgets_cap_every_block_and_the_total(store):
     for i in range(30):
         store.say(api, "calls", store.entity(f"downstream-service-{i:02d}"), session=f"s{i}")
         store.card(f"billing-api deployment note number {i} about retries and timeouts and pools.", entities=(api,))
-        store.card(f"billing-api decision number {i}: keep retries bounded.", "decision")
+        store.card(f"billing-api decision {i}: bound retries.", "decision", entities=(api,))
     budgets = Budgets(max_chars=1200, standing_items=2, standing_chars=330, entity_chars=400, notes_items=3,
                       notes_chars=800, relations_per_entity=12)
 

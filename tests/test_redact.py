@@ -243,3 +243,11 @@ def test_presidio_registry_holds_only_our_recognizers(redactor):
         "reverie-secret-private-key", "reverie-secret-provider-token",
     ]
     assert isinstance(redactor.analyzer.nlp_engine, NoOpNlpEngine)
+
+
+def test_redact_many_matches_one_by_one(redactor):
+    texts = ["short", "plain words only, nothing to see", f"GITHUB_TOKEN={GH}", "", None,
+             f"é unicode then {SLACK}", f"AC{rand(32, HEX)} twilio-like", "tokens: 12"] * 3
+    many = redactor.redact_many(texts)
+    one = [redactor.redact(t) for t in texts]
+    assert [(m.text, m.findings) for m in many] == [(o.text, o.findings) for o in one]

@@ -1,0 +1,150 @@
+"""The offline card writer: self-contained statements (speaker labels, the user's first person),
+entities, evidence, and one call per exchange."""
+
+from __future__ import annotations
+
+import pytest
+
+from consolidate.classify import Judgement, classify
+from consolidate.passages import Passage
+from consolidate.pipeline import plan_conversation
+from consolidate.writers.base import Candidate, WriteRequest
+from consolidate.writers.offline import (
+    OfflineWriter,
+    key_sentence,
+    name_speaker,
+    self_contained,
+    speaker_label,
+    user_point,
+)
+
+
+def _passage(key: str, text: str, *, kind: str = "user", message_id: int = 1, exchange: int = 1,
+             context: str = "") -> Passage:
+    return Passage(key=key, kind=kind, text=text, conversation="c", message_id=message_id,
+                   timestamp="2026-01-10T10:00:00Z", context=context, exchange=exchange)
+
+
+def _request(*passages: Passage) -> WriteRequest:
+    return WriteRequest("c:0", "demo", "c", [Candidate(f"P{i + 1}", p, classify(p)) for i, p in enumerate(passages)])
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("I went to a poetry reading last Fri.", "Ann went to a poetry reading last Fri."),
+    ("I love horses and my kids love them too.", "Ann loves horses and their kids love them too."),
+    ("I'm so glad we can always be there for each other.", "Ann is so glad they can always be there for each other."),
+    ("I really enjoy painting; it helps me relax.", "Ann really enjoys painting; it helps them relax."),
+    ("I am tired. I was out late and my dog woke me.", "Ann is tired. They were out late and their dog woke them."),
+    ("We don't go often, usually once a year.", "Ann doesn't go often, usually once a year."),
+    ("My sister and I try to go running.", "Ann's sister and they try to go running."),
+    ("Last month I got hurt and had to stop.", "Last month Ann got hurt and had to stop."),
+])
+def test_a_speakers_first_person_becomes_their_name_then_they(text, expected):
+    assert name_speaker(text, "Ann") == expected
+
+
+def test_speaker_labels_are_names_not_headings():
+    assert speaker_label("Caroline: I went to a support group.") == ("Caroline", "I went to a support group.")
+    assert speaker_label("Mary Ann: I x") == ("Mary Ann", "I x")
+    for text in ("Note: always run the linter.", "Context: we use pnpm.", "Update: the deploy is fixed.",
+                 "TODO: add tests", "auth-service: runs on prod-k8s", "No colon here"):
+        assert speaker_label(text) == (None, text)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("I prefer small, focused commits.", "Prefer small, focused commits."),
+    ("We decided to use pnpm instead of npm because installs are faster.",
+     "Use pnpm instead of npm because installs are faster."),
+    ("we decided on remote state in acme-tfstate", "Decided on remote state in acme-tfstate."),
+    ("we moved auth-service off mini-lola, it runs on prod-k8s now", "Moved auth-service off mini-lola, it runs on prod-k8s now."),
+    ("I always run the tests before pushing.", "Always run the tests before pushing."),
+    ("We're using uv for virtualenvs.", "Use uv for virtualenvs."),
+])
+def test_the_users_first_person_is_stated_as_the_point(text, expected):
+    assert self_contained(text, speaker=None, correction=False, context_named=[], user=True) == expected
+    assert "user" not in expected.lower()
+
+
+def test_user_point_leaves_other_sentences_alone():
+    assert user_point("This repo uses pnpm.") == "This repo uses pnpm."
+
+
+def test_a_coding_turn_keeps_its_key_sentence_and_skips_requests_in_first_person():
+    text = "Great. One more thing: I prefer small, focused commits, never one big commit at the end."
+    assert key_sentence(text, {}) == "One more thing: I prefer small, focused commits, never one big commit at the end."
+    # The next sentence joins only when it refers back or gives the reason.
+    text = "We decided on remote state in acme-tfstate. Also: always tag resources with team=payments."
+    assert key_sentence(text, {}) == "We decided on remote state in acme-tfstate."
+    text = "The deploy uses blue-green. It keeps the old pods for ten minutes."
+    assert key_sentence(text, {}) == "The deploy uses blue-green. It keeps the old pods for ten minutes."
+
+
+def test_a_speakers_turn_is_their_account_without_greetings_questions_or_vocatives():
+    text = ("Wow, Mel! Thanks! I painted this after I visited a LGBTQ center. I wanted to capture everyone's unity "
+            "and strength. How are the kids?")
+    assert key_sentence(text, {}, speaker=True, people={"Mel"}) == (
+        "I painted this after I visited a LGBTQ center. I wanted to capture everyone's unity and strength.")
+
+
+def test_writer_names_the_speaker_links_them_and_cites_the_turn():
+    writer = OfflineWriter()
+    p = _passage("user:7", "Caroline: Thanks, Melanie! I went to a LGBTQ support group yesterday and it was so powerful.",
+                 message_id=7, exchange=7)
+    result = writer.write_one(_request(p))
+    (card,) = result.cards
+    assert card.statement == "Caroline went to a LGBTQ support group yesterday and it was so powerful."
+    assert [(e.name, e.type) for e in card.entities] == [("Caroline", "person"), ("LGBTQ", "other")]
+    assert card.evidence == ["P1"]
+
+
+def test_a_speakers_statement_that_does_not_name_them_says_whose_account_it_is():
+    writer = OfflineWriter()
+    p = _passage("user:3", "Melanie: Those times are always special to spend together with the kids.", message_id=3)
+    (card,) = writer.write_one(_request(p)).cards
+    assert card.statement == "According to Melanie, those times are always special to spend together with the kids."
+    assert card.entities[0].name == "Melanie"
+
+
+def test_an_assistant_card_that_draws_on_the_request_cites_the_request_too():
+    writer = OfflineWriter()
+    user = _passage("user:1", "Remember that billing-api runs on prod-k8s because the GPU nodes are cheaper there.",
+                    message_id=1, exchange=1)
+    reply = _passage("assistant:2.0", "It depends on ledger-db and writes audit events to s3://acme-audit in eu-west-1.",
+                     kind="assistant", message_id=2, exchange=1, context=user.text)
+    req = _request(user, reply, _passage("user:3", "Never deploy billing-api on Fridays; the on-call rotation is thin.",
+                                         message_id=3, exchange=3))
+    assert req.max_cards == 1
+    req.candidates = req.candidates[1:2]              # the reply alone: nothing to cite with it
+    (card,) = writer.write_one(req).cards
+    assert card.statement.startswith("billing-api depends on ledger-db")
+    assert card.evidence == ["P2"]
+    # With the request it answers among the candidates (a weak one here, so the reply gets the card),
+    # the card cites both.
+    weak = Judgement(keep=0.55, category="fact", importance=1, correction=False, confidence=0.5)
+    both = WriteRequest("c:1", "demo", "c", [Candidate("P1", user, weak), Candidate("P2", reply, classify(reply))])
+    (card,) = writer.write_one(both).cards
+    assert card.statement.startswith("billing-api depends on ledger-db") and card.evidence == ["P2", "P1"]
+
+
+def test_requests_and_narration_in_i_and_you_give_no_card():
+    writer = OfflineWriter()
+    p = _passage("user:1", "I'm new on billing-api. Set up the dev environment and tell me how it fits together.")
+    assert writer.write_one(_request(p)).cards == []
+
+
+def _judged(kind: str, keep: float) -> Judgement:
+    return Judgement(keep=keep, category="fact" if keep else "none", importance=2, correction=False, confidence=0.5)
+
+
+def test_per_exchange_plan_closes_a_stretch_with_a_candidate_at_the_next_user_turn():
+    ps = [_passage("user:1", "a", message_id=1), _passage("assistant:2.0", "b", kind="assistant", message_id=2),
+          _passage("user:3", "c", message_id=3), _passage("user:4", "d", message_id=4),
+          _passage("assistant:5.0", "e", kind="assistant", message_id=5)]
+    js = [_judged("user", 0.9), _judged("assistant", 0.0), _judged("user", 0.0), _judged("user", 0.9),
+          _judged("assistant", 0.9)]
+    per = plan_conversation("c", ps, js, 6, 0.5, per_exchange=True)
+    assert [([p.key for p in s.passages], s.end_id) for s in per] == [
+        (["user:1", "assistant:2.0"], 2), (["user:3", "user:4", "assistant:5.0"], 6)]
+    assert [([p.key for p in s.passages], s.end_id) for s in plan_conversation("c", ps, js, 6, 0.5)] == [
+        (["user:1", "assistant:2.0", "user:3", "user:4", "assistant:5.0"], 6)]
+    assert OfflineWriter.call_per_exchange is True
