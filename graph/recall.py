@@ -18,7 +18,18 @@ returns the JSON of issue 6 with the exact text to inject:
    similarity of the stored card vectors to the prompt's vector (when an embedder is given and the
    vectors are its own) and entity links; recurrence multiplies the relevance by at most
    `1 + STRENGTH_MAX_BOOST`, so a memory seen in many sessions can overtake a slightly closer one
-   but never a much closer one.
+   but never a much closer one. Details:
+   - lexical relevance is BM25 relative to the best hit, but never to less than `LEX_FLOOR` of what
+     a card matching every prompt term would score (terms no card has count): a weak match stays
+     weak when nothing matches well;
+   - the named entities' other cards join as candidates: with vectors, the nearest to the prompt
+     among their `ENTITY_CARDS_SCANNED` most recently linked cards (bounded cosine work), without,
+     those linked to the most and rarest named entities;
+   - a card said within a date the prompt names ("in July 2023", "on 13 October", "in 2024")
+     has its relevance multiplied by 1 + `DATE_BOOST`;
+   - on a prompt, standing memories join the standing block only when they score at least
+     `STANDING_RELATIVE` of the best candidate (else they compete with the notes), and what the
+     standing and entity blocks leave unused of their caps goes to the notes block (`Budgets`).
 
 Vectors on the hook path (measured, bench/recall_bench.py): the prompt is embedded in pure Python
 by `graph.recall_embed` (model2vec: vocabulary cached in SQLite, token rows read from
@@ -83,7 +94,7 @@ COMMON_SHARE = 0.05
 MATCHED_CAP = 8000
 #: A card said within a date the prompt names ("in July 2023", "on 13 October") is this much more
 #: relevant (a multiplier of 1 + DATE_BOOST).
-DATE_BOOST = 0.0
+DATE_BOOST = 0.5
 #: On a prompt, standing memories scoring below this share of the best candidate go with the notes.
 STANDING_RELATIVE = 0.8
 #: Lexical relevance is BM25 over max(best hit, this share of a whole-query match's BM25).
@@ -416,8 +427,6 @@ def prompt_dates(prompt: str) -> list[tuple[str, str]]:
     """Date ranges the prompt names, as (first, last) 'YYYY-MM-DD' prefixes to compare `said_at`
     with: a day (and the next), a month (and the week after it: "last month" is said later), a
     month of any year ("in June": first = last = '-06'), a year. Capitalised month names only."""
-    import calendar
-
     out: list[tuple[str, str]] = []
     taken: list[tuple[int, int]] = []
     for rx in _DATE_PATTERNS:
@@ -434,7 +443,8 @@ def prompt_dates(prompt: str) -> list[tuple[str, str]]:
                     out.append((day.isoformat(), (day + _dt.timedelta(days=1)).isoformat()))
                 elif g.get("m") and g.get("y"):
                     y, mo = int(g["y"]), _MONTHS[g["m"].lower()]
-                    last = _dt.date(y, mo, calendar.monthrange(y, mo)[1]) + _dt.timedelta(days=7)
+                    # the week after the month's last day
+                    last = _dt.date(y + mo // 12, mo % 12 + 1, 1) + _dt.timedelta(days=6)
                     out.append((f"{y:04d}-{mo:02d}-01", last.isoformat()))
                 elif g.get("m"):
                     mo = _MONTHS[g["m"].lower()]

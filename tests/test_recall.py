@@ -392,3 +392,33 @@ def test_vectors_rank_candidates_only_when_they_are_the_embedders_own(store, tmp
     assert without["notes"] == recall(store.path, prompt)["notes"]
     assert [n["id"] for n in with_vectors["notes"]][0] == ids[1]
     assert with_vectors["notes"][0]["score"] != without["notes"][0]["score"]
+
+
+def test_prompt_dates_name_days_months_and_years():
+    from graph.recall import prompt_dates
+
+    assert prompt_dates("What setback did Melanie face in October 2023?") == [("2023-10-01", "2023-11-07")]
+    assert prompt_dates("the painting shown on October 13, 2023") == [("2023-10-13", "2023-10-14")]
+    assert prompt_dates("what did we ship on 1 February, 2023 and on 2026-01-10?") == [
+        ("2026-01-10", "2026-01-11"), ("2023-02-01", "2023-02-02")]
+    assert prompt_dates("When did we go camping in June?") == [("-06", "-06")]
+    assert prompt_dates("How many deploys in 2024?") == [("2024-01-01", "2024-12-31")]
+    assert prompt_dates("May I deploy on a march through the docs?") == []
+
+
+def test_a_date_the_prompt_names_favours_memories_said_then(store):
+    july = store.card("The team painted the office mural with a sunset.", said_at="2023-07-16T10:00:00Z")
+    may = store.card("The team painted the office mural with a forest.", said_at="2023-05-02T10:00:00Z")
+    plain = [n["id"] for n in recall(store.path, "what did the team paint on the office mural?")["notes"]]
+    dated = [n["id"] for n in recall(store.path, "what did the team paint on the office mural in July 2023?")["notes"]]
+    assert sorted(plain) == sorted(dated) == sorted([july, may])
+    assert dated[0] == july and recall(store.path, "office mural painted in May 2023?")["notes"][0]["id"] == may
+
+
+def test_unused_block_caps_go_to_the_notes(store):
+    for i in range(12):
+        store.card(f"Checkout webhook note {i}: retries use exponential backoff with jitter and a cap.")
+    budgets = Budgets(max_chars=2000, standing_chars=600, entity_chars=600, notes_chars=800, notes_items=50)
+    out = recall(store.path, "checkout webhook retries backoff", budgets=budgets)
+    assert out["standing"] == [] and out["entities"] == []
+    assert 800 < len(out["text"]) <= 2000
