@@ -125,8 +125,9 @@ def test_a_relation_restated_later_holds_again(db):
 
 def test_weight_counts_distinct_sessions_of_non_faded_cards(db):
     session = MergeSession(db)
+    # learned the night after it was said, so by NOW it is older than 30 days on both counts
     session.merge(fact("The api uses redis-01 for sessions.", "s1", "2024-11-01T00:00:00Z",
-                       [RelationRef("api-server", "uses", "redis-01")]), now=NOW)
+                       [RelationRef("api-server", "uses", "redis-01")]), now=datetime(2024, 11, 2, tzinfo=timezone.utc))
     session.merge(fact("api-server keeps its sessions in redis-01.", "s2", "2025-02-01T00:00:00Z",
                        [RelationRef("api-server", "uses", "redis-01")]), now=NOW)
     session.merge(fact("api-server keeps its sessions in redis-01.", "s2", "2025-02-01T00:00:00Z",
