@@ -546,9 +546,11 @@ def read_statements(text: str) -> Statements:
 # A user turn's score is a logit z = sum(weight x term), keep = 1 / (1 + e^-z). The terms
 # (`user_features`) and their weights, set on the first five LoCoMo conversations (the other five
 # are held out; bench/consolidate_bench.py reports both) and checked on the coding transcripts:
-USER_TERMS = ("bias", "facts", "specifics", "log_words", "chatter_share", "named", "cues", "correction", "short")
+USER_TERMS = ("bias", "facts", "specifics", "log_words", "chatter_share", "named", "cues", "correction", "short",
+              "answers")
+ANSWER_WEIGHT = 2.0
 USER_WEIGHTS: tuple[float, ...] = (
-    -2.6,   # bias
+    -3.0,   # bias
     0.9,    # per first-person fact sentence (up to 3)
     1.55,   # per specific: time reference, number, proper name, title (up to 5)
     0.85,   # log(1 + words of the fact and neutral sentences)
@@ -557,6 +559,7 @@ USER_WEIGHTS: tuple[float, ...] = (
     1.0,    # cue logits (capped at CUES_MAX)
     2.5,    # a correction of the agent's previous reply
     -1.0,   # fewer than 4 words
+    ANSWER_WEIGHT,   # the turn answers a question the previous human turn asked (`answers_question`)
 )
 CUE_LOGIT = {1.0: 2.2, 0.9: 1.8}   # strong cues; weaker cues give 4 x their weight
 CUES_MAX = 4.0
@@ -578,7 +581,18 @@ class Judgement:
 KIND_PRIOR = {"user": 0.2, "assistant": 0.05, "summary": 0.0}
 
 
-def user_features(body: str, st: Statements, cues: list[Cue], named: list[Named], correction: bool) -> tuple[float, ...]:
+_ASKS = re.compile(r"\?[\s\"'”’)\]]*$|\?[\s\"'”’)\]]*(?:\[[^\]]*\][.!]?\s*)$")
+
+
+def answers_question(passage: Passage) -> bool:
+    """True when a user turn directly follows another human turn (its `context`, see
+    consolidate.passages) that ends by asking a question ("How was the camping trip?"): the turn
+    is an answer, which carries what the asker wanted to know."""
+    return bool(passage.kind == "user" and passage.context and _ASKS.search(passage.context))
+
+
+def user_features(body: str, st: Statements, cues: list[Cue], named: list[Named], correction: bool,
+                  answers: bool = False) -> tuple[float, ...]:
     """The terms of a user turn's score, in the order of `USER_WEIGHTS`."""
     # Names in the statements count as specifics already; the person addressed is no named thing.
     proper = {n.lower() for n in st.names + st.addressed}
@@ -593,6 +607,7 @@ def user_features(body: str, st: Statements, cues: list[Cue], named: list[Named]
         min(CUES_MAX, sum(CUE_LOGIT.get(c.strength, 4.0 * c.weight) for c in cues)),
         1.0 if correction else 0.0,
         1.0 if len(body.split()) < 4 and not correction else 0.0,
+        1.0 if answers else 0.0,
     )
 
 
@@ -654,7 +669,7 @@ def classify(passage: Passage, *, known: dict[str, str] | None = None) -> Judgem
         # run the linter"), not in a remark ("It's always inspiring", "you've always been there").
         cues = [c for c in cues if c.name not in ("always", "never") or _RULE_ADVERB.search(body)]
         named = named_things(body, known)
-        features = user_features(body, st, cues, named, correction)
+        features = user_features(body, st, cues, named, correction, answers_question(passage))
         technical = features[USER_TERMS.index("named")]
         p = _user_keep(features)
     else:

@@ -4,7 +4,13 @@ A conversation is read as a list of `Msg` (rebuilt from the index by `load_messa
 holds redacted text only). Harness noise is stripped first, then every message is cut into passages:
 
 * ``user``      one per human turn (tool results, slash commands, meta expansions, task
-                notifications and interrupted-request markers are not human turns);
+                notifications and interrupted-request markers are not human turns); a human turn
+                that directly follows another one (no assistant message between them: a pasted
+                chat, a Slack log, a LoCoMo dialogue, a follow-up sent before the agent answered)
+                carries that previous turn as ``context`` (its message id in ``context_id``), so
+                an answer can be read with the question it answers ("How was the trip?" ->
+                "Great, we saw ..."). A human turn after an assistant reply (the Claude Code
+                exchange) has no ``context``; it carries the reply as ``previous_reply`` instead;
 * ``assistant`` one per substantial paragraph of an assistant text block (fenced code blocks,
                 headings and tables skipped), each carrying the user's request as ``context``;
 * ``summary``   compaction summaries (``isCompactSummary``) are their own kind: one passage per
@@ -17,7 +23,8 @@ USER_MAX            1500   a user turn is clipped to this (head kept, "…" appe
 PARAGRAPH_MAX        800   an assistant or summary paragraph is clipped to this
 PARAGRAPH_MIN         60   shorter assistant paragraphs (or fewer than 8 words) are narration
 MIN_WORDS              8
-CONTEXT_MAX          300   the user's request attached to an assistant passage
+CONTEXT_MAX          300   the user's request attached to an assistant passage, or the previous
+                           human turn attached to a user turn that directly follows it
 USER_MIN               2   a user turn needs at least this many characters after cleaning
 ==================  =====  ===========================================================
 
@@ -89,7 +96,9 @@ class Passage:
     conversation: str
     message_id: int
     timestamp: str
-    context: str = ""              # the user's request (assistant passages)
+    context: str = ""              # the user's request (assistant passages); the previous human turn
+                                   # (user passages that directly follow one; see the module doc)
+    context_id: int = 0            # message id the context came from (0: none)
     previous_reply: str = ""       # the agent's previous reply (user passages; correction check)
     exchange: int = 0              # message id of the user turn that opened the exchange (0: none)
     clipped: bool = False
@@ -113,6 +122,20 @@ def clip(text: str, limit: int) -> tuple[str, bool]:
     if space > limit * 0.6:
         cut = cut[:space]
     return cut.rstrip(" ,;:") + "…", True
+
+
+def _tail_clip(text: str, limit: int) -> str:
+    """The end of a long text (a question is asked at the end of a turn), "…" prepended; a leading
+    speaker label ("Melanie: ") is kept."""
+    if len(text) <= limit:
+        return text
+    label = re.match(r"^[A-Z][\w.'\-]{0,30}(?: [A-Z][\w.'\-]{0,30})?:[ \t]+", text)
+    head = label.group(0) if label else ""
+    tail = text[len(text) - (limit - len(head) - 1):]
+    space = tail.find(" ")
+    if 0 <= space < len(tail) * 0.4:
+        tail = tail[space + 1:]
+    return head + "…" + tail
 
 
 def strip_noise(text: str) -> str:
@@ -204,6 +227,8 @@ def cut_passages(
         skipped[reason] = skipped.get(reason, 0) + 1
 
     request, request_id, last_reply = context, context_id, previous_reply
+    # The previous human turn while no assistant message has followed it (None otherwise).
+    prev_human: tuple[str, int] | None = None
     for msg in msgs:
         fresh = msg.id > after_id
         if msg.is_sidechain:
@@ -243,14 +268,19 @@ def cut_passages(
                     skip("too_short")
                 continue
             request, request_id = text, msg.id
+            before, prev_human = prev_human, (text, msg.id)
             if fresh:
                 clipped_text, clipped = clip(text, USER_MAX)
                 out.append(Passage(
                     key=f"user:{msg.id}", kind="user", text=clipped_text, conversation=conversation,
-                    message_id=msg.id, timestamp=msg.timestamp, previous_reply=clip(last_reply, CONTEXT_MAX)[0],
+                    message_id=msg.id, timestamp=msg.timestamp,
+                    previous_reply="" if before else clip(last_reply, CONTEXT_MAX)[0],
+                    context=_tail_clip(before[0], CONTEXT_MAX) if before else "",
+                    context_id=before[1] if before else 0,
                     exchange=msg.id, clipped=clipped, original_size=len(text)))
             continue
         if msg.role == "assistant":
+            prev_human = None          # the agent answered: the next human turn is a new exchange
             body = assistant_text(msg)
             if not body:
                 continue  # tool-only assistant messages are plumbing

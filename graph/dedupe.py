@@ -6,6 +6,9 @@ Two steps:
    nearest vectors by cosine.
 2. Judgement (`judge_pair`), deterministic first:
    - equal normalized text: same;
+   - the same lead choice ("uses X, not Y" / "use X instead of Y" / "prefer X over Y": same X, same
+     Y, no polarity conflict, no exception on one side only, the clauses stating it not scoped
+     differently on both sides): same, whatever reasons each adds after it;
    - polarity: every content word gets a sign from its clause (negation scopes "never X", "X is not
      allowed", contrast "A instead of / rather than / over / not B", "moved off B", "switch from B
      to A", and antonyms mapped onto one base word with a sign: "disable" = not "enable"). A word
@@ -127,6 +130,8 @@ class Analysis:
     classes: dict[int, set[str]] = field(default_factory=dict)
     exception: bool = False
     raw: set[str] = field(default_factory=set)           # unstemmed words
+    choice: tuple[str, str] | None = None                 # (chosen, rejected) of a lead "use X, not Y"
+    lead: frozenset[str] = frozenset()                    # stemmed content words of the choice's clauses
     sequence: list[str] = field(default_factory=list)    # content words in order, identifiers split
     _pieces: set[str] | None = field(default=None, repr=False)
 
@@ -214,12 +219,14 @@ def analyze(text: str) -> Analysis:
     toks = _tokens(text)
     a = Analysis(text=text, norm=normalize_statement(text))
     flat: list[str] = []
+    signed: list[tuple[str, int, int]] = []     # (word, sign, clause number) for `_choice`
     prefer_seen = False
-    for clause in _clauses(toks):
+    for n_clause, clause in enumerate(_clauses(toks)):
         signs = _clause_signs(clause, prefer_seen)
         prefer_seen = prefer_seen or any(w in _PREFER_VERBS for w in clause)
         for w, sign in zip(clause, signs):
             flat.append(w)
+            signed.append((w, sign, n_clause))
             if w in NEG_CUES or w in ("instead", "rather"):
                 continue
             base, asign = ANTONYMS.get(w, (None, 1))
@@ -245,11 +252,43 @@ def analyze(text: str) -> Analysis:
                 a.identifiers.add(w)
             for cls in _CLASS_OF.get(w, ()):
                 a.classes.setdefault(cls, set()).add(w)
+    found = _choice(signed)
+    if found:
+        a.choice, clauses = found
+        a.lead = frozenset(stem(w) for w, _, c in signed
+                           if c in clauses and w not in _FILLER and w not in NEG_CUES and re.search(r"[a-z0-9]", w))
     for i, w in enumerate(flat):
         if w in _EXCEPTION_1 or (i + 1 < len(flat) and (w, flat[i + 1]) in _EXCEPTION_2):
             a.exception = True
             break
     return a
+
+
+def _choice(signed: list[tuple[str, int, int]]) -> tuple[tuple[str, str], set[int]] | None:
+    """The choice a statement leads with: "(this repo) uses X, not Y", "use X instead of Y",
+    "prefer X over Y" -> (stem X, stem Y). The verb must be in the first two clauses, X is the
+    first asserted content word after it, Y the first rejected one in X's clause or the next.
+    Returns the choice and the clause numbers it spans."""
+    for i, (w, sign, cl) in enumerate(signed):
+        if cl > 1:
+            return None
+        if w not in _PREFER_VERBS or sign < 0:
+            continue
+        chosen = None
+        for w2, s2, c2 in signed[i + 1:]:
+            if chosen is None:
+                if c2 != cl:
+                    return None
+                if w2 in _FILLER or w2 in NEG_CUES or s2 < 0 or not re.search(r"[a-z]", w2):
+                    continue
+                chosen = (w2, cl)
+                continue
+            if c2 > chosen[1] + 1:
+                return None
+            if s2 < 0 and w2 not in _FILLER and w2 not in NEG_CUES and re.search(r"[a-z]", w2) and w2 != chosen[0]:
+                return (stem(chosen[0]), stem(w2)), set(range(cl, c2 + 1))
+        return None
+    return None
 
 
 @dataclass(frozen=True)
@@ -384,6 +423,12 @@ def judge_pair(a: str | Analysis, b: str | Analysis, cosine: float | None, *, ki
     cos = overlap if cosine is None else float(cosine)
     if a.norm == b.norm:
         return Judgement("same", "same text", 1.0)
+    if a.choice and a.choice == b.choice and a.exception == b.exception and not polarity_conflicts(a, b) \
+            and (a.lead <= b.lead or b.lead <= a.lead or not (a.lead - b.lead and b.lead - a.lead)):
+        # Both lead with the same choice ("uses pnpm, not npm" / "use pnpm instead of npm"), and
+        # the clauses stating it do not each add a different scope ("... in Makefiles" / "... in
+        # Python"): the same point, whatever reasons or details each adds after it.
+        return Judgement("same", "same choice: " + " over ".join(a.choice), cos)
     sub = substitution(a, b)
     if sub:
         return Judgement("different", sub, cos)

@@ -1,14 +1,15 @@
 """Secret redaction: presidio-analyzer as the framework, our recognizers, remembered secrets.
 
-`Redactor(secrets_dir)` is heavy (imports presidio, compiles the RE2 rules and the keyword
-automaton): build it once per process and reuse it.
+`Redactor(secrets_dir)` is heavy (imports presidio, compiles the RE2 rules and the prefilter
+Set): build it once per process and reuse it.
 
 Invariants:
   * The presidio `AnalyzerEngine` runs a `NoOpNlpEngine` (no spaCy model, nothing downloaded) and an
     explicit `RecognizerRegistry` holding only our recognizers (no predefined PII recognizers).
-  * Our recognizers (`SecretRecognizer`, one per category) run an Aho-Corasick keyword prefilter and
-    RE2 (linear-time) patterns; a text without any keyword skips presidio entirely (one automaton
-    pass), so `redact()` on ordinary text costs almost nothing.
+  * Our recognizers (`SecretRecognizer`, one per category) run RE2 (linear-time) patterns behind a
+    prefilter: one RE2 Set pass over the text names the rules that can match; a text where none
+    can skips presidio entirely, so `redact()` on ordinary text costs almost nothing, and
+    `redact_many()` shares that one pass (and the secret memory's) across a whole batch.
   * `Redaction.text` never contains a detected value nor a remembered one: detected values are
     replaced where found (key kept: `DB_PASSWORD=[REDACTED:password]`), and every other occurrence
     of a detected credential-like value in the same text is replaced too, context or not.
@@ -84,7 +85,8 @@ def _secret_recognizer_class():
     class SecretRecognizer(EntityRecognizer):
         """One category of our rules behind presidio's recognizer interface.
 
-        analyze(): keyword prefilter (shared automaton pass per text), then the category's RE2 rules.
+        analyze(): the rules of this category among those the prefilter Set fired for the text (one
+        Set pass per text, shared by the five recognizers), then their RE2 patterns and checks.
         """
 
         def __init__(self, category: str, scanner: Scanner, owner: "Redactor") -> None:
@@ -104,13 +106,13 @@ def _secret_recognizer_class():
             return None
 
         def analyze(self, text, entities, nlp_artifacts=None, regex_flags=None):
-            triggered = self.owner._triggered_for(text)
-            ids = triggered & self.rule_ids
+            fired, data = self.owner._fired_for(text)
+            ids = fired & self.rule_ids
             if not ids:
                 return []
             entity = f"SECRET_{self.category}"
             out = []
-            for sp in self.scanner.scan(text, set(ids)):
+            for sp in self.scanner.scan(text, ids, data):
                 out.append(RecognizerResult(
                     entity_type=entity, start=sp.start, end=sp.end, score=1.0,
                     recognition_metadata={
@@ -135,7 +137,7 @@ class Redactor:
         self.memory = SecretMemory(secrets_dir) if secrets_dir is not None else None
         self.learn = learn and self.memory is not None
         self._process_key = os.urandom(32)
-        self._current: tuple[int, str, frozenset[int]] | None = None
+        self._current: tuple[str, frozenset[int], bytes] | None = None
         cls = _secret_recognizer_class()
         self.recognizers = [cls(cat, self.scanner, self) for cat in CATEGORIES]
         registry = RecognizerRegistry(recognizers=self.recognizers, supported_languages=[LANGUAGE])
@@ -144,14 +146,15 @@ class Redactor:
         self.analyzer = AnalyzerEngine(registry=registry, nlp_engine=nlp, supported_languages=[LANGUAGE])
         self.entities = [f"SECRET_{cat}" for cat in CATEGORIES]
 
-    # -- prefilter shared by the recognizers: one automaton pass per text --
-    def _triggered_for(self, text: str) -> frozenset[int]:
+    # -- prefilter shared by the recognizers: one Set pass per text --
+    def _fired_for(self, text: str) -> tuple[frozenset[int], bytes]:
         cur = self._current
-        if cur is not None and cur[0] == id(text) and cur[1] is text:
-            return cur[2]
-        trig = frozenset(self.scanner.triggered(text))
-        self._current = (id(text), text, trig)
-        return trig
+        if cur is not None and cur[0] is text:
+            return cur[1], cur[2]
+        data = text.encode("utf-8", "surrogatepass")
+        fired = self.scanner.fired(data)
+        self._current = (text, fired, data)
+        return fired, data
 
     def _hash_prefix(self, value: str) -> str:
         if self.memory is not None:
@@ -161,12 +164,18 @@ class Redactor:
                 pass
         return hmac.digest(self._process_key, value.encode("utf-8", "surrogatepass"), "sha256").hex()[:8]
 
-    def detect(self, text: str) -> list[Span]:
-        """Detector spans (merged), without memory; presidio runs only when a keyword hit."""
-        trig = self._triggered_for(text)
+    def detect(self, text: str, data: bytes | None = None) -> list[Span]:
+        """Detector spans (merged), without memory; presidio runs only when the prefilter Set fired.
+
+        `data` is `text` encoded (UTF-8, surrogatepass) when the caller has it already.
+        """
+        if data is None:
+            data = text.encode("utf-8", "surrogatepass")
+        fired = self.scanner.fired(data)
+        if not fired:
+            return []
+        self._current = (text, fired, data)
         try:
-            if not trig:
-                return []
             results = self.analyzer.analyze(text=text, language=LANGUAGE, entities=self.entities)
         finally:
             self._current = None
@@ -176,36 +185,30 @@ class Redactor:
             spans.append(Span(r.start, r.end, meta.get("label", "secret"), meta.get("rule", "unknown")))
         return merge_spans(spans)
 
-    def redact(self, text: str) -> Redaction:
-        """Redact one text. Never raises on odd input (bytes are decoded, None becomes '')."""
-        if text is None:
-            text = ""
-        elif isinstance(text, (bytes, bytearray)):
-            text = bytes(text).decode("utf-8", "surrogateescape")
-        elif not isinstance(text, str):
-            text = str(text)
-        if len(text) < MIN_SECRET_TEXT:
-            return Redaction(text)  # too short to hold any key/value or token we detect or remember
-        spans = self.detect(text)
-        learned = 0
-        values = [text[s.start:s.end] for s in spans]
-        creds = {v for v, s in zip(values, spans) if s.label != "private_key" and shapes.credential_like(v)}
+    def _detect_values(self, text: str, data: bytes | None = None) -> tuple[list[Span], set[str]]:
+        """Detector spans plus other occurrences of the detected credentials in the same text."""
+        spans = self.detect(text, data)
+        if not spans:
+            return spans, set()
+        creds = {text[s.start:s.end] for s in spans
+                 if s.label != "private_key" and shapes.credential_like(text[s.start:s.end])}
         if creds:
             # other occurrences of a detected value in this same text, wherever they are
             spans = merge_spans(spans + _occurrences(text, creds, spans))
-        if self.learn and creds:
-            try:
-                learned = self.memory.remember(creds)
-            except Exception:  # memory trouble must not stop redaction
-                logger.exception("could not remember secrets")
-        if self.memory is not None:
-            try:
-                mem = self.memory.find(text)
-            except Exception:
-                logger.exception("could not read remembered secrets")
-                mem = []
-            if mem:
-                spans = merge_spans(spans + [Span(a, b, "remembered", "remembered") for a, b in mem])
+        return spans, creds
+
+    def _learn(self, creds: set[str]) -> int:
+        if not (self.learn and creds):
+            return 0
+        try:
+            return self.memory.remember(creds)
+        except Exception:  # memory trouble must not stop redaction
+            logger.exception("could not remember secrets")
+            return 0
+
+    def _render(self, text: str, spans: list[Span], mem: list[tuple[int, int]], learned: int) -> Redaction:
+        if mem:
+            spans = merge_spans(spans + [Span(a, b, "remembered", "remembered") for a, b in mem])
         if not spans:
             return Redaction(text, [], learned)
         out: list[str] = []
@@ -219,56 +222,75 @@ class Redactor:
         out.append(text[last:])
         return Redaction("".join(out), findings, learned)
 
+    def redact(self, text: str) -> Redaction:
+        """Redact one text. Never raises on odd input (bytes are decoded, None becomes '')."""
+        text = _as_text(text)
+        if len(text) < MIN_SECRET_TEXT:
+            return Redaction(text)  # too short to hold any key/value or token we detect or remember
+        spans, creds = self._detect_values(text)
+        learned = self._learn(creds)
+        mem: list[tuple[int, int]] = []
+        if self.memory is not None:
+            try:
+                mem = self.memory.find(text)
+            except Exception:
+                logger.exception("could not read remembered secrets")
+        return self._render(text, spans, mem, learned)
+
     def redact_text(self, text: str) -> str:
         return self.redact(text).text
 
     def redact_many(self, texts: Iterable[str]) -> list[Redaction]:
-        """Redact a batch (same results as `redact` one by one, in order).
+        """Redact a batch: what `redact` gives one by one, at a fraction of the per-call cost.
 
-        One keyword-automaton pass and one RE2 pass over the whole batch find the texts that can hold
-        a finding; only those go through `redact`. With remembered secrets, every text is also checked
-        against the memory. Values learned from one text apply to the later ones too.
+        One prefilter Set pass over the whole batch (`Scanner.candidates`) picks the texts that can
+        hold a detector finding; only those go through presidio. Then one pass of the secret memory
+        over the batch (`SecretMemory.find_many`). Since detection (and learning) of the whole batch
+        comes first, a value learned from any text of the batch is also removed from the texts
+        before it, which `redact` one by one cannot do; otherwise the results are the same.
         """
-        items = [t if isinstance(t, str) else ("" if t is None else t) for t in texts]
-        candidates = self._batch_candidates(items)
+        items = [_as_text(t) for t in texts]
+        datas = [t.encode("utf-8", "surrogatepass") if len(t) >= MIN_SECRET_TEXT else b"" for t in items]
+        spans: dict[int, list[Span]] = {}
+        learned: dict[int, int] = {}
+        for i in sorted(self.scanner.candidates(datas)):
+            if not datas[i]:
+                continue
+            found, creds = self._detect_values(items[i], datas[i])
+            if found:
+                spans[i] = found
+            n = self._learn(creds)
+            if n:
+                learned[i] = n
+        mems: list[list[tuple[int, int]]] | None = None
+        if self.memory is not None:
+            try:
+                mems = self.memory.find_many(items)
+            except Exception:
+                logger.exception("could not read remembered secrets")
         out = []
         for i, t in enumerate(items):
-            if i in candidates or not isinstance(t, str) or self.memory is not None:
-                out.append(self.redact(t))
+            mem = mems[i] if mems is not None else []
+            if i in spans or mem:
+                out.append(self._render(t, spans.get(i, []), mem, learned.get(i, 0)))
             else:
-                out.append(Redaction(t))
+                out.append(Redaction(t, [], learned.get(i, 0)))
         return out
-
-    def _batch_candidates(self, items: list) -> set[int]:
-        import bisect
-
-        strs = [(i, t) for i, t in enumerate(items) if isinstance(t, str) and len(t) >= MIN_SECRET_TEXT]
-        if not strs:
-            return set()
-        sep = "\n\x00\n"
-        joined = sep.join(t for _, t in strs)
-        starts = []
-        pos = 0
-        for _, t in strs:
-            starts.append(pos)
-            pos += len(t) + len(sep)
-        found: set[int] = set()
-        scanner = self.scanner
-        for end, _ids in scanner._automaton.iter(joined.lower()):
-            found.add(strs[bisect.bisect_right(starts, end) - 1][0])
-        if scanner._always_any is not None:
-            data = joined.encode("utf-8", "surrogatepass")
-            if len(data) == len(joined):
-                for m in scanner._always_any.finditer(data):
-                    found.add(strs[bisect.bisect_right(starts, m.start()) - 1][0])
-            elif scanner._always_any.search(data):
-                found.update(i for i, _ in strs)  # non-ASCII batch: let each text decide
-        return found
 
     def scrub(self, text: str) -> tuple[str, int]:
         """Same shape as `SecretMemory.scrub`: (redacted text, number of findings)."""
         r = self.redact(text)
         return r.text, r.count
+
+
+def _as_text(text) -> str:
+    if text is None:
+        return ""
+    if isinstance(text, str):
+        return text
+    if isinstance(text, (bytes, bytearray)):
+        return bytes(text).decode("utf-8", "surrogateescape")
+    return str(text)
 
 
 def _occurrences(text: str, values: set[str], existing: list[Span]) -> list[Span]:

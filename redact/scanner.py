@@ -1,8 +1,13 @@
-"""The fast core of detection: an Aho-Corasick keyword prefilter, then RE2 (linear time) per rule.
+"""The fast core of detection: one RE2 Set pass finds the rules that can match, then RE2 per rule.
 
 Invariants:
-  * Cost on a text with no keyword of any rule: one lower-casing pass plus one automaton pass
-    (plus one RE2 pass of the combined always-on rules); no regex of a keyword rule runs.
+  * Cost on a text where no rule can match: one UTF-8 encode plus one pass of an RE2 Set holding
+    every rule (loosened, see `loosen`); no per-rule regex and no Python check runs. A batch of
+    texts can share that one pass (`Scanner.candidates`).
+  * The Set is only a prefilter: it can report a rule that then does not match (its patterns are
+    loosened supersets), never miss one. If the Set's automaton gives up (RE2 bails out when its
+    state cache thrashes on adversarial input; a sentinel pattern that always matches tells), every
+    rule runs: slower, never less.
   * Every regex is RE2 (no backtracking), compiled once per process, run on the UTF-8 bytes of the
     text (encoded once per call, `surrogatepass` so any str is accepted), so no input takes
     super-linear time in the regex engine; the Python post-processing is linear in the matches.
@@ -12,9 +17,11 @@ Invariants:
 
 from __future__ import annotations
 
+import bisect
 import functools
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import shapes
@@ -178,13 +185,63 @@ def _latin1_options():
     return opts
 
 
+_COUNT = re.compile(r"\{(\d+)(?:,(\d*))?\}")
+
+
+def loosen(pattern: str, cap: int) -> str:
+    """`pattern` with every counted repetition `{m}`, `{m,}`, `{m,n}` turned into `{min(m, cap),}`.
+
+    The result matches a superset of what `pattern` matches (a lower bound can only drop and the
+    upper bound goes), so it is a safe prefilter. Counted repetitions are what make a combined
+    automaton of ~100 patterns blow up (each count is a counter the automaton must track), so the
+    Set holds loosened patterns: provider tokens with `cap=1` (their literal prefix is what
+    matters), the assignment-like rules with a cap that keeps the "value has >= 6 characters" bound.
+    """
+    out: list[str] = []
+    i, n, in_class = 0, len(pattern), False
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+            out.append(ch)
+            i += 1
+            continue
+        if ch == "[":
+            in_class = True
+            out.append(ch)
+            i += 1
+            for lead in "^]":
+                if i < n and pattern[i] == lead:
+                    out.append(lead)
+                    i += 1
+            continue
+        m = _COUNT.match(pattern, i) if ch == "{" else None
+        if m:
+            low = min(int(m.group(1)), cap)
+            out.append("*" if low == 0 else "+" if low == 1 else "{%d,}" % low)
+            i = m.end()
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+# How far each rule kind is loosened in the prefilter Set (see `loosen`).
+_SET_CAP = {"token": 1}
+_SET_CAP_DEFAULT = 6
+_NO_RULES: frozenset[int] = frozenset()
+
+
 class Scanner:
-    """Compiled rules plus the keyword automaton; build once per process (`Scanner.shared()`)."""
+    """Compiled rules plus the prefilter Set; build once per process (`Scanner.shared()`)."""
 
     _shared: "Scanner | None" = None
 
     def __init__(self, rules: tuple[Rule, ...] = RULES) -> None:
-        import ahocorasick
         import re2
 
         opts = _latin1_options()
@@ -195,20 +252,19 @@ class Scanner:
                 self._compiled.append(re2.compile(rule.pattern.encode("latin-1"), opts))
             except Exception as exc:  # a bad pattern is a programming error: fail loudly at build
                 raise ValueError(f"rule {rule.name}: {exc}") from exc
-        self._automaton = ahocorasick.Automaton()
-        index: dict[str, set[int]] = {}
-        for i, rule in enumerate(rules):
-            for kw in rule.keywords:
-                index.setdefault(kw.lower(), set()).add(i)
-        for kw, ids in index.items():
-            self._automaton.add_word(kw, tuple(sorted(ids)))
-        self._automaton.make_automaton()
-        self.keywords = tuple(sorted(index))
-        # Keyword-less rules: their RE2 patterns are combined into one prefilter pass.
-        self.always = frozenset(i for i, r in enumerate(rules) if not r.keywords)
-        self._always_any = re2.compile(
-            b"|".join(b"(?:" + rules[i].pattern.encode("latin-1") + b")" for i in sorted(self.always)), opts
-        ) if self.always else None
+        self.all_rules = frozenset(range(len(rules)))
+        # One Set of every rule, loosened and multi-line: `^`/`$` also hold at line breaks, so a
+        # rule that matches a text alone also matches it inside a batch joined with "\n".
+        set_opts = _latin1_options()
+        set_opts.max_mem = 256 << 20
+        set_opts.log_errors = False
+        self._set = re2.Set.SearchSet(set_opts)
+        for rule in rules:
+            cap = _SET_CAP.get(rule.kind, _SET_CAP_DEFAULT)
+            self._set.Add(b"(?m)" + loosen(rule.pattern, cap).encode("latin-1"))
+        self._sentinel = self._set.Add(b"")  # matches every text: missing from a result = RE2 gave up
+        self._set.Compile()
+        self._multiline: dict[int, object] = {}
 
     @classmethod
     def shared(cls) -> "Scanner":
@@ -217,34 +273,76 @@ class Scanner:
         return cls._shared
 
     # -- prefilter --
-    def triggered(self, text: str) -> set[int]:
-        """Indices of rules whose keywords occur in `text` (case-insensitive)."""
-        hits: set[int] = set()
+    def fired(self, data: bytes) -> frozenset[int]:
+        """Indices of the rules that can match the UTF-8 bytes `data` (one Set pass)."""
+        hits = self._set.Match(data)
+        if not hits or self._sentinel not in hits:
+            logger.debug("prefilter gave up on %d bytes; running every rule", len(data))
+            return self.all_rules
+        if len(hits) == 1:
+            return _NO_RULES
+        return frozenset(hits).difference((self._sentinel,))
+
+    def triggered(self, text: str) -> frozenset[int]:
+        """`fired` for a str."""
         if not text:
-            return hits
-        low = text.lower()
-        seen: set = set()
-        for _, ids in self._automaton.iter(low):
-            if ids not in seen:
-                seen.add(ids)
-                hits.update(ids)
-        if self._always_any is not None and self._always_any.search(text.encode("utf-8", "surrogatepass")):
-            hits.update(self.always)
-        return hits
+            return _NO_RULES
+        return self.fired(text.encode("utf-8", "surrogatepass"))
 
     def has_candidates(self, text: str) -> bool:
         return bool(self.triggered(text))
 
+    def candidates(self, datas: Sequence[bytes]) -> set[int]:
+        """Positions in `datas` of the texts that some rule can match, from one pass over the batch.
+
+        The texts are joined with "\n"; the Set names the rules that fire anywhere, then each of
+        those rules (compiled multi-line) marks every text its matches overlap. A superset of the
+        texts that `fired` would report one by one: a match of a text alone is found at the same
+        place in the batch (the separator satisfies the same anchors and boundaries as the text's
+        edges), or an earlier match overlapping that text is.
+        """
+        if not datas:
+            return set()
+        joined = b"\n".join(datas)
+        rules = self.fired(joined)
+        if not rules:
+            return set()
+        if rules is self.all_rules and len(datas) > 1:
+            return set(range(len(datas)))
+        starts = []
+        pos = 0
+        for d in datas:
+            starts.append(pos)
+            pos += len(d) + 1
+        out: set[int] = set()
+        for i in rules:
+            rx = self._multiline.get(i)
+            if rx is None:
+                import re2
+
+                rx = self._multiline[i] = re2.compile(
+                    b"(?m)" + self.rules[i].pattern.encode("latin-1"), _latin1_options())
+            for m in rx.finditer(joined):
+                first = bisect.bisect_right(starts, m.start()) - 1
+                last = bisect.bisect_right(starts, max(m.start(), m.end() - 1)) - 1
+                out.update(range(first, last + 1))
+        return out
+
     # -- scanning --
-    def scan(self, text: str, rule_ids: set[int] | None = None) -> list[Span]:
-        """Spans of secret values in `text`; overlapping spans are merged by the caller."""
+    def scan(self, text: str, rule_ids: set[int] | frozenset[int] | None = None,
+             data: bytes | None = None) -> list[Span]:
+        """Spans of secret values in `text`; overlapping spans are merged by the caller.
+
+        `data` is `text` encoded (UTF-8, surrogatepass) when the caller has it already.
+        """
         if not text:
             return []
+        if data is None:
+            data = text.encode("utf-8", "surrogatepass")
         if rule_ids is None:
-            rule_ids = self.triggered(text)
+            rule_ids = self.fired(data)
         if not rule_ids:
             return []
-        data = text.encode("utf-8", "surrogatepass")
         raw: list[tuple[int, int, str, str]] = []  # byte offsets
         for i in sorted(rule_ids):
             rule = self.rules[i]

@@ -26,12 +26,13 @@ EXPECTED_CARDS = {
          "lesson", 3, 0.5, "assistant:6.0"),
         ("This repo uses pnpm, not npm: the lockfile is pnpm-lock.yaml, so don't let anything generate a "
          "package-lock.json.", "preference", 4, 1.0, "user:7"),
+        # Session 1's "Use pnpm instead of npm because ..." is the same choice: it reinforces this card.
+        ("This repo uses pnpm, not npm: the lockfile is pnpm-lock.yaml, so don't let anything generate a "
+         "package-lock.json.", "preference", 4, 1.0, "user:30"),
         ("Never run migrations on prod directly; always go through the deploy pipeline.", "correction", 4, 0.9, "user:15"),
-        ("Use pnpm instead of npm because the workspace has 14 packages and pnpm's content-addressed store cuts a "
-         "clean install from about 4 minutes to 40 seconds; npm also kept hoisting two versions of zod.",
-         "decision", 3, 0.9, "user:30"),
-        ("auth-service runs on mini-lola, the Mac mini in the office rack (that's what AUTH_URL points at).",
-         "fact", 2, 0.5, "assistant:39.1"),
+        # The assistant's list of findings: one fact card carrying the three relations.
+        ("billing-api stores invoice PDFs in the S3 bucket `acme-invoices`; billing-api depends on auth-service; "
+         "auth-service runs on mini-lola, the Mac mini in the office rack.", "fact", 2, 0.5, "assistant:39.1"),
         ("Prefer small, focused commits with conventional commit messages (feat:, fix:, chore:), never one big "
          "commit at the end.", "preference", 4, 1.0, "user:40"),
     ],

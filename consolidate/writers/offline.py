@@ -39,7 +39,7 @@ from typing import Iterator
 
 from graph.text import STOPWORDS
 
-from ..classify import CHATTER_ANY, CHATTER_START, KNOWN_TOOLS, Named, named_things
+from ..classify import CHATTER_ANY, CHATTER_START, KNOWN_TOOLS, Named, answers_question, named_things
 from .base import CardDraft, EntityDraft, RelationDraft, WriteRequest, WriteResult, sequential, MAX_WORDS
 
 _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[])|\n+|(?<=:)\s+(?=[-*•]\s)|\s+[-*•]\s+")
@@ -441,6 +441,13 @@ def relations(statement: str, ents: list[Named]) -> list[RelationDraft]:
     if not ents:
         return out
     ordered = sorted(ents, key=lambda e: statement.lower().find(e.name.lower()))
+    # A named thing that only qualifies the next one ("the S3 bucket `acme-invoices`", "the
+    # DynamoDB table tf-locks") is not a relation's end: the thing it qualifies is.
+    low = statement.lower()
+    ordered = [e for e, nxt in zip(ordered, ordered[1:] + [None]) if nxt is None or not re.fullmatch(
+        r"\s*(?:bucket|table|queue|topic|host|server|cluster|namespace|repo|repository|database|db|"
+        r"instance|vm|box|project|account|region)s?\s*[`'\"]?",
+        low[low.find(e.name.lower()) + len(e.name):max(0, low.find(nxt.name.lower()))])]
     if last_subject is None and statement.lower().find(ordered[0].name.lower()) <= 12:
         last_subject = ordered[0]
     for a, b in zip(ordered, ordered[1:]):
@@ -475,6 +482,12 @@ def relations(statement: str, ents: list[Named]) -> list[RelationDraft]:
                 add(a.name, verb, b.name, holds)
                 last_subject = last_subject or a
                 break
+        else:
+            skipped = _across(statement, a, b, ordered)
+            if skipped:
+                verb, c, holds = skipped
+                add(a.name, verb, c.name, holds)
+                last_subject = last_subject or a
     # "Y was retired" / "retired Y": every relation to Y in this statement ended.
     for m in re.finditer(r"\bretired (?:the )?([\w.\-/]+)|([\w.\-/]+) (?:was|is|has been) retired\b", statement, re.I):
         target = (m.group(1) or m.group(2) or "").lower()
@@ -482,6 +495,76 @@ def relations(statement: str, ents: list[Named]) -> list[RelationDraft]:
             if r.object.lower() == target:
                 out[i] = RelationDraft(subject=r.subject, verb=r.verb, object=r.object, holds=False)
     return out
+
+
+_ITEM_SPLIT = re.compile(r"(?:^|\s)[-*•]\s+|(?:^|\s)\d{1,2}[.)]\s+(?=\S)")
+#: Findings a list states about named things (`findings`) fill at most this many words.
+FINDINGS_WORDS = MAX_WORDS
+
+
+def findings(text: str, known: dict[str, str]) -> tuple[str, list[Named], list[RelationDraft]] | None:
+    """A list of findings ("- **Storage**: billing-api stores invoice PDFs in the S3 bucket
+    `acme-invoices` ... - **Auth**: billing-api depends on auth-service; ...") as one statement:
+    the leading clause of every item that relates two named things through the verb lexicon,
+    joined with "; " in list order while they fit `FINDINGS_WORDS`, with the union of their
+    entities and relations. None unless at least two items relate named things (a list of steps or
+    options is no finding)."""
+    items = [i.strip() for i in _ITEM_SPLIT.split(text) if i and i.strip()]
+    if len(items) < 2:
+        return None
+    clauses: list[str] = []
+    ents: list[Named] = []
+    rels: list[RelationDraft] = []
+    words = 0
+    for item in items:
+        s = re.sub(r"^(?:\*\*|__)?[^*_:\n]{1,40}?(?:\*\*|__):\s+", "", item)      # "**Label**: "
+        s = re.sub(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1", r"\2", s)
+        s = re.split(r";\s+|(?<=[.!?])\s+(?=[A-Z`])|\s+[—–]\s+", s, maxsplit=1)[0]
+        s = re.sub(r"\s*\([^()]{0,80}\)", "", s).strip().rstrip(".!:,")
+        if not s or s.endswith("?") or UNRESOLVED_PERSON.search(s):
+            continue
+        named = named_things(s, known)
+        found = relations(s, named)
+        if not found:
+            continue
+        n = len(s.split())
+        if words + n > FINDINGS_WORDS:
+            break
+        clauses.append(s)
+        words += n
+        for e in named:
+            if not any(e.name.lower() == x.name.lower() for x in ents):
+                ents.append(e)
+        rels.extend(r for r in found if r not in rels)
+    if len(clauses) < 2:
+        return None
+    statement = "; ".join(clauses)
+    statement = statement[0].upper() + statement[1:] if statement[:1].islower() and \
+        statement.split(" ", 1)[0].lower() not in {e.name.lower() for e in ents} else statement
+    return statement + ".", ents, rels
+
+
+def _across(statement: str, a: Named, b: Named, ordered: list[Named]) -> tuple[str, Named, bool] | None:
+    """A verb phrase of `a` whose object is the named thing after `b`: "billing-api stores invoice
+    PDFs in the S3 bucket `acme-invoices`" (b = "PDFs", the thing stored, named in between).
+    (verb, object, holds), or None. Only when the phrase spans at most 8 words with no clause break."""
+    low = statement.lower()
+    i = ordered.index(b) if b in ordered else -1
+    if i < 0 or i + 1 >= len(ordered):
+        return None
+    c = ordered[i + 1]
+    ia, ic = low.find(a.name.lower()), low.find(c.name.lower())
+    if ia < 0 or ic <= ia:
+        return None
+    between = statement[ia + len(a.name):ic]
+    if len(between.split()) > 8 or re.search(r"[,;:]", between):
+        return None
+    for verb, rx in _LEX:
+        m = rx.search(between)
+        if m and verb in ("stores_data_in", "reads_from", "writes_to", "deploys_to", "runs_on"):
+            holds = not (_ENDED.search(between) or re.search(r"\b(not|n't)\b", between))
+            return verb, c, holds
+    return None
 
 
 def _sentence_category(sentence: str, passage, fallback: str) -> str:
@@ -492,6 +575,26 @@ def _sentence_category(sentence: str, passage, fallback: str) -> str:
 
     j = classify(replace(passage, text=sentence))
     return j.category if j.category not in ("none", "fact") or fallback == "none" else fallback
+
+
+#: At most this many words of the question an answer's statement carries (`with_question`).
+QUESTION_WORDS = 14
+
+
+def with_question(statement: str, context: str, people: frozenset[str] | set[str]) -> str:
+    """An answer's statement with the question it answers ("How was the camping trip?" ->
+    "Caroline saw the Perseids (asked by Melanie: "How was the camping trip?")."), so the card says
+    what it is about; unchanged when the question is long or the whole would pass `MAX_WORDS`."""
+    asker, body = speaker_label(context.lstrip("…"))
+    asks = [strip_address(q, people) for q in sentences(body.lstrip("…")) if q.rstrip().endswith("?")]
+    if not asks:
+        return statement
+    q = asks[-1].strip()
+    n_q = len(q.split())
+    if n_q < 3 or n_q > QUESTION_WORDS or len(statement.split()) + n_q + 3 > MAX_WORDS:
+        return statement
+    who = f"asked by {asker}" if asker else "asked"
+    return statement.rstrip(".!…") + f' ({who}: "{q}").'
 
 
 def _norm(s: str) -> str:
@@ -527,18 +630,38 @@ class OfflineWriter:
             if j.category == "none":
                 continue
             speaker, body = speaker_label(p.text) if p.kind == "user" else (None, p.text)
+            found = findings(body, known) if p.kind in ("assistant", "summary") else None
+            if found:
+                statement, ents, rels = found
+                norm = _norm(statement)
+                if norm in by_norm or len(cards) >= cap:
+                    continue
+                cards.append(CardDraft(statement=statement, category="fact", importance=max(2, j.importance),
+                                       entities=[EntityDraft(name=e.name, type=e.type) for e in ents],
+                                       relations=rels, evidence=[cand.label], quote=body[:200]))
+                by_norm[norm] = len(cards) - 1
+                continue
             if speaker:
                 self._people.add(speaker)
             people = self._people | {n for n, t in known.items() if t == "person"}
             sent = key_sentence(body, known, speaker=bool(speaker), people=people)
-            context_named = named_things(p.context, known) if p.context else []
+            # A user turn's context is the human turn it follows (a question it may answer), never
+            # what a leading "it" refers to; an assistant paragraph's is the request it answers.
+            context_named = named_things(p.context, known) if p.context and p.kind != "user" else []
             statement, drew = _self_contained(sent, speaker=speaker, correction=j.correction,
                                               context_named=context_named, user=p.kind == "user")
             if len(statement.split()) < 3 or (not speaker and UNRESOLVED_PERSON.search(statement)):
                 continue   # "I'm new here", "I'll import the bucket": nothing a future session can use
+            answered = answers_question(p)
+            if answered:
+                with_q = with_question(statement, p.context, people)
+                drew = with_q != statement
+                statement = with_q
             evidence = [cand.label]
             if drew and p.kind != "user" and user_turns.get(p.exchange) not in (None, cand.label):
                 evidence.append(user_turns[p.exchange])
+            if drew and answered and user_turns.get(p.context_id) not in (None, cand.label):
+                evidence.insert(0, user_turns[p.context_id])   # built from the question too
             norm = _norm(statement)
             if norm in by_norm:
                 card = cards[by_norm[norm]]
