@@ -11,7 +11,8 @@ written atomically (temp file + rename) under an advisory lock, by the indexer o
 
 Invariants: once assigned, an id never changes and is never given to another directory (the
 registry is append-only for ids and cwds); `agent_for_cwd` and everything it calls use the standard
-library only and read at most two small JSON files (the hook path calls it); the registry holds
+library only and read at most two small JSON files (the hook path calls it); a folder below a
+registered directory belongs to the nearest one (not above the user's home or the root); the registry holds
 directories as the indexer saw them after redaction.
 """
 
@@ -83,20 +84,46 @@ def _mapped(settings: dict, cwd: str) -> str | None:
     return best
 
 
+def _stop_dirs() -> tuple[str, ...]:
+    """Directories that hold only themselves when walking up: the filesystem root and the user's
+    home (an agent registered there must not capture every project below it)."""
+    home = os.path.expanduser("~")
+    return (os.sep, _norm_dir(home)) if home and home != "~" else (os.sep,)
+
+
 def resolve(cwd: str, settings: dict, registry: dict) -> str | None:
-    """The agent of `cwd`: the longest `agents.map` directory containing it, else the registry's
-    exact entry, else None."""
+    """The agent of `cwd`: the longest `agents.map` directory containing it, else the nearest
+    registered directory at or above it, else None.
+
+    The walk up stops below the user's home directory and the filesystem root: those hold only
+    themselves (use `agents.map` to give a whole tree to one agent). Cost: one pass over the
+    registry's directories plus at most the path depth in dict lookups; no disk access.
+    """
     if not cwd:
         return None
     mapped = _mapped(settings, cwd)
     if mapped:
         return mapped
-    cwd_n = _norm_dir(cwd)
+    owner: dict[str, str] = {}
     for agent_id, entry in registry.get("agents", {}).items():
         cwds = entry.get("cwds", []) if isinstance(entry, dict) else []
-        if cwd_n in cwds:
-            return agent_id
-    return None
+        for d in cwds if isinstance(cwds, list) else []:
+            if isinstance(d, str):
+                owner.setdefault(d, agent_id)
+    cwd_n = _norm_dir(cwd)
+    hit = owner.get(cwd_n)
+    if hit is not None:
+        return hit
+    stops = _stop_dirs()
+    here = cwd_n
+    while True:
+        parent = os.path.dirname(here)
+        if parent == here or parent in stops:
+            return None
+        hit = owner.get(parent)
+        if hit is not None:
+            return hit
+        here = parent
 
 
 def agent_for_cwd(home: Path, cwd: str) -> str | None:
@@ -162,7 +189,8 @@ def _new_id(cwd: str, taken: set[str]) -> str:
 def assign_agent(home: Path, cwd: str, settings: dict | None = None) -> str:
     """The agent for `cwd`, creating and registering a new id when no agent holds it yet.
 
-    Mapped directories join their mapped agent (the cwd is recorded under it). Safe against a
+    Mapped directories join their mapped agent (the cwd is recorded under it); a folder below a
+    registered directory joins that directory's agent (see `resolve`; not recorded). Safe against a
     concurrent indexer: the read-modify-write runs under the registry lock.
     """
     home = Path(home)
@@ -172,10 +200,13 @@ def assign_agent(home: Path, cwd: str, settings: dict | None = None) -> str:
         registry = load_registry(home)
         agents = registry.setdefault("agents", {})
         agent_id = resolve(cwd_n, settings, registry)
+        # A folder below a registered directory (not a mapped one) is already held by its agent:
+        # it is not added to the registry, which keeps each agent's own directories only.
+        below = (agent_id is not None and agent_id in agents and _mapped(settings, cwd_n) is None)
         if agent_id is None:
             agent_id = _new_id(cwd_n, set(agents) | _existing_dirs(home) | _mapped_ids(settings))
         entry = agents.setdefault(agent_id, {"cwds": [], "created": _now()})
-        if cwd_n not in entry.setdefault("cwds", []):
+        if not below and cwd_n not in entry.setdefault("cwds", []):
             entry["cwds"].append(cwd_n)
             registry["version"] = 1
             _save_registry(home, registry)

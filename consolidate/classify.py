@@ -105,9 +105,37 @@ class Named:
     start: int
 
 
-def _good_hyphenated(word: str) -> bool:
+#: Words that make a hyphenated name a piece of infrastructure, as its last part or the word after it.
+_INFRA_WORDS = frozenset("""service services svc api apis worker workers server servers daemon gateway proxy queue
+    job jobs app web backend frontend host hosts node nodes box vm cluster db database bucket table topic repo
+    repository namespace instance client lib sdk cli bot pipeline stack cron lambda function cache store
+    consumer producer scheduler router exporter controller manager runner broker builder indexer crawler poller
+    listener handler loader parser checker watcher logger tracker scanner uploader container""".split())
+_COMPOUND_PARTICLES = frozenset("""out up down in off over back on away like free friendly based related oriented
+    made style fashioned minded hearted looking filled packed""".split())
+
+
+def english_compound(word: str, following: str = "") -> bool:
+    """A hyphenated lowercase word that reads as an English compound adjective or noun ("chilled-out",
+    "heart-warming", "mood-booster", "eye-opening"), not a name: 2-3 alphabetic parts, no digits, no
+    capitals, the last part a particle or an -ing/-ed/-er/-ful/-ly/-ous/-ive/-able word (an -er part
+    naming a piece of software, "kafka-consumer", excepted), or the first an -ed/-ing word; never when
+    an infrastructure word ends it or follows it ("auth-service", "acme-invoices bucket")."""
+    parts = word.split("-")
+    if not (2 <= len(parts) <= 3) or not all(p.isalpha() and p.islower() for p in parts):
+        return False
+    if parts[-1] in _INFRA_WORDS or following.lower() in _INFRA_WORDS:
+        return False
+    last, first = parts[-1], parts[0]
+    return (last in _COMPOUND_PARTICLES or bool(re.search(r"(?:ing|ed|er|ful|ly|ous|ive|able|ible)$", last))
+            or bool(re.search(r"(?:ed|ing)$", first)) and len(first) > 4)
+
+
+def _good_hyphenated(word: str, following: str = "") -> bool:
     w = word.lower()
     if w in _COMMON_HYPHENATED or w.startswith(_HYPHEN_PREFIXES):
+        return False
+    if word == w and english_compound(w, following):
         return False
     parts = w.split("-")
     return len(w) >= 4 and any(len(p) >= 2 and p.isalpha() for p in parts) and not all(p.isdigit() for p in parts)
@@ -174,7 +202,8 @@ def named_things(text: str, known: dict[str, str] | None = None) -> list[Named]:
             for m in re.finditer(r"(?<![\w\-])" + re.escape(name) + r"(?![\w\-])", low):
                 add(text[m.start():m.end()], typ, m.start(), m.end())
     for m in HYPHEN_RE.finditer(text):
-        if _good_hyphenated(m.group(1)):
+        nxt = re.match(r"[`'\"]?\s*([A-Za-z]+)", text[m.end():])
+        if _good_hyphenated(m.group(1), nxt.group(1) if nxt else ""):
             add(m.group(1), _hyphen_type(m.group(1)), m.start(), m.end())
     for m in _KNOWN_RE.finditer(text):
         w = m.group(1)

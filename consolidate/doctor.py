@@ -103,7 +103,7 @@ def diagnose(home: Path, projects_dir: Path | None = None) -> dict[str, Any]:
     checks.append(_check(
         "Anthropic API key", key_env or key_set,
         "set in ANTHROPIC_API_KEY" if key_env else ("set in settings" if key_set else "not set (writer `anthropic` unavailable)"),
-        "export ANTHROPIC_API_KEY=...   or   reverie settings set anthropic.api_key KEY"))
+        "export ANTHROPIC_API_KEY=...   or   reverie settings set anthropic.api_key -   (reads it from stdin / a hidden prompt)"))
 
     claude_cmd = str(_settings.get(settings, "claude_cli.command", "claude") or "claude")
     claude_path = shutil.which(claude_cmd)

@@ -1,5 +1,8 @@
 """Domain errors. Each message names the fix; the CLI prints it and exits 1."""
 
+API_KEY_FIX = ("set ANTHROPIC_API_KEY, or run `reverie settings set anthropic.api_key -` "
+               "(it reads the key from stdin or a hidden prompt, so it stays out of your shell history)")
+
 
 class ReverieError(Exception):
     """An error the user can act on; str(e) says what to do."""
@@ -13,8 +16,23 @@ class AgentBusy(ReverieError):
     pass
 
 
+class AgentDbUnreadable(ReverieError):
+    """An agent's agent.db cannot be opened or read (damaged, not a database, locked by a foreign tool)."""
+
+
 class NoApiKey(ReverieError):
     def __init__(self) -> None:
-        super().__init__(
-            "No API key: set ANTHROPIC_API_KEY or run `reverie settings set anthropic.api_key KEY`."
-        )
+        super().__init__(f"No API key: {API_KEY_FIX}.")
+
+
+class ApiAuthFailed(ReverieError):
+    """The API refused the key (401/403): every further call would fail the same way."""
+
+    def __init__(self, detail: str, *, writer: str = "anthropic") -> None:
+        if writer == "claude-cli":
+            message = (f"The claude CLI could not authenticate ({detail}). Run `claude` once to log in, "
+                       "then `reverie doctor`.")
+        else:
+            message = (f"The Anthropic API refused the key ({detail}). Check it with `reverie doctor`; "
+                       f"{API_KEY_FIX}. ANTHROPIC_API_KEY, when set, takes precedence over settings.")
+        super().__init__(message)

@@ -1,9 +1,11 @@
 """Claude Code hook entry: `reverie [--home DIR] hook session-start|user-prompt-submit`.
 
 Reads the hook JSON from stdin (session_id, cwd, prompt, source, hook_event_name), finds the agent of
-`cwd`, runs `graph.recall.recall` and prints
-`{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": "<text>"}}`, then appends the
-injection to the agent's recall log.
+`cwd` (the nearest registered directory at or above it, see `agents.resolve`), runs
+`graph.recall.recall` (through `recall_for_agent`, the same call `reverie recall` makes) and prints
+`{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": "<text>"}}`; only after that write
+succeeded are the memories marked as shown to the session and the injection appended to the
+agent's recall log.
 
 Invariants:
 - Fails open: on any error, empty or invalid stdin, an unknown cwd, a switched-off agent, a missing
@@ -14,6 +16,7 @@ Invariants:
 - Imports only the standard library and light modules of ours (paths, settings, agents,
   graph.recall, graph.recall_embed, redact.memory).
 - Output goes out in one write, after the deadline timer is disarmed; nothing is printed after it.
+  The deadline is settings `recall.hook_deadline_s`, or $REVERIE_HOOK_DEADLINE_S (0: already past).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ EVENTS = {"session-start": ("SessionStart", "primer"), "user-prompt-submit": ("U
 #: Seconds a hook may take before it gives up silently (settings `recall.hook_deadline_s`); below the
 #: timeouts `hook install` writes (SessionStart 10 s, UserPromptSubmit 5 s).
 DEFAULT_DEADLINE_S = 2.0
+#: Environment variable overriding the deadline (seconds, >= 0; tests use 0 for "already past").
+ENV_HOOK_DEADLINE = "REVERIE_HOOK_DEADLINE_S"
 #: Largest stdin read (a prompt with a pasted file can be long; recall reads its start only).
 MAX_STDIN_BYTES = 4 * 1024 * 1024
 #: The recall log is renamed to `<name>.1` (replacing an older one) when it passes this size.
@@ -106,16 +111,87 @@ def _half_life(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else 90.0
 
 
-def build_injection(event: str, data: dict[str, Any], home: Path, settings: dict[str, Any] | None = None,
-                    ) -> tuple[dict[str, Any], str, dict[str, Any]] | None:
-    """(hook output, agent id, recall-log entry) for one hook call, or None when nothing is to be
-    injected. Raises on errors (the caller fails open)."""
-    from . import agents
+class ScrubberUnavailable(Exception):
+    """The remembered-secret check (redact.memory) cannot be loaded: nothing may be shown."""
+
+
+class Injection:
+    """What one recall would inject for an agent, not yet recorded as shown.
+
+    `result` is `graph.recall.recall`'s result (without its pending session ids), `text` the
+    injected text ('' when nothing is relevant), `output` the hook's JSON, `entry` the recall-log
+    line. Invariant: the session state and the recall log change only in `record()`, which the
+    caller runs after the text was delivered (the hook: after its stdout write succeeded), so a
+    text that was never shown is never marked as shown.
+    """
+
+    __slots__ = ("agent", "db", "kind", "session", "result", "text", "output", "entry", "_pending", "_home")
+
+    def __init__(self, home: Path, agent: str, db: Path, kind: str, session: str | None,
+                 result: dict[str, Any]) -> None:
+        from graph.recall import recalled_ids
+
+        self._home, self.agent, self.db, self.kind, self.session = home, agent, db, kind, session
+        self._pending = result.pop("session_pending", None)
+        self.result = result
+        self.text: str = result["text"]
+        hook_name = "SessionStart" if kind == "primer" else "UserPromptSubmit"
+        self.output = {"hookSpecificOutput": {"hookEventName": hook_name, "additionalContext": self.text}}
+        ids, entities = recalled_ids(result)
+        self.entry = {"at": _now_iso(), "session": session, "kind": kind, "ids": ids, "entities": entities,
+                      "episodes": [r["id"] for r in result.get("recent", [])],
+                      "warnings": [w["id"] for w in result.get("warnings", [])]}
+
+    def record(self, log: bool = True) -> None:
+        """Mark the text as shown: the session skips these memories from now on (with a session)
+        and, with `log`, one line goes to the agent's recall log. Nothing happens for an empty text."""
+        if not self.text:
+            return
+        if self.session and self._pending is not None:
+            from graph.recall import record_session
+
+            record_session(self.db, self.session, self._pending)
+            self._pending = None
+        if log:
+            append_recall_log(recall_log_path(self._home, self.agent), self.entry)
+
+
+def recall_for_agent(home: Path, agent: str, kind: str, prompt: str = "", *, session: str | None = None,
+                     reset_session: bool = False, settings: dict[str, Any] | None = None) -> Injection:
+    """The one recall both the hook and `reverie recall` run: the agent's db (which must exist),
+    budgets, embedding model and feedback half-life from settings, the remembered-secret check.
+    Nothing is recorded as shown (see `Injection.record`); a reset session is forgotten at once
+    (the context no longer holds what it got, whatever is shown now). Raises
+    `ScrubberUnavailable` when the secret check cannot load, and on database errors."""
     from . import settings as settings_mod
-    from graph.recall import Budgets, recall, recalled_ids
+    from graph.recall import Budgets, recall, record_session
     from graph.recall_embed import prompt_embedder
 
-    hook_name, kind = EVENTS[event]
+    home = Path(home)
+    settings = settings if settings is not None else settings_mod.load_settings(home)
+    db = agent_db_path(home, agent)
+    scrub = secret_scrubber(home)
+    if scrub is None:
+        raise ScrubberUnavailable()
+    if session and reset_session:
+        record_session(db, session, None, reset_session=True)
+    embedder = prompt_embedder(settings_mod.get(settings, "embedding_model"), home / "cache")
+    result = recall(db, prompt or "", session=session, kind=kind,
+                    budgets=Budgets.from_settings(settings_mod.get(settings, "recall", {})),
+                    embedder=embedder, scrub=scrub, agent=agent, record=False,
+                    half_life_days=_half_life(settings_mod.get(settings, "feedback.half_life_days", 90)))
+    return Injection(home, agent, db, kind, session, result)
+
+
+def prepare_injection(event: str, data: dict[str, Any], home: Path, settings: dict[str, Any] | None = None,
+                      ) -> Injection | None:
+    """The injection for one hook call, not yet recorded, or None when nothing is to be injected
+    (bad input, unknown cwd, switched-off agent, no database, nothing relevant, no secret check).
+    Raises on other errors (the caller fails open)."""
+    from . import agents
+    from . import settings as settings_mod
+
+    _hook_name, kind = EVENTS[event]
     if not isinstance(data, dict):
         return None
     cwd = data.get("cwd")
@@ -125,31 +201,30 @@ def build_injection(event: str, data: dict[str, Any], home: Path, settings: dict
     agent = agents.resolve(cwd, settings, agents.load_registry(home))
     if not agent or agent in agents.disabled_agents(settings) or not agents.valid_agent_id(agent):
         return None
-    db = agent_db_path(home, agent)
-    if not db.is_file():
+    if not agent_db_path(home, agent).is_file():
         return None
     prompt = data.get("prompt") if kind == "prompt" else ""
     if kind == "prompt" and (not isinstance(prompt, str) or not prompt.strip()):
         return None
-    scrub = secret_scrubber(home)
-    if scrub is None:
-        return None   # fail closed: nothing leaves without the remembered-secret check
     session = data.get("session_id") if isinstance(data.get("session_id"), str) else None
-    embedder = prompt_embedder(settings_mod.get(settings, "embedding_model"), home / "cache")
-    result = recall(db, prompt or "", session=session, kind=kind,
-                    budgets=Budgets.from_settings(settings_mod.get(settings, "recall", {})),
-                    embedder=embedder, scrub=scrub, agent=agent,
-                    reset_session=kind == "primer" and data.get("source") in RESET_SOURCES,
-                    half_life_days=_half_life(settings_mod.get(settings, "feedback.half_life_days", 90)))
-    text = result["text"]
-    if not text:
+    try:
+        injection = recall_for_agent(home, agent, kind, prompt or "", session=session, settings=settings,
+                                     reset_session=kind == "primer" and data.get("source") in RESET_SOURCES)
+    except ScrubberUnavailable:
+        return None   # fail closed: nothing leaves without the remembered-secret check
+    return injection if injection.text else None
+
+
+def build_injection(event: str, data: dict[str, Any], home: Path, settings: dict[str, Any] | None = None,
+                    ) -> tuple[dict[str, Any], str, dict[str, Any]] | None:
+    """(hook output, agent id, recall-log entry) for a caller that shows the text right away (the
+    demo): like `prepare_injection`, then recorded as shown and logged. None when nothing is to be
+    injected. Raises on errors."""
+    injection = prepare_injection(event, data, home, settings)
+    if injection is None:
         return None
-    ids, entities = recalled_ids(result)
-    output = {"hookSpecificOutput": {"hookEventName": hook_name, "additionalContext": text}}
-    entry = {"at": _now_iso(), "session": session, "kind": kind, "ids": ids, "entities": entities,
-             "episodes": [r["id"] for r in result.get("recent", [])],
-             "warnings": [w["id"] for w in result.get("warnings", [])]}
-    return output, agent, entry
+    injection.record()
+    return injection.output, injection.agent, injection.entry
 
 
 def secret_scrubber(home: Path):
@@ -167,8 +242,29 @@ def secret_scrubber(home: Path):
     return scrub
 
 
+def hook_deadline(settings: dict[str, Any]) -> float:
+    """Seconds the hook may take: $REVERIE_HOOK_DEADLINE_S when it is a number >= 0 (0: already
+    past, so nothing is printed), else settings `recall.hook_deadline_s` when > 0, else
+    DEFAULT_DEADLINE_S."""
+    env = os.environ.get(ENV_HOOK_DEADLINE)
+    if env:
+        try:
+            value = float(env)
+        except ValueError:
+            value = -1.0
+        if value >= 0:
+            return value
+    from . import settings as settings_mod
+
+    deadline = settings_mod.get(settings, "recall.hook_deadline_s", DEFAULT_DEADLINE_S)
+    if isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or deadline <= 0:
+        return DEFAULT_DEADLINE_S
+    return float(deadline)
+
+
 def run_hook(event: str, home: str | None) -> int:
-    """Run one hook event; always returns 0 (see module invariants)."""
+    """Run one hook event; always returns 0 (see module invariants). What was printed is recorded
+    as shown (session state, recall log) only after the write succeeded."""
     if os.environ.get(ENV_CHILD_GUARD) or event not in EVENTS:
         return 0
     started = time.monotonic()
@@ -178,21 +274,20 @@ def run_hook(event: str, home: str | None) -> int:
         from . import settings as settings_mod
 
         settings = settings_mod.load_settings(home_path)
-        deadline = settings_mod.get(settings, "recall.hook_deadline_s", DEFAULT_DEADLINE_S)
-        if isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or deadline <= 0:
-            deadline = DEFAULT_DEADLINE_S
-        disarm = _arm(float(deadline))
+        deadline = hook_deadline(settings)
+        if deadline > 0:
+            disarm = _arm(deadline)
         raw = sys.stdin.buffer.read(MAX_STDIN_BYTES) if sys.stdin is not None else b""
         if not raw.strip():
             return 0
         data = json.loads(raw.decode("utf-8", "replace"))
-        built = build_injection(event, data, home_path, settings)
-        disarm()
-        disarm = None
-        if built is None or time.monotonic() - started > deadline:
+        injection = prepare_injection(event, data, home_path, settings)
+        if disarm is not None:
+            disarm()
+            disarm = None
+        if injection is None or time.monotonic() - started >= deadline:
             return 0
-        output, agent, entry = built
-        sys.stdout.write(json.dumps(output, ensure_ascii=False))
+        sys.stdout.write(json.dumps(injection.output, ensure_ascii=False))
         sys.stdout.flush()
     except BaseException:  # noqa: BLE001  (fail open, whatever happened; never exit 2)
         return 0
@@ -203,11 +298,11 @@ def run_hook(event: str, home: str | None) -> int:
             except BaseException:  # noqa: BLE001
                 pass
     try:
-        append_recall_log(recall_log_path(home_path, agent), entry)
-    except Exception:  # noqa: BLE001  (the injection happened; a lost log line only costs a count)
+        injection.record()
+    except Exception:  # noqa: BLE001  (it was shown; a lost record only means it may be shown again)
         import logging
 
-        logging.getLogger(__name__).debug("recall log append failed", exc_info=True)
+        logging.getLogger(__name__).debug("recording the injection failed", exc_info=True)
     return 0
 
 
@@ -262,11 +357,28 @@ def hook_command(home: Path) -> str:
 
 
 def _is_ours(command: Any, event: str) -> bool:
+    """Whether a settings hook command runs our `event`: shell words (shlex, so a quoted path with
+    spaces is one word) ending in `hook EVENT`, starting with a `reverie` executable (also when an
+    older install left the path unquoted: `/opt/my tools/reverie hook EVENT`)."""
     if not isinstance(command, str):
         return False
-    words = command.split()
-    return (len(words) >= 3 and words[-2:] == ["hook", event]
-            and Path(words[0].strip("'\"")).name in ("reverie", "reverie.exe"))
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    if len(words) < 3 or words[-2:] != ["hook", event]:
+        return False
+    if Path(words[0]).name in ("reverie", "reverie.exe"):
+        return True
+    raw = command.split()   # an unquoted path with spaces: its pieces come before any option
+    for i, word in enumerate(raw[:-2]):
+        if word.startswith("-"):
+            return False
+        if Path(word).name in ("reverie", "reverie.exe"):
+            return i > 0 and os.path.isabs(raw[0])
+    return False
 
 
 def merge_hooks(settings: dict[str, Any], command: str) -> dict[str, Any]:

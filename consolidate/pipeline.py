@@ -35,6 +35,7 @@ import datetime as _dt
 import hashlib
 import json
 import logging
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -42,15 +43,19 @@ from typing import Any, Callable, Optional
 from . import settings as settings_mod
 from .budget import Budget, RetryPolicy
 from .classify import Judgement, classify
-from .errors import AgentBusy, ReverieError, UnknownAgent
+from .errors import AgentBusy, AgentDbUnreadable, ApiAuthFailed, NoApiKey, ReverieError, UnknownAgent
 from .passages import Passage, cut_passages, load_messages
-from .paths import agent_db_path, agent_dir, agents_dir, recall_log_path, secrets_dir
+from .paths import agent_db_path, agent_dir, agents_dir, recall_log_path
 
 log = logging.getLogger(__name__)
 
 SEGMENT_CANDIDATES = 9
 SEGMENT_PASSAGES = 60
 SEGMENT_HARD_CANDIDATES = 15
+MAX_STRETCH_ATTEMPTS = 3         # settings consolidate.max_stretch_attempts
+# Writer faults that belong to the stretch (its content), counted against its attempts; transient,
+# budget and auth faults belong to the run and never count.
+STRETCH_FAULTS = ("malformed", "schema", "refusal", "max_tokens", "failed", "crash")
 WRITERS = ("offline", "anthropic", "claude-cli")
 
 
@@ -159,11 +164,36 @@ def _last_message_id(conn, conversation: str) -> int:
 
 
 def _save_progress(conn, conversation: str, last_id: int, at: str) -> None:
+    """Move the conversation's progress to `last_id` (never back) and clear its failed attempts:
+    they belonged to the stretch that just completed."""
     conn.execute(
         """INSERT INTO progress(conversation, last_message_id, updated_at) VALUES (?, ?, ?)
            ON CONFLICT(conversation) DO UPDATE SET last_message_id = MAX(last_message_id, excluded.last_message_id),
-           updated_at = excluded.updated_at""",
+           updated_at = excluded.updated_at, attempts = 0, last_error = NULL""",
         (conversation, last_id, at))
+
+
+def _record_attempt(conn, conversation: str, error: str, at: str) -> int:
+    """Count one failed attempt of the stretch after the conversation's progress mark (its own
+    transaction); returns the attempts so far. `error` is a kind and an exception class or a
+    writer's short message, never passage text."""
+    with conn:
+        conn.execute(
+            """INSERT INTO progress(conversation, last_message_id, updated_at, attempts, last_error)
+               VALUES (?, 0, ?, 1, ?)
+               ON CONFLICT(conversation) DO UPDATE SET attempts = attempts + 1, last_error = excluded.last_error,
+               updated_at = excluded.updated_at""",
+            (conversation, at, error[:300]))
+    row = conn.execute("SELECT attempts FROM progress WHERE conversation = ?", (conversation,)).fetchone()
+    return int(row[0])
+
+
+def trust_pending(conn) -> list[tuple[str, int, int]]:
+    """(conversation, trust watermark, progress) of conversations whose progress is ahead of the
+    trust stage (episodes, feedback detection): a killed or failed run leaves them for the next."""
+    return [(r[0], int(r[1]), int(r[2])) for r in conn.execute(
+        "SELECT conversation, trust_message_id, last_message_id FROM progress "
+        "WHERE last_message_id > trust_message_id ORDER BY conversation")]
 
 
 def _start_run(conn, trigger: str, writer: str, at: str) -> int:
@@ -213,10 +243,11 @@ def to_new_card(verified, conversation: str, writer_name: str, now_iso: str):
     )
 
 
-def _graph_merge() -> tuple[Callable, Callable | None]:
-    from graph.merge import known_entities, merge_card
+def _known(db) -> dict[str, str]:
+    """The agent's entity names (3+ characters, lower-cased) -> type, for the classifier and writers."""
+    from graph.merge import known_entities
 
-    return merge_card, known_entities
+    return {name.lower(): typ or "other" for name, typ in known_entities(db) if name and len(name) >= 3}
 
 
 class _LazyEmbedder:
@@ -242,55 +273,11 @@ class _LazyEmbedder:
         return self.embedder.describe() if self.embedder is not None else None
 
 
-def _known(known_fn, db) -> dict[str, str]:
-    if known_fn is None:
-        return {}
-    try:
-        raw = known_fn(db)
-    except Exception:  # noqa: BLE001 - the graph's lookup must not stop consolidation
-        log.warning("known_entities failed", exc_info=True)
-        return {}
-    out: dict[str, str] = {}
-    items = raw.items() if isinstance(raw, dict) else raw
-    for item in items or []:
-        if isinstance(item, tuple) and len(item) == 2:
-            name, typ = item
-        elif isinstance(item, dict):
-            name, typ = item.get("name"), item.get("type", "other")
-        elif isinstance(item, str):
-            name, typ = item, "other"
-        else:
-            name, typ = getattr(item, "name", None), getattr(item, "type", "other")
-        if isinstance(typ, dict):
-            typ = typ.get("type", "other")
-        if name and len(str(name)) >= 3:
-            out[str(name).lower()] = str(typ or "other")
-    return out
+def _fold_recall_log(home: Path, agent_id: str, db, now) -> dict:
+    """After a run: the graph's lifecycle upkeep (fold memory-recalls.jsonl into access counts, then fade)."""
+    from graph.lifecycle import maintain
 
-
-def _transaction(db):
-    """One atomic unit for a stretch's cards and its progress row: the graph's transaction (BEGIN
-    IMMEDIATE; merges inside nest as savepoints), else the connection's own context manager."""
-    try:
-        from graph.store import transaction
-    except ImportError:
-        return db.conn
-    return transaction(db)
-
-
-def _fold_recall_log(home: Path, agent_id: str, db, now) -> Optional[dict]:
-    """After a good run: the graph's lifecycle upkeep (fold memory-recalls.jsonl into access counts,
-    then fade), `graph.lifecycle.maintain`; else its `fold_recall_log`; None when neither exists."""
-    try:
-        from graph import lifecycle
-    except ImportError:
-        return None
-    log_path = recall_log_path(home, agent_id)
-    if callable(getattr(lifecycle, "maintain", None)):
-        return lifecycle.maintain(db, now=now, recall_log=log_path)
-    if callable(getattr(lifecycle, "fold_recall_log", None)):
-        return lifecycle.fold_recall_log(db, log_path, now=now)
-    return None
+    return maintain(db, now=now, recall_log=recall_log_path(home, agent_id))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -306,6 +293,8 @@ class _Acc:
     skipped: dict = field(default_factory=dict)
     errors: list = field(default_factory=list)
     relations_dropped: int = 0
+    passages_consolidated: int = 0   # passages of stretches whose progress was committed
+    skipped_stretches: int = 0       # stretches given up after MAX_STRETCH_ATTEMPTS failures
 
     def add(self, d: dict, k: str, n: int = 1) -> None:
         d[k] = d.get(k, 0) + n
@@ -336,6 +325,11 @@ def consolidate_agent(home: Path, agent_id: str, *, writer: Any = None, trigger:
             return _run(home, agent_id, w, trigger, now, settings, progress, redactor, db_path)
     except Busy as exc:
         raise AgentBusy(f"Agent {agent_id!r} is being consolidated by another process ({exc}); try again when it finishes.") from None
+    except sqlite3.DatabaseError as exc:
+        raise AgentDbUnreadable(
+            f"Agent {agent_id!r}: its database {db_path} cannot be used ({type(exc).__name__}: {exc}). "
+            "Run `reverie doctor` to check it; a damaged agent.db can be moved aside and rebuilt with `reverie index`."
+        ) from None
 
 
 def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt.datetime], settings: dict,
@@ -351,9 +345,12 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
     conn = db.conn
     run_id = _start_run(conn, trigger, writer.name, now_iso)
     acc = _Acc()
-    merge_card, known_fn = _graph_merge()
+    from graph.merge import merge_card
+    from graph.store import transaction
+
     embedder = _LazyEmbedder(settings.get("embedding_model"))
-    known = _known(known_fn, db)
+    max_attempts = max(1, int(cfg.get("max_stretch_attempts", MAX_STRETCH_ATTEMPTS)))
+    known: dict[str, str] = {}
     red = {"obj": redactor}
 
     def get_redactor():
@@ -365,7 +362,9 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
 
     backlog = False
     status = "ok"
+    auth_error: Optional[str] = None
     try:
+        known.update(_known(db))
         # 1. Plan: passages, judgements and stretches, newest conversation first, within budget.
         plan: list[Segment] = []
         pending = pending_conversations(conn)
@@ -414,6 +413,24 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
         blocked: set[str] = set()
         stopped: Optional[str] = None
         total = len(plan)
+
+        def failed_stretch(seg: Segment, kind: str, message: str) -> None:
+            """A fault of this stretch: count the attempt; after `max_attempts` give the stretch up
+            (progress moves past it with no cards) so the rest of the conversation proceeds."""
+            nonlocal backlog
+            conv = seg.conversation
+            n_att = _record_attempt(conn, conv, f"{kind}: {message}", now_iso)
+            err = {"conversation": conv, "segment": seg.index, "kind": kind, "message": message}
+            if n_att >= max_attempts:
+                with transaction(db):
+                    _save_progress(conn, conv, seg.end_id, now_iso)
+                acc.skipped_stretches += 1
+                log.warning("stretch %s:%d given up after %d failed attempts (%s)", conv, seg.index, n_att, kind)
+            else:
+                blocked.add(conv)
+                backlog = True
+            acc.errors.append(err)
+
         for n, seg in enumerate(plan, 1):
             conv = seg.conversation
             if conv in blocked:
@@ -430,37 +447,65 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
                     continue
                 if result.error is not None:
                     err = result.error
+                    if err.kind in STRETCH_FAULTS:
+                        failed_stretch(seg, err.kind, err.message)
+                        if conv not in blocked and progress:
+                            progress("write", n, total)
+                        continue
                     acc.errors.append({"conversation": conv, "segment": seg.index, "kind": err.kind,
                                        "message": err.message})
                     blocked.add(conv)
                     backlog = True
-                    if err.kind in ("transient", "budget") and not batch_mode:
+                    if err.kind == "auth":
+                        auth_error = err.message
+                        stopped = "auth"
+                        if batch_mode:
+                            break
+                    elif err.kind in ("transient", "budget") and not batch_mode:
                         stopped = err.kind
                     continue
-            cards = []
-            if result is not None and result.cards:
-                verdict = verify(result.cards, seg.request, redactor=get_redactor(), model_backed=writer.model_backed)
-                for reason, k in verdict.rejected.items():
-                    acc.add(acc.rejected, reason, k)
-                acc.relations_dropped += verdict.relations_dropped
-                cards = [to_new_card(v, conv, writer.name, now_iso) for v in verdict.accepted]
-            with _transaction(db):
-                for card in cards:
-                    res = merge_card(db, card, now=now or _dt.datetime.now(_dt.timezone.utc),
-                                     embedder=embedder.get())
-                    action = getattr(res, "action", "stored")
-                    acc.add(acc.merge, action)
-                    if action in ("rejected", "forgotten"):
-                        acc.add(acc.rejected, "graph_" + action)
-                    else:
-                        acc.cards_written += 1
-                _save_progress(conn, conv, seg.end_id, now_iso)
+            # Verify and merge in one transaction with the progress row; any fault rolls the whole
+            # stretch back (nothing of it is stored, progress stays) and counts as one attempt.
+            rejected: dict[str, int] = {}
+            merged: dict[str, int] = {}
+            written = dropped = 0
+            try:
+                cards = []
+                if result is not None and result.cards:
+                    verdict = verify(result.cards, seg.request, redactor=get_redactor(), model_backed=writer.model_backed)
+                    rejected.update(verdict.rejected)
+                    dropped = verdict.relations_dropped
+                    cards = [to_new_card(v, conv, writer.name, now_iso) for v in verdict.accepted]
+                with transaction(db):
+                    for card in cards:
+                        res = merge_card(db, card, now=now or _dt.datetime.now(_dt.timezone.utc),
+                                         embedder=embedder.get())
+                        action = res.action
+                        merged[action] = merged.get(action, 0) + 1
+                        if action in ("rejected", "forgotten"):
+                            rejected["graph_" + action] = rejected.get("graph_" + action, 0) + 1
+                        else:
+                            written += 1
+                    _save_progress(conn, conv, seg.end_id, now_iso)
+            except Exception as exc:  # noqa: BLE001 - one stretch's fault must not stop the run
+                log.warning("stretch %s:%d failed in verify/merge", conv, seg.index, exc_info=True)
+                failed_stretch(seg, "crash", f"{type(exc).__name__} in verify/merge")
+                continue
+            for reason, k in rejected.items():
+                acc.add(acc.rejected, reason, k)
+            for action, k in merged.items():
+                acc.add(acc.merge, action, k)
+            acc.cards_written += written
+            acc.relations_dropped += dropped
+            acc.passages_consolidated += len(seg.passages)
             acc.conversations.add(conv)
             if progress:
                 progress("write", n, total)
         if stopped:
             backlog = True
         status = "partial" if (backlog or acc.errors) else "ok"
+        if auth_error is not None:
+            status = "failed"
     except Exception as exc:  # noqa: BLE001 - recorded in the run, then re-raised
         status = "failed"
         acc.errors.append({"kind": "crash", "message": f"{type(exc).__name__}"})
@@ -473,48 +518,57 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
         backlog = True
         status = "partial" if status == "ok" else status
     folded = None
-    if status != "failed":
-        try:
-            folded = _fold_recall_log(home, agent_id, db, now or _dt.datetime.now(_dt.timezone.utc))
-        except Exception as exc:  # noqa: BLE001 - the fold must not undo a good run
-            log.warning("recall log fold failed", exc_info=True)
-            acc.errors.append({"kind": "recall_fold", "message": type(exc).__name__})
+    try:
+        folded = _fold_recall_log(home, agent_id, db, now or _dt.datetime.now(_dt.timezone.utc))
+    except Exception as exc:  # noqa: BLE001 - the fold must not undo a good run
+        log.warning("recall log fold failed", exc_info=True)
+        acc.errors.append({"kind": "recall_fold", "message": type(exc).__name__})
     trust_summary = None
-    if status != "failed":
-        try:
-            trust_summary = _trust_stage(home, agent_id, db, plan, acc, run_id,
-                                         now or _dt.datetime.now(_dt.timezone.utc), settings)
-        except Exception as exc:  # noqa: BLE001 - trust bookkeeping must not undo a good run
-            log.warning("trust stage failed", exc_info=True)
-            acc.errors.append({"kind": "trust", "message": type(exc).__name__})
+    try:
+        trust_summary = _trust_stage(home, agent_id, db, plan, known, run_id,
+                                     now or _dt.datetime.now(_dt.timezone.utc), settings)
+    except Exception as exc:  # noqa: BLE001 - trust bookkeeping must not undo a good run; retried next run
+        log.warning("trust stage failed", exc_info=True)
+        acc.errors.append({"kind": "trust", "message": type(exc).__name__})
     summary = _summary(agent_id, writer, acc, budget, backlog, run_id)
     summary["recall_fold"] = folded
     summary["trust"] = trust_summary
     summary["embedder"] = embedder.describe()
     _finish_run(conn, run_id, status, summary, _now_iso(None))
     db.close()
+    if auth_error is not None:
+        raise ApiAuthFailed(auth_error, writer=writer.name)
     return summary
 
 
-def _trust_stage(home: Path, agent_id: str, db, plan: list, acc: "_Acc", run_id: int, now: _dt.datetime,
+def _trust_stage(home: Path, agent_id: str, db, plan: list, known: dict, run_id: int, now: _dt.datetime,
                  settings: dict) -> dict:
-    """Issue 8 at the end of a run: detected feedback (recall log x this run's turns), one episode
-    per consolidated session, the trust pass (decay, maturity, anti-patterns, flags) and the
-    episodes' decay, pruning and recall reinforcement. Idempotent per run."""
+    """Issue 8 after the writing: detected feedback (recall log x the new turns), one episode per
+    consolidated session, the trust pass (decay, maturity, anti-patterns, flags) and the episodes'
+    decay, pruning and recall reinforcement.
+
+    Invariant: it covers every conversation whose progress is ahead of its trust watermark
+    (`progress.trust_message_id`), not only this run's, and the turns between the two marks; the
+    watermark moves to the progress read at the start only after the stage completed. So a run that
+    was killed or failed after committing stretches leaves them for the next run's stage."""
     from graph import episodes, feedback_detect, trust
 
-    sessions = sorted(acc.conversations)
+    conn = db.conn
+    due = trust_pending(conn)
+    sessions = [conv for conv, _, _ in due]
+    planned = {(p.conversation, p.key): j for seg in plan for p, j in zip(seg.passages, seg.judgements)}
     half_life = float(settings_mod.get(settings, "feedback.half_life_days", 90) or 90)
     events, bad_lines = feedback_detect.read_recall_log(recall_log_path(home, agent_id))
-    turns = [
-        feedback_detect.Turn(p.conversation, p.timestamp, p.text,
-                             bool(j.correction) if p.kind == "user" else False, p.kind)
-        for seg in plan if seg.conversation in acc.conversations
-        for p, j in zip(seg.passages, seg.judgements) if p.kind in ("user", "assistant")
-    ]
+    turns = []
+    for conv, trusted, done in due:
+        for p in cut_passages(conv, load_messages(db, conv, after_id=trusted), after_id=trusted).passages:
+            if p.kind not in ("user", "assistant") or p.message_id > done:
+                continue
+            j = planned.get((conv, p.key)) or classify(p, known=known)
+            turns.append(feedback_detect.Turn(p.conversation, p.timestamp, p.text,
+                                              bool(j.correction) if p.kind == "user" else False, p.kind))
     detected = feedback_detect.detect_and_record(db, events, turns, sessions=sessions)
     detected["bad_log_lines"] = bad_lines
-    conn = db.conn
     for conv in sessions:
         first = next((p.text for p in cut_passages(conv, load_messages(db, conv)).passages if p.kind == "user"), "")
         row = conn.execute("SELECT first_at FROM conversations WHERE id = ?", (conv,)).fetchone()
@@ -525,8 +579,12 @@ def _trust_stage(home: Path, agent_id: str, db, plan: list, acc: "_Acc", run_id:
                                       half_life_days=half_life)
     decay = episodes.apply_decay(db, now=now)
     boosted = episodes.fold_recall_events(db, events)
-    return {"feedback": detected, "pass": passed, "episodes": {"decayed": decay["decayed"],
-            "pruned": len(decay["pruned"]) + len(decay["capped"]), "recalled": boosted}}
+    with conn:
+        conn.executemany("UPDATE progress SET trust_message_id = MAX(trust_message_id, ?) WHERE conversation = ?",
+                         [(done, conv) for conv, _, done in due])
+    return {"sessions": len(sessions), "feedback": detected, "pass": passed,
+            "episodes": {"decayed": decay["decayed"], "pruned": len(decay["pruned"]) + len(decay["capped"]),
+                         "recalled": boosted}}
 
 
 def _summary(agent_id: str, writer: Any, acc: _Acc, budget: Budget, backlog: bool, run_id: int) -> dict:
@@ -535,6 +593,8 @@ def _summary(agent_id: str, writer: Any, acc: _Acc, budget: Budget, backlog: boo
         "agent": agent_id,
         "conversations": len(acc.conversations),
         "passages": budget.passages,
+        "passages_consolidated": acc.passages_consolidated,
+        "skipped_stretches": acc.skipped_stretches,
         "candidates": acc.candidates,
         "calls": budget.calls,
         "cards_written": acc.cards_written,
@@ -572,18 +632,33 @@ def list_agent_ids(home: Path) -> list[str]:
     return out
 
 
+def _failed_agent(agent_id: str, kind: str, message: str) -> dict:
+    return {"agent": agent_id, "conversations": 0, "passages": 0, "passages_consolidated": 0,
+            "skipped_stretches": 0, "candidates": 0, "calls": 0, "cards_written": 0, "cards_rejected": {},
+            "cost_usd": 0.0, "backlog": True, "failed": kind == "agent_failed",
+            "errors": [{"kind": kind, "message": message}]}
+
+
 def consolidate_all(home: Path, *, writer: Any = None, trigger: str = "now", now: Optional[_dt.datetime] = None,
                     progress: Optional[Callable[[str, int, int], None]] = None) -> list[dict]:
-    """Consolidate every enabled agent in turn; a busy or failing agent is reported, not fatal."""
+    """Consolidate every enabled agent in turn. A busy agent (kind `busy`) or one that cannot be
+    consolidated (kind `agent_failed`, `failed: true`: unreadable database, unexpected fault) gets an
+    error summary and the others still run. Faults that are the same for every agent (no API key,
+    key refused) are raised at once: running the others would only repeat them."""
     out = []
     for agent_id in list_agent_ids(home):
         try:
             out.append(consolidate_agent(home, agent_id, writer=writer, trigger=trigger, now=now,
                                          progress=progress))
+        except (UnknownAgent, NoApiKey, ApiAuthFailed):
+            raise
+        except AgentBusy as exc:
+            out.append(_failed_agent(agent_id, "busy", str(exc)))
         except ReverieError as exc:
-            if isinstance(exc, (UnknownAgent,)) or exc.__class__.__name__ == "NoApiKey":
-                raise
-            out.append({"agent": agent_id, "conversations": 0, "passages": 0, "candidates": 0, "calls": 0,
-                        "cards_written": 0, "cards_rejected": {}, "cost_usd": 0.0, "backlog": True,
-                        "errors": [{"kind": "agent", "message": str(exc)}]})
+            out.append(_failed_agent(agent_id, "agent_failed", str(exc)))
+        except Exception as exc:  # noqa: BLE001 - one agent's fault must not stop the others
+            log.error("consolidation of %s failed", agent_id, exc_info=True)
+            out.append(_failed_agent(agent_id, "agent_failed",
+                                     f"{type(exc).__name__} while consolidating {agent_id!r}: run `reverie doctor`, "
+                                     f"then `reverie consolidate --now --agent {agent_id}` to see the details."))
     return out

@@ -24,7 +24,8 @@ DEFAULTS: dict[str, Any] = {
         # batch for the next run.
         "batch_poll_s": 30, "batch_wait_s": 21600,
     },
-    "claude_cli": {"command": "claude", "model": "haiku", "timeout_s": 120},
+    # pass_api_key: hand ANTHROPIC_API_KEY to the `claude` child (it then bills the API, not your login).
+    "claude_cli": {"command": "claude", "model": "haiku", "timeout_s": 120, "pass_api_key": False},
     # Path of a model2vec model folder, or a hub name for online users; None: lexical fallback.
     "embedding_model": None,
     "agents": {
@@ -44,6 +45,8 @@ DEFAULTS: dict[str, Any] = {
         "max_calls": 10,
         "max_cost_usd": 1.0,
         "keep_threshold": 0.5,
+        # A stretch whose cards fail this many times (malformed output, merge error) is skipped.
+        "max_stretch_attempts": 3,
         # Retries of 429/529/5xx/timeouts (exponential backoff), then the work is left for the next run.
         "retry": {"attempts": 3, "base_delay_s": 1.0, "max_delay_s": 30.0},
     },

@@ -196,28 +196,23 @@ def reinforce(db: Any, episode_ids: Iterable[int], *, at: Any = None) -> int:
     return n
 
 
-_WATERMARK = "episodes.recall_watermark"
-
-
 def fold_recall_events(db: Any, events: Iterable[dict[str, Any]]) -> int:
-    """Reinforce episodes named in recall-log lines (`"episodes": [ids]`) newer than the stored
-    watermark, then advance it. Returns the number of reinforcements. Commits."""
+    """Reinforce the episodes named in recall-log events (`"episodes": [ids]`), each event once.
+    The events come from the one reader of the log (`graph.lifecycle.read_recall_events`, via the
+    consolidation pass), whose cursor delivers every line once: no timestamp watermark here, so
+    events of the same second are all counted. Returns the number of reinforcements. Commits."""
     conn = _conn(db)
+    n = 0
     with transaction(conn):
-        row = conn.execute("SELECT value FROM trust_meta WHERE key = ?", (_WATERMARK,)).fetchone()
-        mark = parse_ts(row[0]) if row else None
-        newest = mark
-        n = 0
         for ev in events:
+            if not isinstance(ev, dict):
+                continue
             when = parse_ts(ev.get("at"))
             ids = ev.get("episodes") or []
-            if when is None or not isinstance(ids, list) or (mark is not None and when <= mark):
+            if when is None or not isinstance(ids, list):
                 continue
-            n += reinforce(conn, [i for i in ids if isinstance(i, int)], at=when)
-            if newest is None or when > newest:
-                newest = when
-        if newest is not None and newest != mark:
-            conn.execute("INSERT OR REPLACE INTO trust_meta (key, value) VALUES (?, ?)", (_WATERMARK, iso(newest)))
+            n += reinforce(conn, [i for i in ids if isinstance(i, int) and not isinstance(i, bool)
+                                  and 1 <= i <= 2 ** 62], at=when)
     return n
 
 

@@ -209,32 +209,17 @@ def detect(events: Iterable[dict[str, Any]], turns: Iterable[Turn | Sequence[Any
 # --- io ---------------------------------------------------------------------------------------------
 
 def read_recall_log(path: str | Path) -> tuple[list[dict[str, Any]], int]:
-    """Events of `memory-recalls.jsonl` and its rotated siblings (`memory-recalls.jsonl.1`, ...),
-    oldest file first; returns (events, bad_lines). Missing files: no events."""
-    base = Path(path)
-    files = sorted(base.parent.glob(base.name + ".*"), key=lambda p: p.name, reverse=True) if base.parent.exists() else []
-    files = [p for p in files if p.is_file()] + ([base] if base.is_file() else [])
-    events: list[dict[str, Any]] = []
-    bad = 0
-    for f in files:
-        try:
-            with open(f, encoding="utf-8", errors="replace") as fh:
-                for line in fh:
-                    line = line.strip()
-                    if not line:
-                        continue
-                    try:
-                        obj = json.loads(line)
-                    except ValueError:
-                        bad += 1
-                        continue
-                    if isinstance(obj, dict):
-                        events.append(obj)
-                    else:
-                        bad += 1
-        except OSError:
-            bad += 1
-    return events, bad
+    """The recall-log events of this consolidation pass: the batch `graph.lifecycle.fold_recall_log`
+    read (from the agent db's cursor) just before, handed out once; returns (events, bad lines and
+    ids). There is one reader of the log (graph.lifecycle) with one cursor, so access counts,
+    feedback detection and episode reinforcement see the same new lines once each. Without a fold
+    in this process since the last call: ([], 0) (nothing is re-read from the start of the log)."""
+    from graph.lifecycle import take_pass_batch
+
+    batch = take_pass_batch(Path(path))
+    if batch is None:
+        return [], 0
+    return list(batch.events), batch.bad + batch.bad_ids
 
 
 def card_points(db: Any, ids: Iterable[int]) -> dict[int, CardPoint]:

@@ -14,6 +14,10 @@ Why a plain SHA-256 and not an HMAC with the home's secret key: the statements w
 they were stored, so the hash input carries no secret value; a plain hash keeps the graph free of
 any dependency on redact's key. The hash is still one-way: the forgotten text is not kept.
 
+Episodes: an episode summary built from a forgotten card's statement ("Learned: ...") is rebuilt
+without it in the same transaction. Afterwards the FTS index is merged (`optimize`) and the WAL
+checkpointed, with `secure_delete` on, so no byte of the forgotten text stays in the db or -wal.
+
 Invariants: one transaction per call; relation state is recomputed for every touched triple before
 commit; `graph_meta['generation']` is bumped so open merge sessions reload their caches.
 """
@@ -122,12 +126,84 @@ def _entities_of_cards(conn, card_ids: list[int]) -> set[int]:
     return out
 
 
+def _forget_in_episodes(conn, card_ids: list[int], now: str) -> int:
+    """Take the statements of these cards (about to be deleted) out of the episode summaries of the
+    sessions they were seen in. An offline summary ("Worked on: ... Learned: ...") gets its
+    "Learned:" part rebuilt from the session's remaining active cards; any other summary (model or
+    person written) gets the forgotten statement's text cut out wherever it appears. Returns how
+    many episodes changed. Runs inside the caller's transaction; a db without the episodes table
+    (no trust schema) has nothing to do."""
+    from .episodes import SUMMARY_CARD_WORDS, _clip_words, session_card_statements, summarize_offline
+
+    try:
+        conn.execute("SELECT 1 FROM episodes LIMIT 1")
+    except Exception:  # noqa: BLE001 - sqlite3.OperationalError: no trust schema
+        return 0
+    statements: list[str] = []
+    sessions: set[str] = set()
+    for i in range(0, len(card_ids), 500):
+        chunk = card_ids[i:i + 500]
+        marks = ",".join("?" * len(chunk))
+        statements += [st for (st,) in conn.execute(f"SELECT statement FROM cards WHERE id IN ({marks})", chunk)]
+        sessions |= {x for (x,) in conn.execute(f"SELECT session FROM card_sessions WHERE card_id IN ({marks})", chunk)}
+    # What summarize_offline may have written for each forgotten statement (clipped or whole).
+    pieces = set()
+    for st in statements:
+        flat = " ".join(st.split())
+        clip = _clip_words(flat, SUMMARY_CARD_WORDS)
+        pieces |= {p for p in (flat, flat.rstrip(".;:, "), clip, clip.rstrip(".;:, ")) if p}
+    pieces_sorted = sorted(pieces, key=len, reverse=True)
+    forgotten = set(card_ids)
+    changed = 0
+    rows = conn.execute("SELECT id, session, summary, writer FROM episodes").fetchall()
+    for eid, session, summary, writer in rows:
+        text = summary or ""
+        if session not in sessions and not any(p in text for p in pieces_sorted):
+            continue
+        new = text
+        if writer == "offline" and session in sessions:
+            cut = new.rfind("Learned: ")
+            request = new[:cut].strip() if cut >= 0 else new.strip()
+            if request.startswith("Worked on: "):
+                request = request[len("Worked on: "):]
+            remaining = [st for st in session_card_statements(conn, session, limit=len(forgotten) + 2)
+                         if st not in statements][:2]
+            new = summarize_offline(request, remaining)
+        for p in pieces_sorted:
+            new = new.replace(p, "")
+        new = " ".join(new.split())
+        if new != text:
+            conn.execute("UPDATE episodes SET summary = ?, status = CASE WHEN ? = '' AND status = 'active' "
+                         "THEN 'empty' ELSE status END, updated_at = ? WHERE id = ?", (new, new, now, eid))
+            changed += 1
+    return changed
+
+
+def scrub_storage(conn) -> None:
+    """After a forget: merge the FTS index (old segments keep the tokens of deleted rows until an
+    `optimize`) and checkpoint the WAL with TRUNCATE (old pages stay in the -wal file otherwise).
+    With `secure_delete` on during the forget, freed pages were zeroed. Failures are logged, not
+    raised (the forget itself is committed)."""
+    import sqlite3
+
+    try:
+        conn.execute("INSERT INTO cards_fts(cards_fts) VALUES ('optimize')")
+        conn.commit()
+    except sqlite3.Error:
+        log.warning("FTS optimize after forget failed; old index segments may keep tokens until the next one")
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    except sqlite3.Error:
+        log.warning("WAL checkpoint after forget failed; old pages may remain until the next checkpoint")
+
+
 def forget_cards(db: Any, card_ids: Iterable[int], *, now: str) -> dict[str, int]:
     """Delete these cards (and everything that hangs on them only) and remember their hashes.
     Returns counts: cards, evidence, statements, entities, reactivated, hashes. Unknown ids are
     ignored (count 0)."""
     conn = connection(db)
     wanted = sorted({int(c) for c in card_ids})
+    conn.execute("PRAGMA secure_delete = ON")   # freed pages are zeroed (no copy of the text left)
     with transaction(conn):
         ids = [cid for (cid,) in conn.execute(
             f"SELECT id FROM cards WHERE id IN ({','.join('?' * len(wanted))})", wanted)] if wanted else []
@@ -135,10 +211,13 @@ def forget_cards(db: Any, card_ids: Iterable[int], *, now: str) -> dict[str, int
             return {"cards": 0, "evidence": 0, "statements": 0, "entities": 0, "reactivated": 0, "hashes": 0}
         hashes = _remember(conn, ids, now)
         entities = _entities_of_cards(conn, ids)
+        episodes = _forget_in_episodes(conn, ids, now)
         counts = _delete_cards(conn, ids, now)
         counts["entities"] = _delete_orphan_entities(conn, entities)
         counts["hashes"] = hashes
+        counts["episodes"] = episodes
         bump_generation(conn)
+    scrub_storage(conn)
     log.info("forgot %d card(s)", counts["cards"])
     return counts
 
@@ -147,12 +226,14 @@ def forget_entity(db: Any, entity_id: int, *, now: str) -> dict[str, int]:
     """Delete an entity, its aliases, every statement naming it and every card mentioning it
     (remembering their hashes), then entities left with nothing."""
     conn = connection(db)
+    conn.execute("PRAGMA secure_delete = ON")
     with transaction(conn):
         card_ids = sorted({c for (c,) in conn.execute(
             "SELECT card_id FROM card_entities WHERE entity_id = ?", (entity_id,))} | {c for (c,) in conn.execute(
             "SELECT card_id FROM relation_statements WHERE (subject_id = ? OR object_id = ?) AND card_id IS NOT NULL",
             (entity_id, entity_id))})
         hashes = _remember(conn, card_ids, now) if card_ids else 0
+        episodes = _forget_in_episodes(conn, card_ids, now) if card_ids else 0
         neighbours = _entities_of_cards(conn, card_ids) if card_ids else set()
         neighbours |= {x for row in conn.execute(
             "SELECT subject_id, object_id FROM relation_statements WHERE subject_id = ? OR object_id = ?",
@@ -171,6 +252,8 @@ def forget_entity(db: Any, entity_id: int, *, now: str) -> dict[str, int]:
         counts["entities"] = conn.execute("DELETE FROM entities WHERE id = ?", (entity_id,)).rowcount
         counts["entities"] += _delete_orphan_entities(conn, neighbours - {entity_id})
         counts["hashes"] = hashes
+        counts["episodes"] = episodes
         bump_generation(conn)
+    scrub_storage(conn)
     log.info("forgot entity %d with %d card(s)", entity_id, counts["cards"])
     return counts

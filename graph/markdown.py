@@ -20,7 +20,9 @@ Import rules (semantic.md):
 - a line moved under another category heading: the card's category changes;
 - an exported line that is gone: its card is retired (status 'retired', listed in archive.md);
 - a line without a marker under a category heading: a new card with confidence 1.0 (or the
-  confidence written in brackets); an exact duplicate of an active card is skipped and counted;
+  confidence written in brackets); an exact duplicate of an active card is skipped and counted,
+  and so is a statement that was forgotten (`reverie forget`: never learned again, whether the line
+  comes from an old export, its marker pointing at a card that is gone, or was typed again);
 - a marker of a card that is not active (moved from archive.md): the card is restored.
 Every change is logged in the maintenance log. Texts a person wrote pass through `redact` before
 they are stored. Import ends by exporting again (new lines get their markers, the manifest is
@@ -40,6 +42,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from graph.episodes import record_episode
+from graph.forget import is_forgotten
 from graph.model import CATEGORIES
 from graph.text import normalize_statement
 from graph.trust import (
@@ -56,6 +59,9 @@ from graph.trust import (
 )
 
 log = logging.getLogger(__name__)
+
+#: Longest session name taken from episodic.md (ids are far shorter).
+MAX_SESSION_CHARS = 128
 
 SEMANTIC, EPISODIC, ARCHIVE, MANIFEST = "semantic.md", "episodic.md", "archive.md", ".reverie-export.json"
 MAINTENANCE_HEADING = "Maintenance Log"
@@ -389,7 +395,7 @@ def import_markdown(db: Any, directory: str | Path, *, agent: str, redact: Calla
     at = iso(current)
     counts: dict[str, Any] = {
         "unchanged": 0, "edited": 0, "retired": 0, "added": 0, "restored": 0, "recategorized": 0,
-        "confidence_changed": 0, "duplicates": 0, "uncategorized": 0, "redacted": 0,
+        "confidence_changed": 0, "duplicates": 0, "forgotten": 0, "uncategorized": 0, "redacted": 0,
         "episodes_unchanged": 0, "episodes_edited": 0, "episodes_removed": 0, "episodes_added": 0,
         "unreadable": {},
     }
@@ -516,6 +522,11 @@ def _apply_semantic(conn, lines: list[CardLine], exported: dict[str, Any], count
         if norm in active_norms:
             counts["duplicates"] += 1
             continue
+        if is_forgotten(conn, norm):
+            # `reverie forget` means never learn it again: a line of an old export (or retyped)
+            # does not bring it back; counted so the person sees it
+            counts["forgotten"] += 1
+            continue
         category = ln.category
         if category is None:
             category = "fact"
@@ -538,11 +549,12 @@ def _apply_episodic(conn, entries: list[EpisodeEntry], exported: dict[str, Any],
         if spec is None or row is None or e.episode_id in seen:
             if not e.summary:
                 continue
-            session = e.session or f"manual-{at[:10]}"
+            # a person's text like any other: scrubbed, and an over-long "session" is not an id
+            session = " ".join(scrub(e.session or "").split())[:MAX_SESSION_CHARS] or f"manual-{at[:10]}"
             exists = conn.execute("SELECT id FROM episodes WHERE session = ?", (session,)).fetchone()
             if exists:
                 session = f"{session}-manual-{at}"
-            eid = record_episode(conn, session, e.date or at, scrub(e.summary), now=now,
+            eid = record_episode(conn, session, scrub(e.date or "") or at, scrub(e.summary), now=now,
                                  confidence=_float(e.confidence, HUMAN_CONFIDENCE), writer=HUMAN_WRITER)
             conn.execute("UPDATE episodes SET salience = ? WHERE id = ?", (_sal(e.salience, 1.0), eid))
             log_maintenance(conn, target="episode", target_id=eid, action="added", source="import", at=at,

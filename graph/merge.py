@@ -41,7 +41,7 @@ from .dedupe import Judge, Judgement, analyze, judge_pair
 from .embed import Embedder, LexicalEmbedder, from_blob, to_blob
 from .entities import EntityResolver
 from .forget import is_forgotten
-from .model import CATEGORIES, NewCard, utc_iso
+from .model import CATEGORIES, MERGE_TARGET_STATUSES, NewCard, utc_iso
 from .store import connection, ensure_vectors, get_meta, transaction
 from .text import STOPWORDS, normalize_statement, words
 
@@ -307,8 +307,12 @@ class MergeSession:
                 same.append((j, row))
             elif j.decision == "opposite":
                 opposite.append((j, row))
-        rank = {"active": 0, "faded": 1, "superseded": 2}
-        same.sort(key=lambda jr: (rank.get(jr[1][2], 3), -jr[0].similarity, jr[1][0]))
+        # Withdrawn cards (retired/removed/archived by a person or maintenance, graph.model) are
+        # neither reinforced nor superseded: a restated point becomes a new active card.
+        same = [jr for jr in same if jr[1][2] in MERGE_TARGET_STATUSES]
+        opposite = [jr for jr in opposite if jr[1][2] in MERGE_TARGET_STATUSES]
+        rank = {s: i for i, s in enumerate(MERGE_TARGET_STATUSES)}
+        same.sort(key=lambda jr: (rank[jr[1][2]], -jr[0].similarity, jr[1][0]))
         try:
             with transaction(self.conn):
                 if same:

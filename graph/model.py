@@ -90,3 +90,41 @@ def utc_iso(dt: "datetime | str") -> str:
         dt = dt.replace(tzinfo=timezone.utc)
     dt = dt.astimezone(timezone.utc)
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+# ---------------------------------------------------------------------------------------------
+# Card statuses: the one vocabulary every graph module uses (stdlib, no imports).
+#
+#   active      in use: recalled, counts toward relation state and weight, absorbs new learning.
+#   faded       taken out by the lifecycle (warm, never recalled, 30 days): not recalled, no
+#               relation weight, but its statements still date the relation's state; restating
+#               the point (merge) or recalling it revives it.
+#   superseded  replaced by a newer opposite card (merge) or by an anti-pattern (trust): not
+#               recalled; its statements keep counting (state and weight) as history; restating it
+#               after its successor brings it back (merge).
+#   retired     a person deleted its line from semantic.md (graph.markdown);
+#   removed     maintenance removed it (graph.maintenance);
+#   archived    maintenance archived it.
+#               These three are *withdrawn* by a decision: not recalled, their relation statements
+#               count for nothing (neither state nor weight), and they never absorb new learning.
+#               A point restated after its card was withdrawn becomes a NEW active card backed only
+#               by the new evidence: the hidden card keeps its history (archive.md) and is not
+#               silently revived against the person's or maintenance's decision.
+
+CARD_STATUSES = ("active", "faded", "superseded", "retired", "removed", "archived")
+#: Statuses shown by recall (session start, prompts, entity notes).
+RECALLED_STATUSES = ("active",)
+#: Statuses taken out of use by a person or by maintenance (see above).
+WITHDRAWN_STATUSES = ("retired", "removed", "archived")
+#: Statuses whose relation statements decide a relation's state (holds / ended, since).
+RELATION_STATE_STATUSES = ("active", "faded", "superseded")
+#: Statuses whose relation statements count toward a relation's weight (distinct sessions).
+RELATION_WEIGHT_STATUSES = ("active", "superseded")
+#: Statuses a new card can merge into (reinforce), best first: active, then faded (revived), then
+#: superseded (revived only when restated after its successor). Withdrawn cards are never targets.
+MERGE_TARGET_STATUSES = ("active", "faded", "superseded")
+
+
+def sql_in(statuses: tuple[str, ...]) -> str:
+    """`('a', 'b')` for an SQL `status IN ...` filter (statuses are constants, never user input)."""
+    return "(" + ", ".join(f"'{s}'" for s in statuses) + ")"

@@ -743,7 +743,8 @@ def recall(db_path: str | os.PathLike, prompt: str, *, session: str | None = Non
 
     Returns {"agent", "standing": [...], "entities": [...], "notes": [...], "text"} (issue 6).
     With `session`, memories and entities the session already got are skipped and, when `record`,
-    the new ones are remembered (`state_dir` defaults to `<db dir>/recall-sessions`);
+    the new ones are remembered (`state_dir` defaults to `<db dir>/recall-sessions`); without
+    `record` they are returned under "session_pending" for `record_session` instead;
     `reset_session` forgets what the session got first (a compacted or cleared context).
     `embedder` is used only when the graph's stored vectors are its own (graph_meta 'embedder').
     Raises on a missing or unreadable database: callers on the hook path fail open.
@@ -861,13 +862,31 @@ def recall(db_path: str | os.PathLike, prompt: str, *, session: str | None = Non
             result["recent"].append({**r, "summary": summary})
     block.close()
     result["text"] = text.text()
-    if state is not None and record and (result["text"] or reset_session):
-        state.save([c["id"] for c in result["standing"]] + [c["id"] for c in result["notes"]]
-                   + [w["id"] for w in result["warnings"]],
-                   [e["id"] for e in result["entities"]])
+    if state is not None and (result["text"] or reset_session):
+        shown = {"cards": [c["id"] for c in result["standing"]] + [c["id"] for c in result["notes"]]
+                 + [w["id"] for w in result["warnings"]],
+                 "entities": [e["id"] for e in result["entities"]]}
+        if record:
+            state.save(shown["cards"], shown["entities"])
+        else:
+            result["session_pending"] = shown
     for ent in result["entities"]:
         ent.pop("id", None)
     return result
+
+
+def record_session(db_path: str | os.PathLike, session: str, shown: dict[str, list[int]] | None, *,
+                   reset_session: bool = False, state_dir: str | os.PathLike | None = None,
+                   now: _dt.datetime | None = None) -> None:
+    """Remember that `session` was shown `shown` (the `session_pending` of `recall(..., record=False)`:
+    {"cards": [...], "entities": [...]}); with `reset_session`, forget what it got before first.
+    Lets a caller record only once the text was really delivered (the hook: after its write)."""
+    state = SessionState(Path(state_dir) if state_dir else Path(db_path).parent / "recall-sessions", session,
+                         now=now.timestamp() if now is not None else None)
+    if reset_session:
+        state.reset()
+    shown = shown or {}
+    state.save(shown.get("cards", []), shown.get("entities", []))
 
 
 def recalled_ids(result: dict[str, Any]) -> tuple[list[int], list[str]]:

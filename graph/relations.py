@@ -3,6 +3,10 @@
 A statement is (subject, verb, object, card, session, said_at, learned_at, holds): somebody said, at
 `said_at`, that the relation holds (or no longer holds). A relation's state is its latest statement
 by `said_at`; its weight is the number of distinct sessions behind it among non-faded cards.
+Which card statuses count is defined once in `graph.model`: statements of cards a person or
+maintenance withdrew (retired, removed, archived) count for nothing (neither state, weight nor
+implicit ends); faded cards date the state but add no weight (RELATION_STATE_STATUSES,
+RELATION_WEIGHT_STATUSES). Whoever changes a card's status recomputes `triples_of_cards`.
 
 Single-valued verbs: some relations admit one object at a time per "slot" (see SLOTS). When a
 holding statement names another object for the same slot, every other object that held before is
@@ -23,7 +27,7 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Any, Iterable
 
-from .model import VERBS
+from .model import RELATION_STATE_STATUSES, RELATION_WEIGHT_STATUSES, VERBS
 from .store import connection
 
 log = logging.getLogger(__name__)
@@ -107,15 +111,18 @@ def _rederive_slot(conn, slot: str, key_id: int, learned_at: str) -> set[Triple]
     for verb, end in SLOTS[slot]:
         col = "subject_id" if end == "subject" else "object_id"
         rows += conn.execute(
-            f"""SELECT id, subject_id, verb, object_id, card_id, session, said_at, holds, implicit
-                FROM relation_statements WHERE verb = ? AND {col} = ?""",
+            f"""SELECT st.id, st.subject_id, st.verb, st.object_id, st.card_id, st.session, st.said_at,
+                       st.holds, st.implicit, c.status
+                FROM relation_statements st LEFT JOIN cards c ON c.id = st.card_id
+                WHERE st.verb = ? AND st.{col} = ?""",
             (verb, key_id),
         ).fetchall()
     triples = {(r[1], r[2], r[3]) for r in rows}
     implicit_ids = [r[0] for r in rows if r[8]]
     for rid in implicit_ids:
         conn.execute("DELETE FROM relation_statements WHERE id = ?", (rid,))
-    explicit = sorted((r for r in rows if not r[8]), key=lambda r: (r[6], r[0]))
+    # statements of withdrawn cards end nothing (their card is out of use)
+    explicit = sorted((r for r in rows if not r[8] and _counts_for_state(r[4], r[9])), key=lambda r: (r[6], r[0]))
 
     def other_end(r) -> int:
         # the entity that is not the slot's key: the host for runs_on/hosts, the target, parent, owner
@@ -157,13 +164,22 @@ def _rederive_slot(conn, slot: str, key_id: int, learned_at: str) -> set[Triple]
     return triples
 
 
+def _counts_for_state(card_id: int | None, status: str | None) -> bool:
+    """A statement decides state when it has no card (kept as said) or its card's status is one of
+    RELATION_STATE_STATUSES; a statement whose card row is gone counts for nothing."""
+    if card_id is None:
+        return True
+    return status in RELATION_STATE_STATUSES
+
+
 def _state_of(conn, triple: Triple) -> dict | None:
     rows = conn.execute(
-        """SELECT st.said_at, st.holds, st.implicit, st.session, st.id, c.status
+        """SELECT st.said_at, st.holds, st.implicit, st.session, st.id, c.status, st.card_id
            FROM relation_statements st LEFT JOIN cards c ON c.id = st.card_id
            WHERE st.subject_id = ? AND st.verb = ? AND st.object_id = ?""",
         triple,
     ).fetchall()
+    rows = [r for r in rows if _counts_for_state(r[6], r[5])]
     if not rows:
         return None
     # latest by said_at; at the same instant an explicit statement beats an implicit end, then the
@@ -175,7 +191,7 @@ def _state_of(conn, triple: Triple) -> dict | None:
         if r[1] != latest[1]:
             break
         since = r[0]
-    sessions = {r[3] for r in rows if not r[2] and r[5] != "faded" and r[5] is not None}
+    sessions = {r[3] for r in rows if not r[2] and r[5] in RELATION_WEIGHT_STATUSES}
     return {
         "holds": int(latest[1]),
         "weight": len(sessions),

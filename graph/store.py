@@ -234,3 +234,19 @@ def active_cards(conn: Any, *, limit: int | None = None) -> list[dict[str, Any]]
         sql += f" LIMIT {int(limit)}"
     cols = ("id", "statement", "category", "confidence", "sessions", "said_at", "entities")
     return [dict(zip(cols, row)) for row in connection(conn).execute(sql).fetchall()]
+
+
+@MIGRATIONS()
+def m003_progress_attempts(db: sqlite_utils.Database) -> None:
+    """Consolidation bookkeeping per conversation (owned by consolidate.pipeline):
+
+    * `attempts` / `last_error`: failed attempts of the stretch right after `last_message_id`
+      (verify/merge faults, malformed output, refusals); reset when progress moves. After
+      `consolidate.max_stretch_attempts` the stretch is given up so the conversation proceeds.
+    * `trust_message_id`: how far the trust stage (episodes, feedback detection) has covered the
+      conversation; conversations whose progress is ahead of it are processed by the next run's
+      stage even when the run that moved the progress was killed. Existing rows start covered."""
+    db.execute("ALTER TABLE progress ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE progress ADD COLUMN last_error TEXT")
+    db.execute("ALTER TABLE progress ADD COLUMN trust_message_id INTEGER NOT NULL DEFAULT 0")
+    db.execute("UPDATE progress SET trust_message_id = last_message_id")

@@ -499,11 +499,27 @@ def insert_card(db: Any, *, statement: str, category: str, confidence: float, no
 
 
 def set_card_status(db: Any, card_id: int, status: str, *, at: str) -> None:
-    """Change a card's status (and `status_at` when the schema has it). Does not commit."""
+    """Change a card's status (and `status_at` when the schema has it), then recompute the relations
+    its statements touch (a retired/removed/archived card stops feeding relation state and weight;
+    a card moved back starts again). `status` must be one of `graph.model.CARD_STATUSES`. Does not
+    commit."""
+    from graph import relations
+    from graph.model import CARD_STATUSES
+
+    if status not in CARD_STATUSES:
+        raise ValueError(f"card status must be one of {', '.join(CARD_STATUSES)}, not {status!r}")
     conn = _conn(db)
     conn.execute("UPDATE cards SET status = ?, updated_at = ? WHERE id = ?", (status, at, card_id))
     if any(r[1] == "status_at" for r in conn.execute("PRAGMA table_info(cards)")):
         conn.execute("UPDATE cards SET status_at = ? WHERE id = ?", (at, card_id))
+    try:
+        touched = relations.triples_of_cards(conn, [int(card_id)])
+    except sqlite3.OperationalError as exc:
+        if _missing_table(exc):
+            return
+        raise
+    if touched:
+        relations.recompute(conn, touched, at)
 
 
 def supersede(db: Any, old_id: int, new_id: int, *, at: str, contradicted: bool = True) -> None:

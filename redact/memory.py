@@ -1,6 +1,7 @@
 """Remembered secrets: keyed hashes of every credential seen once, so it is removed everywhere later.
 
-STANDARD LIBRARY ONLY (the hook path imports this module).
+STANDARD LIBRARY ONLY, and cheap to import: the hook path imports this module, so `sqlite3`,
+`datetime` and `redact.shapes` are imported where they are needed, not at module load.
 
 Files (`secrets_dir`, 0700):
   key        32 random bytes, mode 0600, created on first use (O_EXCL, never rewritten).
@@ -18,28 +19,28 @@ Invariants:
     from `DB_PASSWORD=s3cr3tP@ss!` is found in `password s3cr3tP@ss!`, `"s3cr3tP@ss!"` and
     `user:s3cr3tP@ss!@host`. A value glued to other word characters (`xs3cr3tP@ss!`) is not a token
     and is not found.
-  * Lookup cost does not grow with the number of remembered secrets: candidates are filtered by the
-    set of remembered lengths, then hashed and looked up in an in-memory set loaded lazily from the
-    db (reloaded when another process learned new secrets, checked at most once per second).
+  * Lookup cost does not grow with the number of remembered secrets: for each candidate start,
+    only the ends whose distance is a remembered length are tried (a window between the shortest
+    and the longest remembered length, found by bisection), then hashed and looked up in an
+    in-memory set loaded lazily from the db (reloaded when another process learned new secrets,
+    checked at most once per second). Results are cached per distinct run, and `find_many` does
+    one pass over a whole batch.
   * `generation()` increases whenever new secrets are stored, so callers can tell they must rescan.
 """
 
 from __future__ import annotations
 
-import hashlib
+import bisect
 import hmac
-import logging
 import os
 import re
-import sqlite3
 import time
-from collections.abc import Iterable
-from datetime import datetime, timezone
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .shapes import credential_like
-
-logger = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    import sqlite3
 
 KEY_FILE = "key"
 DB_FILE = "hashes.db"
@@ -54,6 +55,8 @@ _SEP_RE = re.compile(r"[:@=/,;&?#|()\[\]{}!.+\\]")
 
 
 def _now() -> str:
+    from datetime import datetime, timezone
+
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
@@ -63,9 +66,10 @@ class SecretMemory:
     def __init__(self, secrets_dir: Path | str) -> None:
         self.dir = Path(secrets_dir)
         self._key: bytes | None = None
-        self._conn: sqlite3.Connection | None = None
+        self._conn: "sqlite3.Connection | None" = None
         self._hashes: set[bytes] | None = None
         self._lengths: frozenset[int] = frozenset()
+        self._min_len = self._max_len = 0
         self._generation = -1
         self._data_version = -1
         self._checked_at = 0.0
@@ -102,8 +106,10 @@ class SecretMemory:
         return self._key
 
     @property
-    def conn(self) -> sqlite3.Connection:
+    def conn(self) -> "sqlite3.Connection":
         if self._conn is None:
+            import sqlite3
+
             self._ensure_dir()
             path = self.dir / DB_FILE
             new = not path.exists()
@@ -148,6 +154,7 @@ class SecretMemory:
         self._checked_at = now
         if self._hashes is None and not (self.dir / DB_FILE).exists():
             self._hashes, self._lengths, self._generation = set(), frozenset(), 0
+            self._min_len = self._max_len = 0
             return
         conn = self.conn
         dv = conn.execute("PRAGMA data_version").fetchone()[0]
@@ -157,6 +164,8 @@ class SecretMemory:
         if self._hashes is None or gen != self._generation or force:
             self._hashes = {row[0] for row in conn.execute("SELECT h FROM secrets")}
             self._lengths = frozenset(row[0] for row in conn.execute("SELECT n FROM lengths"))
+            self._min_len = min(self._lengths, default=0)
+            self._max_len = max(self._lengths, default=0)
             self._cache.clear()
         self._generation = gen
         self._data_version = dv
@@ -172,6 +181,8 @@ class SecretMemory:
 
     def remember(self, values: Iterable[str]) -> int:
         """Store the credential-like values among `values`; returns how many were new."""
+        from .shapes import credential_like
+
         fresh: dict[bytes, int] = {}
         for v in values:
             if isinstance(v, str) and credential_like(v):
@@ -217,21 +228,22 @@ class SecretMemory:
         lengths = self._lengths
         hashes = self._hashes
         key = self.key
+        lo, hi = self._min_len, self._max_len
         n = len(run)
         seps = [m.start() for m in _SEP_RE.finditer(run)]
         starts = [0] + [p + 1 for p in seps if p + 1 < n]
         ends = [p for p in seps if p > 0] + [n]
         limit = len(seps) > _MAX_SEPARATORS
+        digest = hmac.digest
         found: list[tuple[int, int]] = []
         for si, a in enumerate(starts):
-            for ei, b in enumerate(ends):
-                if b <= a:
-                    continue
-                if limit and ei - si > 8:
-                    break
-                if (b - a) not in lengths:
-                    continue
-                if hmac.digest(key, run[a:b].encode("utf-8", "surrogatepass"), "sha256") in hashes:
+            # only the ends at a remembered distance from `a` (ends are sorted)
+            first = bisect.bisect_left(ends, a + lo)
+            last = bisect.bisect_right(ends, a + hi)
+            if limit:
+                last = min(last, si + 9)  # at most 8 more pieces when the run has very many separators
+            for b in ends[first:last]:
+                if (b - a) in lengths and digest(key, run[a:b].encode("utf-8", "surrogatepass"), "sha256") in hashes:
                     found.append((a, b))
         if not found:
             return ()
@@ -242,32 +254,36 @@ class SecretMemory:
                 chosen.append((a, b))
         return tuple(sorted(chosen))
 
+    def _hits(self, run: str) -> tuple[tuple[int, int], ...]:
+        cache = self._cache
+        hits = cache.get(run)
+        if hits is None:
+            if len(run) > self._max_len and _SEP_RE.search(run) is None:
+                hits = ()
+            else:
+                hits = self._run_hits(run)
+            if len(cache) > 200_000:
+                cache.clear()
+            cache[run] = hits
+        return hits
+
+    def _ready(self) -> bool:
+        """Load (or refresh) the remembered hashes; False when there is nothing to look for."""
+        self._load()
+        return bool(self._hashes and self._lengths)
+
     def find(self, text: str) -> list[tuple[int, int]]:
         """Character spans of remembered secrets in `text` (sorted, non-overlapping)."""
-        if not text:
+        if not text or len(text) < MIN_LEN or not self._ready():
             return []
-        self._load()
-        if not self._hashes or not self._lengths:
-            return []
-        min_len = min(self._lengths)
-        max_len = max(self._lengths)
-        cache = self._cache
+        min_len = self._min_len
         hit_runs: dict[str, tuple[tuple[int, int], ...]] = {}
         # One C-level pass and a set: repeated tokens (very common in transcripts) cost one lookup.
         for run in set(_RUN_RE.findall(text)):
-            if len(run) < min_len:
-                continue
-            hits = cache.get(run)
-            if hits is None:
-                if len(run) > max_len and _SEP_RE.search(run) is None:
-                    hits = ()
-                else:
-                    hits = self._run_hits(run)
-                if len(cache) > 200_000:
-                    cache.clear()
-                cache[run] = hits
-            if hits:
-                hit_runs[run] = hits
+            if len(run) >= min_len:
+                hits = self._hits(run)
+                if hits:
+                    hit_runs[run] = hits
         if not hit_runs:
             return []
         spans: list[tuple[int, int]] = []
@@ -277,6 +293,34 @@ class SecretMemory:
                 base = m.start()
                 spans.extend((base + a, base + b) for a, b in hits)
         return spans
+
+    def find_many(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+        """`find` for each of `texts`, with one pass over the whole batch (same results)."""
+        out: list[list[tuple[int, int]]] = [[] for _ in texts]
+        if not texts or not self._ready():
+            return out
+        joined = "\n".join(texts)  # runs never contain whitespace, so none crosses two texts
+        min_len = self._min_len
+        hit_runs = {}
+        for run in set(_RUN_RE.findall(joined)):
+            if len(run) >= min_len:
+                hits = self._hits(run)
+                if hits:
+                    hit_runs[run] = hits
+        if not hit_runs:
+            return out
+        starts = []
+        pos = 0
+        for t in texts:
+            starts.append(pos)
+            pos += len(t) + 1
+        for m in _RUN_RE.finditer(joined):
+            hits = hit_runs.get(m.group())
+            if hits:
+                i = bisect.bisect_right(starts, m.start()) - 1
+                base = m.start() - starts[i]
+                out[i].extend((base + a, base + b) for a, b in hits)
+        return out
 
     def scrub(self, text: str) -> tuple[str, int]:
         """`text` with every remembered secret replaced by `[REDACTED:remembered]`; (text, count)."""

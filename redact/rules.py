@@ -7,7 +7,7 @@ run. Rules are written per provider or per shape, never per test case; gitleaks'
 detect-secrets' public rule sets were the source of the provider prefixes and lengths.
 
 Writing a pattern: avoid a broad character class with a bounded count in front of the distinctive
-part (`[A-Za-z0-9]{14}\.atlasv1`): the Set loosens counts to `+`, but leading broad classes still
+part (`[A-Za-z0-9]{14}` before `.atlasv1`): the Set loosens counts to `+`, but leading broad classes still
 multiply the states of the combined automaton. Prefer a literal prefix.
 
 Kinds (how `redact.scanner` turns a match into a span to redact):

@@ -149,6 +149,7 @@ def value_ok(tier: str, value: str, quoted: bool = False) -> bool:
 
 _WELLFORMED_INTERP = re.compile(r"\$\{[A-Za-z_][\w:.\-]*(?::-[^}]*)?\}|\{\{[ \t]*[\w.|'\"() \-]+[ \t]*\}\}|\$\([^)]*\)")
 _ESCAPE_CUT = re.compile(r"\\[nrt\"'\\]|\\$")
+_SPACE = re.compile(r"\s")
 
 
 _QUERY_NEXT = re.compile(r"&[A-Za-z_][\w.\-\[\]]*=")
@@ -462,7 +463,7 @@ def _check_value(tier: str, data: bytes, s: int, e: int, quoted: bool):
         if cut:
             value = value[: cut.start()]
             e = s + len(value.encode("utf-8", "surrogatepass"))
-    if not value or any(ch.isspace() for ch in value):
+    if not value or _SPACE.search(value):
         return None
     if _WELLFORMED_INTERP.search(value):
         return None

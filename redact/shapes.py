@@ -70,6 +70,11 @@ _RE_URLISH = re.compile(r"^(?:[a-zA-Z][a-zA-Z0-9+.\-]*://|www\.|/[\w.\-]+/|\./|\
 _RE_DIGITS = re.compile(r"^[0-9.,:\-+]+$")
 _RE_WORDY = re.compile(r"^[A-Za-z0-9_\-]+$")
 _BAD_CHARS = re.compile(r"[\s\"'<>`]")
+_RE_PLACEHOLDER_WORD = re.compile("|".join(re.escape(w) for w in PLACEHOLDER_WORDS))
+_RE_LOWER = re.compile(r"[a-z]")
+_RE_UPPER = re.compile(r"[A-Z]")
+_RE_DIGIT = re.compile(r"[0-9]")
+_RE_OTHER = re.compile(r"[^a-zA-Z0-9]")
 
 
 def shannon(value: str) -> float:
@@ -82,18 +87,9 @@ def shannon(value: str) -> float:
 
 
 def char_classes(value: str) -> int:
-    """How many of lower / upper / digit / other character classes occur in `value`."""
-    lower = upper = digit = other = 0
-    for ch in value:
-        if "a" <= ch <= "z":
-            lower = 1
-        elif "A" <= ch <= "Z":
-            upper = 1
-        elif "0" <= ch <= "9":
-            digit = 1
-        else:
-            other = 1
-    return lower + upper + digit + other
+    """How many of lower / upper / digit / other (ASCII) character classes occur in `value`."""
+    return ((_RE_LOWER.search(value) is not None) + (_RE_UPPER.search(value) is not None)
+            + (_RE_DIGIT.search(value) is not None) + (_RE_OTHER.search(value) is not None))
 
 
 def is_placeholder(value: str) -> bool:
@@ -106,7 +102,7 @@ def is_placeholder(value: str) -> bool:
         return True
     if _RE_FILLER.match(v) or _RE_TEMPLATE.match(v):
         return True
-    if any(w in low for w in PLACEHOLDER_WORDS):
+    if _RE_PLACEHOLDER_WORD.search(low):
         return True
     # A body dominated by filler characters after a short prefix: AKIAXXXXXXXXXXXXXXXX, fo1_xxxx...
     filler = sum(1 for ch in v if ch in "xX*")

@@ -36,7 +36,7 @@ def test_agent_for_cwd_reads_map_then_registry(reverie_home):
     got = {cwd: agents.agent_for_cwd(reverie_home, cwd) for cwd in (
         "/home/dev/shop", "/home/dev/shop/sub", "/home/dev/mono", "/home/dev/mono/web/src",
         "/home/dev/mono/legacy/x", "/home/dev/monolith", "")}
-    assert got == {"/home/dev/shop": "shop", "/home/dev/shop/sub": None, "/home/dev/mono": "mono",
+    assert got == {"/home/dev/shop": "shop", "/home/dev/shop/sub": "shop", "/home/dev/mono": "mono",
                    "/home/dev/mono/web/src": "mono", "/home/dev/mono/legacy/x": "legacy",
                    "/home/dev/monolith": None, "": None}
 
@@ -66,3 +66,32 @@ def test_broken_registry_or_settings_fail_open(reverie_home):
     (reverie_home / "settings.json").write_text("[1, 2]")
     assert agents.agent_for_cwd(reverie_home, "/home/dev/shop") is None
     assert agents.assign_agent(reverie_home, "/home/dev/shop") == "shop"
+
+
+def test_a_folder_below_a_registered_directory_belongs_to_the_nearest_one(reverie_home, monkeypatch):
+    monkeypatch.setenv("HOME", "/home/dev")
+    registry = {"version": 1, "agents": {
+        "dev": {"cwds": ["/home/dev"]}, "billing-api": {"cwds": ["/home/dev/acme/billing-api"]},
+        "sdk": {"cwds": ["/home/dev/acme/billing-api/vendor/sdk"]}, "app": {"cwds": ["/opt/x", "/srv/app"]}}}
+    got = {cwd: agents.resolve(cwd, {}, registry) for cwd in (
+        "/home/dev/acme/billing-api/src", "/home/dev/acme/billing-api/src/a/b/c/", "/home/dev/acme/billing-api/vendor/sdk/x",
+        "/home/dev/acme/billing-api/../billing-api/src", "/home/dev/acme/billing-apix/src", "/home/dev/acme",
+        "/home/dev/newproj/src", "/home/dev", "/srv/app/web", "/srv/other", "/")}
+    # The user's home and the root hold only themselves: new projects below them are not captured.
+    assert got == {
+        "/home/dev/acme/billing-api/src": "billing-api", "/home/dev/acme/billing-api/src/a/b/c/": "billing-api",
+        "/home/dev/acme/billing-api/vendor/sdk/x": "sdk", "/home/dev/acme/billing-api/../billing-api/src": "billing-api",
+        "/home/dev/acme/billing-apix/src": None, "/home/dev/acme": None, "/home/dev/newproj/src": None,
+        "/home/dev": "dev", "/srv/app/web": "app", "/srv/other": None, "/": None}
+
+
+def test_the_indexer_puts_a_session_started_in_a_subfolder_under_the_registered_agent(reverie_home, monkeypatch):
+    monkeypatch.setenv("HOME", "/home/dev")
+    assert agents.assign_agent(reverie_home, "/home/dev/acme/billing-api") == "billing-api"
+    assert agents.assign_agent(reverie_home, "/home/dev/acme/billing-api/src") == "billing-api"
+    assert agents.assign_agent(reverie_home, "/home/dev/acme/other/src") == "src"
+    # The subfolder is not added to the registry (its agent's directory already holds it).
+    data = json.loads((reverie_home / "agents.json").read_text())
+    assert {k: v["cwds"] for k, v in data["agents"].items()} == {
+        "billing-api": ["/home/dev/acme/billing-api"], "src": ["/home/dev/acme/other/src"]}
+    assert agents.agent_for_cwd(reverie_home, "/home/dev/acme/billing-api/src/deep") == "billing-api"

@@ -92,3 +92,29 @@ def test_speaker_label_sentences_and_facts():
         "I signed with a new team", "my sister got married in June", "I'm learning German", "Gonna repaint the shed",
         "I agree", "I appreciated that", "That's awesome", "I think so too", "I love that!")] == [
         True, True, True, True, False, False, False, False, False]
+
+
+def test_an_answer_to_a_question_is_more_likely_kept():
+    """The previous human turn (passage context) asking a question raises the answer's keep; a
+    context that asks nothing changes nothing."""
+    from consolidate.classify import answers_question
+
+    text = "Caroline: It was great, the kids loved the lake."
+    alone = Passage(key="user:2", kind="user", text=text, conversation="c", message_id=2, timestamp="")
+    asked = Passage(key="user:2", kind="user", text=text, conversation="c", message_id=2, timestamp="",
+                    context="Melanie: How was the camping trip?", context_id=1)
+    told = Passage(key="user:2", kind="user", text=text, conversation="c", message_id=2, timestamp="",
+                   context="Melanie: I went camping too.", context_id=1)
+    assert [answers_question(p) for p in (alone, asked, told)] == [False, True, False]
+    a, b, c = classify(alone), classify(asked), classify(told)
+    assert b.keep > a.keep and a.keep == c.keep
+    assert (b.category, a.category) == ("fact", "fact")
+
+
+def test_hyphenated_english_compounds_are_not_entities():
+    text = ("I felt so chilled-out and it was a real mood-booster, heart-warming too. auth-service runs on "
+            "mini-lola and prod-k8s; billing-api writes to acme-invoices. The kafka-consumer reads from the "
+            "order-events topic; docker-compose starts it.")
+    assert [n.name for n in named_things(text)] == [
+        "auth-service", "mini-lola", "prod-k8s", "billing-api", "acme-invoices", "kafka-consumer", "order-events",
+        "docker-compose"]

@@ -90,7 +90,8 @@ def test_consolidate_samples_offline_exact_cards(indexed):
             # The third conversation moved auth-service off mini-lola; the second still said it ran there
             # (its relation state, by said_at, is "ended": graph.relations).
             assert rels == [("auth-service", "runs_on", "mini-lola", 0), ("auth-service", "runs_on", "prod-k8s", 1),
-                            ("auth-service", "runs_on", "mini-lola", 1)]
+                            ("billing-api", "stores_data_in", "acme-invoices", 1),
+                            ("billing-api", "depends_on", "auth-service", 1), ("auth-service", "runs_on", "mini-lola", 1)]
             state = conn.execute(
                 """SELECT o.name, r.holds FROM relations r JOIN entities s ON s.id = r.subject_id
                    JOIN entities o ON o.id = r.object_id WHERE s.name = 'auth-service' ORDER BY o.name""").fetchall()

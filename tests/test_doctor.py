@@ -25,7 +25,7 @@ def test_fresh_home_reports_every_gap_with_its_fix(tmp_path, monkeypatch):
         "Claude Code transcripts": (False, "reverie index --projects-dir DIR   (or set CLAUDE_CONFIG_DIR)"),
         "redaction engine": (True, None),
         "SQLite FTS5": (True, None),
-        "Anthropic API key": (False, "export ANTHROPIC_API_KEY=...   or   reverie settings set anthropic.api_key KEY"),
+        "Anthropic API key": (False, "export ANTHROPIC_API_KEY=...   or   reverie settings set anthropic.api_key -   (reads it from stdin / a hidden prompt)"),
         "claude CLI": (False, "npm install -g @anthropic-ai/claude-code   (then `claude` once to log in)"),
         "embedding model": (False, "reverie settings set embedding_model /path/to/model2vec-model"),
     }

@@ -95,8 +95,11 @@ def test_recall_boost_and_cap(db):
     sal, conf, status = state(db, "s0")
     assert (sal, conf, status) == (2.0, 0.7, "active")
     assert db.conn.execute("SELECT recalled_count FROM episodes WHERE id = ?", (s0,)).fetchone() == (9,)
-    # The same log lines again: already folded (watermark), nothing changes.
-    assert ep.fold_recall_events(db, events) == 0
+    # Events of the same second all count (no timestamp watermark: the log's one reader,
+    # graph.lifecycle, delivers each line once).
+    same = [{"at": (T0 + timedelta(days=5)).isoformat(), "episodes": [s0]}] * 2
+    assert ep.fold_recall_events(db, same) == 2
+    assert db.conn.execute("SELECT recalled_count FROM episodes WHERE id = ?", (s0,)).fetchone() == (11,)
     # 25 sessions with no recalls: the cap keeps 20 active; the boosted s0 survives longer than its peers.
     for n in range(4, 30):
         consolidate_session(db, n)

@@ -115,11 +115,18 @@ def test_user_turns_only_give_no_helpful(db):
     assert [(d.card_id, d.kind) for d in report.detections] == [(1, "harmful")]
 
 
-def test_read_recall_log_with_rotation_and_bad_lines(tmp_path):
+def test_read_recall_log_with_rotation_and_bad_lines(db, tmp_path):
+    from graph import lifecycle
+
     path = tmp_path / "memory-recalls.jsonl"
     (tmp_path / "memory-recalls.jsonl.1").write_text(json.dumps(EVENTS[0]) + "\n{broken\n")
+    (tmp_path / "memory-recalls.jsonl.lock").write_text(json.dumps(EVENTS[0]) + "\n")
     path.write_text(json.dumps(EVENTS[1]) + "\n\n[1, 2]\n" + json.dumps(EVENTS[2]) + "\n")
+    # nothing folded in this process yet: nothing to hand out
+    assert fd.read_recall_log(path) == ([], 0)
+    lifecycle.fold_recall_log(db, path, now="2026-01-01T00:00:00Z")
     events, bad = fd.read_recall_log(path)
     assert events == [EVENTS[0], EVENTS[1], EVENTS[2]]
     assert bad == 2
+    assert fd.read_recall_log(path) == ([], 0)
     assert fd.read_recall_log(tmp_path / "none" / "memory-recalls.jsonl") == ([], 0)

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from consolidate.commands import build_cli
+from consolidate import hook as hook_mod
 from consolidate.hook import append_recall_log, merge_hooks
 from consolidate.paths import recall_log_path, secrets_dir
 from consolidate.settings import set_value
@@ -237,7 +238,168 @@ def test_plugin_hooks_have_explicit_timeouts_and_our_commands():
     assert manifest["name"] == "reverie"
     assert hooks["SessionStart"][0]["matcher"] == "startup|resume|clear|compact"
     assert [h["command"] for e in ("SessionStart", "UserPromptSubmit") for h in hooks[e][0]["hooks"]] == [
-        "reverie hook session-start", "reverie hook user-prompt-submit"]
+        "command -v reverie >/dev/null 2>&1 && reverie hook session-start || true",
+        "command -v reverie >/dev/null 2>&1 && reverie hook user-prompt-submit || true"]
     assert all(isinstance(h["timeout"], int) for e in hooks.values() for g in e for h in g["hooks"])
     skill = (root / "skills" / "memory-search" / "SKILL.md").read_text()
     assert skill.startswith("---\nname: memory-search\n") and "reverie search" in skill
+
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGIN_COMMANDS = [h["command"] for groups in json.loads((ROOT / "plugin" / "hooks" / "hooks.json").read_text())
+                   ["hooks"].values() for g in groups for h in g["hooks"]]
+
+
+@pytest.mark.parametrize("command", PLUGIN_COMMANDS)
+def test_plugin_hook_without_reverie_on_path_exits_0_and_prints_nothing(command, tmp_path):
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    out = subprocess.run(["/bin/sh", "-c", command], input=b'{"cwd": "/x"}', capture_output=True, timeout=60,
+                         env={"PATH": str(empty), "HOME": str(tmp_path)})
+    assert (out.returncode, out.stdout, out.stderr) == (0, b"", b"")
+
+
+@pytest.mark.parametrize("command", PLUGIN_COMMANDS)
+def test_plugin_hook_runs_reverie_when_it_is_on_path(command, tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "reverie"
+    fake.write_text("#!/bin/sh\necho \"ran: $*\"\n")
+    fake.chmod(0o755)
+    out = subprocess.run(["/bin/sh", "-c", command], capture_output=True, timeout=60,
+                         env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+    assert (out.returncode, out.stdout.decode()) == (0, f"ran: hook {command.split(' hook ')[1].split()[0]}\n")
+
+
+def test_hook_install_with_a_space_in_the_reverie_path_keeps_one_entry_per_event(monkeypatch, reverie_home):
+    monkeypatch.setattr(hook_mod, "reverie_executable", lambda: "/opt/my tools/reverie")
+    command = hook_mod.hook_command(reverie_home)
+    assert command == f"'/opt/my tools/reverie' --home {reverie_home}"
+    once = merge_hooks({}, command)
+    twice = merge_hooks(once, command)
+    assert twice == once == {"hooks": {
+        "SessionStart": [{"matcher": "startup|resume|clear|compact", "hooks": [
+            {"type": "command", "command": f"{command} hook session-start", "timeout": 10}]}],
+        "UserPromptSubmit": [{"hooks": [
+            {"type": "command", "command": f"{command} hook user-prompt-submit", "timeout": 5}]}]}}
+    import shlex
+
+    assert shlex.split(once["hooks"]["SessionStart"][0]["hooks"][0]["command"]) == [
+        "/opt/my tools/reverie", "--home", str(reverie_home), "hook", "session-start"]
+    # An older install that wrote the path unquoted is replaced too, not kept beside ours.
+    legacy = {"hooks": {"UserPromptSubmit": [{"hooks": [
+        {"type": "command", "command": "/opt/my tools/reverie hook user-prompt-submit", "timeout": 5}]}]}}
+    assert merge_hooks(legacy, command)["hooks"]["UserPromptSubmit"] == once["hooks"]["UserPromptSubmit"]
+
+
+def test_hook_in_a_subfolder_of_the_agent_directory_injects(store):
+    prompt = "tune the billing-api connection pool"
+    expected = recall(store.path, prompt)["text"]
+    data = json.dumps({"session_id": "sub-1", "cwd": store.cwd + "/src/api", "prompt": prompt,
+                       "hook_event_name": "UserPromptSubmit"}).encode()
+    out = run_hook("user-prompt-submit", data)
+    assert json.loads(out.stdout) == {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
+                                                             "additionalContext": expected}}
+    assert expected
+
+
+def test_hook_past_its_deadline_prints_nothing_and_the_next_call_still_injects(store, reverie_home):
+    prompt = "tune the billing-api connection pool"
+    expected = recall(store.path, prompt)["text"]
+    data = payload(store, prompt=prompt, hook_event_name="UserPromptSubmit")
+
+    late = run_hook("user-prompt-submit", data, env={"REVERIE_HOOK_DEADLINE_S": "0"})
+    assert (late.returncode, late.stdout) == (0, b"")
+    assert not recall_log_path(reverie_home, store.agent).exists()
+
+    on_time = run_hook("user-prompt-submit", data)
+    assert json.loads(on_time.stdout)["hookSpecificOutput"]["additionalContext"] == expected != ""
+    again = run_hook("user-prompt-submit", data)
+    assert (again.returncode, again.stdout) == (0, b"")
+
+
+class _BrokenStdout:
+    def write(self, text):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self):
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_failed_write_marks_nothing_as_shown(store, reverie_home, monkeypatch):
+    import io
+
+    prompt = "tune the billing-api connection pool"
+    data = payload(store, prompt=prompt, hook_event_name="UserPromptSubmit")
+    with monkeypatch.context() as m:
+        m.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+        m.setattr(sys, "stdout", _BrokenStdout())
+        assert hook_mod.run_hook("user-prompt-submit", str(reverie_home)) == 0
+
+    assert not recall_log_path(reverie_home, store.agent).exists()
+    out = run_hook("user-prompt-submit", data)
+    assert json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"] == recall(store.path, prompt)["text"]
+
+
+def test_a_cleared_session_gets_its_primer_again(store):
+    start = payload(store, source="startup", hook_event_name="SessionStart")
+    first = run_hook("session-start", start)
+    assert "Use pnpm, not npm." in json.loads(first.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert run_hook("session-start", start).stdout == b""
+    cleared = run_hook("session-start", payload(store, source="clear", hook_event_name="SessionStart"))
+    assert json.loads(cleared.stdout) == json.loads(first.stdout)
+
+
+def test_recall_command_prints_what_the_hook_injects_and_logs_the_same_line(store, reverie_home):
+    prompt = "tune the billing-api connection pool"
+    set_value(reverie_home, "feedback.half_life_days", 7)
+    hook_out = run_hook("user-prompt-submit", json.dumps({
+        "session_id": "hook-s", "cwd": store.cwd, "prompt": prompt, "hook_event_name": "UserPromptSubmit"}).encode())
+    injected = json.loads(hook_out.stdout)["hookSpecificOutput"]["additionalContext"]
+
+    res = CliRunner().invoke(build_cli(), ["recall", "--agent", store.agent, "--prompt", prompt, "--json",
+                                           "--session", "cli-s"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["text"] == injected != ""
+    hook_line, cli_line = [json.loads(line) for line in recall_log_path(reverie_home, store.agent).read_text().splitlines()]
+    strip = lambda e: {k: v for k, v in e.items() if k not in ("at", "session")}  # noqa: E731
+    assert (hook_line["session"], cli_line["session"]) == ("hook-s", "cli-s")
+    assert strip(cli_line) == strip(hook_line) == {"kind": "prompt", "ids": [store.note], "entities": ["billing-api"],
+                                                   "episodes": [], "warnings": []}
+
+
+def test_recall_command_uses_the_feedback_half_life_setting(store, reverie_home, monkeypatch):
+    import graph.recall
+
+    seen = []
+    real = graph.recall.recall
+    monkeypatch.setattr(graph.recall, "recall", lambda *a, **kw: seen.append(kw["half_life_days"]) or real(*a, **kw))
+    set_value(reverie_home, "feedback.half_life_days", 7)
+    res = CliRunner().invoke(build_cli(), ["recall", "--agent", store.agent, "--prompt", "billing-api pool"])
+    assert res.exit_code == 0, res.output
+    assert seen == [7.0]
+
+
+HEAVY = ("numpy", "sqlite_utils", "click", "presidio_analyzer", "anthropic", "networkx", "model2vec", "re2",
+         "ahocorasick", "dataclasses", "logging")
+
+
+def test_real_hook_on_a_consolidated_home_imports_no_heavy_module(tmp_path):
+    home = tmp_path / "home"
+    env = {**os.environ, "REVERIE_HOME": str(home), "TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS": ""}
+    for args in (["index", "--projects-dir", str(ROOT / "fixtures" / "sample-projects")],
+                 ["consolidate", "--now", "--agent", "billing-api", "--writer", "offline"]):
+        done = subprocess.run([REVERIE, *args, "--json"], capture_output=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr
+    for event, extra in (("session-start", {"source": "startup", "hook_event_name": "SessionStart"}),
+                         ("user-prompt-submit", {"prompt": "deploy the PDF export worker for billing-api",
+                                                 "hook_event_name": "UserPromptSubmit"})):
+        data = json.dumps({"session_id": "imports", "cwd": "/home/dev/acme/billing-api", **extra}).encode()
+        out = subprocess.run([sys.executable, "-X", "importtime", "-m", "consolidate", "hook", event], input=data,
+                             capture_output=True, env=env, timeout=60)
+        assert out.returncode == 0
+        assert json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"] != ""
+        imported = {line.rsplit("|", 1)[1].strip() for line in out.stderr.decode().splitlines()
+                    if line.startswith("import time:") and line.count("|") == 2}
+        assert "graph.recall" in imported and "redact.memory" in imported
+        assert sorted(m for m in imported if m.split(".")[0] in HEAVY) == []

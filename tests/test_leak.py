@@ -121,10 +121,15 @@ def test_planted_secrets_never_touch_disk(tmp_path, reverie_home):
         ("export", "--markdown", str(home / "export"), "--agent", "payments"),
         ("graph", "payments-api", "--agent", "payments", "--json"),
     ]
+    results = {}
     for step in steps:
         res = _reverie(home, *step)
         assert res.returncode == 0, (step, res.stderr)
         outputs += [res.stdout, res.stderr]
+        results[step[0]] = res.stdout
+    # The scan below is only meaningful when cards were written and recall had something to show.
+    assert sum(s["cards_written"] for s in json.loads(results["consolidate"])) > 0
+    assert json.loads(results["recall"])["text"] != ""
     for event, payload in (
         ("session-start", {"session_id": "s-new", "cwd": CWD, "hook_event_name": "SessionStart", "source": "startup"}),
         ("user-prompt-submit", {"session_id": "s-new", "cwd": CWD, "hook_event_name": "UserPromptSubmit",
@@ -132,6 +137,7 @@ def test_planted_secrets_never_touch_disk(tmp_path, reverie_home):
     ):
         res = _reverie(home, "hook", event, stdin=json.dumps(payload))
         assert res.returncode == 0
+        assert json.loads(res.stdout)["hookSpecificOutput"]["additionalContext"].strip() != ""
         outputs += [res.stdout, res.stderr]
 
     leaks = _scan(home)

@@ -139,3 +139,73 @@ def test_a_card_learned_from_old_history_gets_its_thirty_days_from_when_it_was_l
     assert lifecycle.fade(db, now=learned + timedelta(days=29)) == []
     assert lifecycle.fade(db, now=learned + timedelta(days=31)) == [1]
     assert cards(db) == [(1, "faded", 1, 0, 0)]
+
+
+def test_bad_ids_are_counted_never_raised_and_fade_still_runs(db, tmp_path):
+    seed(db)
+    log = tmp_path / "memory-recalls.jsonl"
+    log.write_text(
+        '{"at": "2025-01-03T10:00:00Z", "ids": [1e400, 99999999999999999999999, -3, 0, true, "2", 3]}\n'
+        '{"at": "2025-01-03T10:00:01Z", "ids": [4611686018427387904, 4611686018427387905], "episodes": [1e400]}\n'
+        '{"at": 12, "ids": [3]}\n'
+        '{"at": "2025-01-03T10:00:02Z", "ids": "1"}\n')
+    out = lifecycle.maintain(db, now=T0 + timedelta(days=40), recall_log=log)
+    # ids: 1e400, 1e23, -3, 0, true, "2" (6) + 2**62+1 + the episode 1e400 + a non-list = 9 bad; one bad line
+    assert out == {"recall_lines": 4, "recall_recalls": 1, "recall_entities": 0, "recall_unknown": 1,
+                   "recall_bad": 10, "recall_revived": 0, "faded": 1}
+    assert cards(db) == [(1, "faded", 1, 0, 0), (2, "active", 2, 0, 0), (3, "active", 1, 1, 0), (4, "active", 1, 0, 0)]
+    # the cursor advanced: nothing is read twice
+    assert lifecycle.fold_recall_log(db, log, now=T0)["lines"] == 0
+
+
+def _line(at, ids, episodes=()):
+    return json.dumps({"at": at, "session": "a", "kind": "prompt", "ids": ids, "episodes": list(episodes),
+                       "entities": []}) + "\n"
+
+
+def test_one_reader_feeds_all_consumers_same_second_events_and_lock_file(db, tmp_path):
+    from graph import feedback_detect
+
+    seed(db)
+    log = tmp_path / "memory-recalls.jsonl"
+    (tmp_path / "memory-recalls.jsonl.lock").write_text(_line("2025-01-03T09:00:00Z", [1]) * 3)
+    log.write_text(_line("2025-01-03T10:00:00Z", [2], [7]) + _line("2025-01-03T10:00:00Z", [3], [7]))
+    lifecycle.maintain(db, now=T0, recall_log=log)
+    events, bad = feedback_detect.read_recall_log(log)
+    assert ([e["ids"] for e in events], bad) == ([[2], [3]], 0)
+    assert feedback_detect.read_recall_log(log) == ([], 0)      # handed out once
+    # same second again, in the next pass: still read (no timestamp watermark)
+    with open(log, "a") as fh:
+        fh.write(_line("2025-01-03T10:00:00Z", [3], [7]))
+    lifecycle.maintain(db, now=T0, recall_log=log)
+    events, _ = feedback_detect.read_recall_log(log)
+    assert [e["ids"] for e in events] == [[3]]
+    assert [tuple(r) for r in db.conn.execute("SELECT id, access_count FROM cards ORDER BY id")] == [
+        (1, 0), (2, 1), (3, 2), (4, 0)]
+
+
+def test_two_rotations_between_runs(db, tmp_path):
+    seed(db)
+    log = tmp_path / "memory-recalls.jsonl"
+    log.write_text(_line("2025-01-03T10:00:00Z", [1]))
+    lifecycle.fold_recall_log(db, log, now=T0)
+    with open(log, "a") as fh:
+        fh.write(_line("2025-01-03T10:00:01Z", [2]))
+    # the hook rotates twice (each time to .1): the file read last time is overwritten and gone
+    os.replace(log, tmp_path / "memory-recalls.jsonl.1")
+    log.write_text(_line("2025-01-03T10:00:02Z", [3]))
+    os.replace(log, tmp_path / "memory-recalls.jsonl.1")
+    log.write_text(_line("2025-01-03T10:00:03Z", [4]))
+    counts = lifecycle.fold_recall_log(db, log, now=T0)
+    assert counts == {"lines": 2, "recalls": 2, "entities": 0, "unknown": 0, "bad": 0, "revived": 0,
+                      "lost_rotations": 1}
+    # one rotation kept beside it (.2 older than .1) is found by identity and finished
+    with open(log, "a") as fh:
+        fh.write(_line("2025-01-03T10:00:04Z", [1]))
+    os.replace(tmp_path / "memory-recalls.jsonl.1", tmp_path / "memory-recalls.jsonl.2")
+    os.replace(log, tmp_path / "memory-recalls.jsonl.1")
+    log.write_text(_line("2025-01-03T10:00:05Z", [2]))
+    counts = lifecycle.fold_recall_log(db, log, now=T0)
+    assert (counts["lines"], counts["recalls"], counts.get("lost_rotations", 0)) == (2, 2, 0)
+    assert [tuple(r) for r in db.conn.execute("SELECT id, access_count FROM cards ORDER BY id")] == [
+        (1, 2), (2, 1), (3, 1), (4, 1)]

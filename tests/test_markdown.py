@@ -119,7 +119,7 @@ def test_round_trip_without_edits_changes_nothing(db, tmp_path):
     before = snapshot(db)
     res = md.import_markdown(db, out, agent="web", redact=redact, now=LATER)
     assert res == {"unchanged": 3, "edited": 0, "retired": 0, "added": 0, "restored": 0, "recategorized": 0,
-                   "confidence_changed": 0, "duplicates": 0, "uncategorized": 0, "redacted": 0,
+                   "confidence_changed": 0, "duplicates": 0, "forgotten": 0, "uncategorized": 0, "redacted": 0,
                    "episodes_unchanged": 2, "episodes_edited": 0, "episodes_removed": 0, "episodes_added": 0,
                    "unreadable": {}, "changed": False}
     assert snapshot(db) == before
@@ -247,3 +247,80 @@ def test_cli_export_import(reverie_home, tmp_path, monkeypatch):
     assert r.output == "web: 1 added; files re-exported\n"
     r = CliRunner().invoke(build_cli(), ["import", "--markdown", str(out), "--agent", "web"])
     assert r.output == "web: no edits found, nothing changed\n"
+
+
+def test_retired_card_stops_feeding_relations_and_a_restatement_is_a_new_card(tmp_path):
+    from graph.merge import merge_card
+    from graph.model import EntityRef, NewCard, RelationRef
+    from graph.recall import entity_relations
+
+    db = open_db(tmp_path / "agent2.db")
+
+    def runs_on(session, said_at):
+        return NewCard(statement="auth-service runs on prod-k8s.", category="fact", confidence=0.8,
+                       session=session, said_at=said_at,
+                       entities=[EntityRef("auth-service", "service"), EntityRef("prod-k8s", "host")],
+                       relations=[RelationRef("auth-service", "runs_on", "prod-k8s")])
+
+    first = merge_card(db, runs_on("s1", "2026-02-01T10:00:00Z"), now=T0)
+    assert [(r["subject"], r["verb"], r["object"], r["weight"]) for r in entity_relations(db.conn, 1, 10)] == [
+        ("auth-service", "runs_on", "prod-k8s", 1)]
+    out = tmp_path / "mem"
+    md.export_markdown(db, out, agent="web", now=T0)
+    path = out / "semantic.md"
+    path.write_text("".join(ln for ln in path.read_text().splitlines(True) if f"<!-- c:{first.card_id} -->" not in ln))
+    assert md.import_markdown(db, out, agent="web", redact=redact, now=LATER)["retired"] == 1
+    assert db.conn.execute("SELECT status FROM cards").fetchall() == [("retired",)]
+    # backed only by the retired card: no relation left, recall shows nothing
+    assert db.conn.execute("SELECT * FROM relations").fetchall() == []
+    assert entity_relations(db.conn, 1, 10) == []
+    # the point said again later: a new active card, the retired one stays retired and untouched
+    again = merge_card(db, runs_on("s2", "2026-02-20T10:00:00Z"), now=LATER)
+    assert again.action == "inserted" and again.card_id != first.card_id
+    assert db.conn.execute("SELECT id, status, sessions FROM cards ORDER BY id").fetchall() == [
+        (first.card_id, "retired", 1), (again.card_id, "active", 1)]
+    assert [(r["subject"], r["verb"], r["object"], r["weight"]) for r in entity_relations(db.conn, 1, 10)] == [
+        ("auth-service", "runs_on", "prod-k8s", 1)]
+    # moved back into semantic.md by a person: it counts again
+    trust.set_card_status(db, first.card_id, "active", at=LATER.isoformat())
+    db.conn.commit()
+    assert [r["weight"] for r in entity_relations(db.conn, 1, 10)] == [2]
+    db.close()
+
+
+def test_old_export_does_not_bring_a_forgotten_card_back(db, tmp_path):
+    from graph import forget
+
+    out = tmp_path / "mem"
+    md.export_markdown(db, out, agent="web", now=T0)
+    old = (out / "semantic.md").read_text()
+    forget.forget_cards(db, [2], now=LATER.isoformat())
+    md.export_markdown(db, out, agent="web", now=LATER)
+    # the person restores the old file (marker c:2 points at a card that is gone) and adds the
+    # forgotten line again by hand as well
+    (out / "semantic.md").write_text(old.replace(
+        "## fact\n\n", "## fact\n\n- auth-service runs on prod-k8s since February\n"))
+    res = md.import_markdown(db, out, agent="web", redact=redact, now=LATER)
+    assert {k: v for k, v in res.items() if v} == {"unchanged": 2, "forgotten": 2, "episodes_unchanged": 2,
+                                                   "changed": True}
+    assert db.conn.execute("SELECT id FROM cards WHERE statement LIKE 'auth-service%'").fetchall() == []
+
+
+def test_new_episode_session_and_date_are_scrubbed(db, tmp_path):
+    out = tmp_path / "mem"
+    md.export_markdown(db, out, agent="web", now=T0)
+    path = out / "episodic.md"
+    text = path.read_text().replace(
+        "### [salience: 1.00]",
+        "### [salience: 0.90] [confidence: 0.80] [2026-02-13 sk-live-123456] [deploy sk-live-123456]\n\n"
+        "Worked on: rotating sk-live-123456.\n\n### [salience: 1.00]", 1)
+    path.write_text(text)
+    res = md.import_markdown(db, out, agent="web", redact=redact, now=LATER)
+    assert (res["episodes_added"], res["redacted"]) == (1, 3)
+    rows = db.conn.execute("SELECT session, started_at, summary, writer FROM episodes WHERE id = 3").fetchall()
+    assert rows == [("deploy [REDACTED:api_key]", "2026-02-14T20:00:00+00:00",
+                     "Worked on: rotating [REDACTED:api_key].", "human")]
+    dump = "".join(str(r) for t in ("episodes", "maintenance_log", "trust_meta")
+                   for r in db.conn.execute(f"SELECT * FROM {t}"))
+    assert "sk-live" not in dump
+    assert "sk-live" not in "".join(p.read_text() for p in out.iterdir())

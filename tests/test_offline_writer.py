@@ -148,3 +148,34 @@ def test_per_exchange_plan_closes_a_stretch_with_a_candidate_at_the_next_user_tu
     assert [([p.key for p in s.passages], s.end_id) for s in plan_conversation("c", ps, js, 6, 0.5)] == [
         (["user:1", "assistant:2.0", "user:3", "user:4", "assistant:5.0"], 6)]
     assert OfflineWriter.call_per_exchange is True
+
+
+def test_a_list_of_findings_becomes_one_fact_card_with_its_relations():
+    text = ("- **Storage**: billing-api stores invoice PDFs in the S3 bucket `acme-invoices` (src/storage/invoices.ts). "
+            "- **Auth**: billing-api depends on auth-service; every request's token is validated against AUTH_URL. "
+            "- Dependencies are installed with pnpm; `pnpm dev` starts the server.")
+    p = _passage("assistant:5.1", text, kind="assistant", message_id=5, exchange=4, context="How does it fit together?")
+    req = WriteRequest(id="r", agent="a", conversation="c", candidates=[Candidate("P1", p, classify(p))],
+                       known_entities={})
+    res = OfflineWriter().write_one(req)
+    assert [(c.statement, c.category, c.evidence, [(r.subject, r.verb, r.object, r.holds) for r in c.relations],
+             [e.name for e in c.entities]) for c in res.cards] == [(
+        "billing-api stores invoice PDFs in the S3 bucket `acme-invoices`; billing-api depends on auth-service.",
+        "fact", ["P1"],
+        [("billing-api", "stores_data_in", "acme-invoices", True), ("billing-api", "depends_on", "auth-service", True)],
+        ["billing-api", "PDFs", "S3", "acme-invoices", "auth-service"])]
+
+
+def test_an_answer_states_the_question_it_answers_and_cites_it_when_a_candidate():
+    q = Passage(key="user:1", kind="user", text="Melanie: I painted the lake on Sunday. How was the camping trip?",
+                conversation="c", message_id=1, timestamp="2026-01-10T10:00:00Z", exchange=1)
+    a = Passage(key="user:2", kind="user", text="Caroline: Great, we saw the Perseids at Lake Tahoe last weekend.",
+                conversation="c", message_id=2, timestamp="2026-01-10T10:00:01Z", exchange=2,
+                context=q.text, context_id=1)
+    req = WriteRequest(id="r", agent="a", conversation="c",
+                       candidates=[Candidate("P1", q, classify(q)), Candidate("P2", a, classify(a))],
+                       known_entities={})
+    cards = OfflineWriter().write_one(req).cards
+    assert [(c.statement, c.evidence) for c in cards] == [
+        ('Caroline saw the Perseids at Lake Tahoe last weekend (asked by Melanie: "How was the camping trip?").',
+         ["P1", "P2"])]

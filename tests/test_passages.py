@@ -49,3 +49,28 @@ def test_after_id_gives_context_without_repeating_passages():
     cut = cut_passages("c", msgs, after_id=2)
     assert [(p.key, p.previous_reply) for p in cut.passages] == [
         ("user:3", "I connected to db-1 for the staging data as the README suggests.")]
+
+
+def test_a_human_turn_right_after_another_carries_it_as_context():
+    """Pasted chats / dialogues: a turn that follows a human turn with no agent reply between gets
+    that turn as context (tail-clipped, speaker label kept); after an agent reply it gets none."""
+    long_q = "Melanie: " + "I spent the whole weekend painting the lake again. " * 10 + "How was the camping trip?"
+    msgs = [
+        Msg(1, "user", texts=[long_q]),
+        Msg(2, "user", texts=["Caroline: Great, we saw the Perseids!"]),
+        Msg(3, "assistant", texts=["Noted, that sounds like a good trip for the two of you, and a nice memory."]),
+        Msg(4, "user", texts=["Deploy it to staging."]),
+        Msg(5, "assistant", texts=[]),
+        Msg(6, "user", kind="tool_result", has_tool_result=True),
+        Msg(7, "user", texts=["Also bump the version."]),
+    ]
+    got = [(p.key, p.context, p.context_id, p.previous_reply) for p in cut_passages("c", msgs).passages]
+    first = got[1][1]
+    assert first.startswith("Melanie: …") and first.endswith("How was the camping trip?") and len(first) <= CONTEXT_MAX
+    assert got == [
+        ("user:1", "", 0, ""),
+        ("user:2", first, 1, ""),
+        ("assistant:3.0", "Caroline: Great, we saw the Perseids!", 0, ""),
+        ("user:4", "", 0, "Noted, that sounds like a good trip for the two of you, and a nice memory."),
+        ("user:7", "", 0, "Noted, that sounds like a good trip for the two of you, and a nice memory."),
+    ]

@@ -146,7 +146,9 @@ def test_faults_keep_progress_and_are_recorded(reverie_home):
     s = consolidate_agent(reverie_home, "demo", writer=w, redactor=FakeRedactor())
     assert s["backlog"] is True and s["cards_written"] == 0 and s["calls"] == 1
     assert s["errors"] == [{"conversation": "c1", "segment": 0, "kind": "malformed", "message": "response is not JSON"}]
-    assert rows(path, "SELECT * FROM progress") == []
+    # progress did not move (last_message_id 0); the failed attempt is counted against the stretch
+    assert rows(path, "SELECT conversation, last_message_id, attempts, last_error, trust_message_id FROM progress") == [
+        ("c1", 0, 1, "malformed: response is not JSON", 0)]
     assert rows(path, "SELECT status FROM runs") == [("partial",)]
 
 

@@ -614,3 +614,39 @@ def test_reverie_consolidate_now_runs_while_paused_and_outside_the_window(reveri
     res = CliRunner().invoke(build_cli(), ["schedule", "tick", "--json"])
     assert res.exit_code == 0 and json.loads(res.output) == {
         "index": None, "runs": [], "skipped": None, "blocked": "paused ($REVERIE_PAUSE)"}
+
+
+def test_a_run_that_only_hits_a_usage_limit_is_no_progress(reverie_home, tmp_path, monkeypatch):
+    """Through the real adapter and pipeline: a claude CLI that always answers 429 consolidates
+    nothing, so the scheduler must not count the passages it planned as progress (issue 7)."""
+    import os
+    import stat
+    import sys
+
+    from consolidate.commands.schedule_cmd import build_jobs
+    from consolidate.settings import set_value
+    from consolidate.store import open_db
+
+    db = open_db(reverie_home / "agents" / "demo" / "agent.db")
+    db.conn.execute("INSERT INTO conversations(id, cwd, first_at, last_at) VALUES ('c1', '/w', '2026-10-01T09:00:00Z', '2026-10-01T10:00:00Z')")
+    for i, (role, text) in enumerate([("user", "From now on, always use pnpm instead of npm in this repo."),
+                                      ("assistant", "Understood, pnpm it is.")]):
+        mid = db.conn.execute("INSERT INTO messages(conversation, uuid, role, kind, timestamp) VALUES ('c1', ?, ?, 'message', ?)",
+                              (f"m{i}", role, f"2026-10-01T09:0{i}:00Z")).lastrowid
+        db.conn.execute("INSERT INTO blocks(message_id, idx, type, text) VALUES (?, 0, 'text', ?)", (mid, text))
+    db.conn.commit()
+    db.close()
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    exe = bindir / "claude"
+    exe.write_text(f"#!{sys.executable}\nimport sys\nsys.stdin.read()\nsys.stderr.write('API Error: 429 rate limit')\nsys.exit(1)\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    set_value(reverie_home, "writer", "claude-cli")
+    set_value(reverie_home, "consolidate.retry", {"attempts": 2, "base_delay_s": 0, "max_delay_s": 0})
+
+    outcome = build_jobs(reverie_home).consolidate("demo", "nightly")
+    assert outcome == RunOutcome(
+        progress=False, backlog=True,
+        result="0 cards from 0 passages in 0 conversations; 1 error (first: transient: "
+               "claude exited 1 (transient) after 2 attempts); backlog left")

@@ -2,6 +2,11 @@
 
 Without `--agent`, all enabled agents are consolidated (as with `--all`). A progress bar is shown on
 a terminal (stderr); `--json` prints the per-agent summary (a list when several agents ran).
+
+With several agents, one that cannot be consolidated (unreadable agent.db, unexpected fault) is
+reported in its summary (`failed: true`, with the fix in its error) and the others still run; the
+exit status is then 1 (after every summary is printed), so cron and scripts notice. A busy agent is
+reported but is not a failure (exit 0). No API key / a refused key stop at once (exit 1).
 """
 
 from __future__ import annotations
@@ -81,11 +86,17 @@ def register(cli: click.Group) -> None:
         finally:
             if finish:
                 finish()
+        failed = [s["agent"] for s in summaries if s.get("failed")]
         if as_json:
             emit_json(result)
+            if failed:
+                sys.exit(1)
             return
         if not summaries:
             click.echo("No agents yet: run `reverie index`.")
             return
         for s in summaries:
             click.echo(_render(s))
+        if failed:
+            raise ReverieError(f"{len(failed)} of {len(summaries)} agents could not be consolidated "
+                               f"({', '.join(failed)}): see their errors above.")

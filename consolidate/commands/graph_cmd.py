@@ -2,38 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
 
-from ..errors import ReverieError, UnknownAgent
+from ..errors import ReverieError
 from . import AppContext, emit_json, pass_app
-
-
-def _agent_id(app: AppContext, agent: str | None) -> str:
-    if agent:
-        return agent
-    try:
-        from ..agents import agent_for_cwd  # noqa: PLC0415  (stdlib-only lookup, written by Foundation)
-    except ImportError:
-        agent_for_cwd = None
-    found = agent_for_cwd(app.home, os.getcwd()) if agent_for_cwd else None
-    if not found:
-        raise UnknownAgent("No agent for this directory: pass --agent ID (`reverie agents` lists them).")
-    return found
-
-
-def _open(app: AppContext, agent: str):
-    from ..paths import agent_db_path  # noqa: PLC0415
-    from ..store import open_db  # noqa: PLC0415
-
-    path: Path = agent_db_path(app.home, agent)
-    if not path.exists():
-        raise UnknownAgent(
-            f"No memory for agent {agent!r} yet: check the id with `reverie agents`, then run "
-            f"`reverie index` and `reverie consolidate --now --agent {agent}`.")
-    return open_db(path)
+from ._agent import open_agent
 
 
 def _entity(db, name: str, agent: str) -> dict:
@@ -63,8 +38,7 @@ def register(cli: click.Group) -> None:
         """What the agent knows about ENTITY: type, aliases, relations (current first), the cards behind them."""
         from graph import view  # noqa: PLC0415  (networkx)
 
-        agent_id = _agent_id(app, agent)
-        db = _open(app, agent_id)
+        agent_id, db = open_agent(app.home, agent)
         try:
             ent = _entity(db, entity, agent_id)
             report = view.entity_report(db, ent["id"])
@@ -97,8 +71,7 @@ def register(cli: click.Group) -> None:
         from graph import forget  # noqa: PLC0415
         from graph.model import utc_iso  # noqa: PLC0415
 
-        agent_id = _agent_id(app, agent)
-        db = _open(app, agent_id)
+        agent_id, db = open_agent(app.home, agent)
         now = utc_iso(datetime.now(timezone.utc))
         try:
             card = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -197,12 +198,22 @@ def register(cli: click.Group) -> None:
     @pass_app
     def settings_set(app, key: str, value: str) -> None:
         """Set one setting. VALUE is read as JSON when it parses (numbers, true/false, lists, objects),
-        else as a string: `reverie settings set agents.disabled '["scratch"]'`."""
+        else as a string: `reverie settings set agents.disabled '["scratch"]'`. VALUE `-` reads it
+        from stdin (a hidden prompt on a terminal), which keeps secrets out of shell history:
+        `reverie settings set anthropic.api_key -`."""
         from .. import settings as st
 
         known, default = _default_for(key)
         if not known:
             raise ReverieError(f"Unknown setting {key!r}. See all keys with `reverie settings get`.")
+        if value == "-":
+            if sys.stdin.isatty():
+                value = click.prompt(f"{key}", hide_input=True, err=True)
+            else:
+                value = sys.stdin.read()
+            value = value.strip()
+            if not value:
+                raise ReverieError(f"No value for {key} on stdin: pipe it in, or type it at the prompt.")
         parsed = _parse_value(value)
         if key in SECRET_KEYS:
             parsed = value   # keys are strings; never echoed

@@ -3,33 +3,19 @@ which normally never reach click: consolidate/cli.py dispatches them first, stdl
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from ..errors import ReverieError, UnknownAgent
+from ..errors import ReverieError
 from . import emit_json, pass_app
+from ._agent import agent_db
 
 
-def _agent_db(home: Path, agent: str | None) -> tuple[str, Path]:
-    """(agent id, db path) for `--agent`, else for the current directory; errors name the fix."""
-    from ..agents import agent_for_cwd, valid_agent_id
-    from ..paths import agent_db_path
-
-    if not agent:
-        agent = agent_for_cwd(home, os.getcwd())
-        if not agent:
-            raise UnknownAgent("No agent for this directory: pass --agent ID (`reverie agents` lists them).")
-    if not valid_agent_id(agent):
-        raise UnknownAgent(f"{agent!r} is not an agent id: `reverie agents` lists them.")
-    db = agent_db_path(home, agent)
-    if not db.is_file():
-        raise UnknownAgent(f"No agent {agent!r} in {home}: `reverie agents` lists them "
-                           "(run `reverie index` first if the list is empty).")
-    return agent, db
+_NO_SCRUBBER = ("The remembered-secret check (redact.memory) is unavailable, so nothing is printed: "
+                "reinstall reverie (`pip install -e .`) and run `reverie doctor`.")
 
 
 def _scrubber(home: Path):
@@ -37,8 +23,7 @@ def _scrubber(home: Path):
 
     scrub = secret_scrubber(home)
     if scrub is None:
-        raise ReverieError("The remembered-secret check (redact.memory) is unavailable, so nothing is printed: "
-                           "reinstall reverie (`pip install -e .`) and run `reverie doctor`.")
+        raise ReverieError(_NO_SCRUBBER)
     return scrub
 
 
@@ -53,32 +38,27 @@ def register(cli: click.Group) -> None:
     @pass_app
     def recall_cmd(app, agent: str | None, prompt: str, session: str | None, primer: bool, as_json: bool) -> None:
         """Show what recall would inject for PROMPT (exactly what the hook injects)."""
-        from graph.recall import Budgets, recall, recalled_ids
-        from graph.recall_embed import prompt_embedder
-
-        from ..hook import _now_iso, append_recall_log
-        from ..paths import recall_log_path
-        from ..settings import get, load_settings
+        from ..agents import is_disabled
+        from ..hook import ScrubberUnavailable, recall_for_agent
 
         if not primer and not prompt.strip():
             raise ReverieError("Nothing to recall for: pass --prompt TEXT (or --primer for a session start).")
-        agent, db = _agent_db(app.home, agent)
-        settings = load_settings(app.home)
-        kind = "primer" if primer else "prompt"
-        result = recall(db, prompt, session=session, kind=kind,
-                        budgets=Budgets.from_settings(get(settings, "recall", {})),
-                        embedder=prompt_embedder(get(settings, "embedding_model"), app.home / "cache"),
-                        scrub=_scrubber(app.home), agent=agent)
-        if session and result["text"]:
-            ids, entities = recalled_ids(result)
-            append_recall_log(recall_log_path(app.home, agent),
-                              {"at": _now_iso(), "session": session, "kind": kind, "ids": ids, "entities": entities})
+        agent, _db = agent_db(app.home, agent)
+        try:
+            injection = recall_for_agent(app.home, agent, "primer" if primer else "prompt", prompt, session=session)
+        except ScrubberUnavailable:
+            raise ReverieError(_NO_SCRUBBER) from None
+        if session:
+            injection.record()   # acting as the session: it got this text, the log says so
         if as_json:
-            emit_json(result)
-        elif result["text"]:
-            click.echo(result["text"])
+            emit_json(injection.result)
+        elif injection.text:
+            click.echo(injection.text)
         else:
             click.echo("(nothing relevant to recall)", err=True)
+        if is_disabled(app.home, agent):
+            click.echo(f"(agent {agent!r} is switched off: the hook injects nothing for it; "
+                       "`reverie settings get agents.disabled` lists the switched-off agents)", err=True)
 
     @cli.command("search")
     @click.argument("query", nargs=-1, required=True)
@@ -91,7 +71,7 @@ def register(cli: click.Group) -> None:
         """Search an agent's memory: cards first, then raw history (redacted) with dates and conversations."""
         from ..search import search
 
-        agent, db = _agent_db(app.home, agent)
+        agent, db = agent_db(app.home, agent)
         result = search(db, " ".join(query), limit=limit, scrub=_scrubber(app.home))
         result = {"agent": agent, **result}
         if as_json:

@@ -7,13 +7,12 @@
 - `install [--system cron|launchd|systemd] [--print]` / `uninstall [--system ...]`: the OS units.
 - `status [--json]`: per agent the next run, the last run and its result, the backlog.
 
-The application's index, agent listing and pipeline are imported inside the job functions, so this
-module loads (and the daemon keeps running, logging the failure) even before they exist.
+The application's index, agent listing and pipeline are imported when the jobs are built (not at
+module import), so `reverie --help` does not load them.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import logging.handlers
@@ -42,7 +41,12 @@ def state_dir(home: Path) -> Path:
 
 def outcome_from_summary(summary: dict[str, Any]):
     """A pipeline summary (issue 4: conversations, passages, cards_written, backlog, errors, ...)
-    as a `schedules.runner.RunOutcome`. Progress = at least one conversation or passage consolidated."""
+    as a `schedules.runner.RunOutcome`.
+
+    Progress = the run moved something forward: passages consolidated (their conversation's progress
+    mark moved), cards written, stretches given up after repeated faults, or no backlog left. The
+    summary's `passages` counts passages *planned*, which a run that only hit a usage limit or an
+    outage also has, so it is not progress: such an agent waits for the next night."""
     from schedules.runner import RunOutcome
 
     def count(key: str) -> int:
@@ -54,7 +58,8 @@ def outcome_from_summary(summary: dict[str, Any]):
         except (TypeError, ValueError):
             return 0
 
-    conversations, passages, cards = count("conversations"), count("passages"), count("cards_written")
+    conversations, passages, cards = count("conversations"), count("passages_consolidated"), count("cards_written")
+    skipped = count("skipped_stretches")
     errors = summary.get("errors") or []
     if not isinstance(errors, list):
         errors = [errors]
@@ -71,7 +76,8 @@ def outcome_from_summary(summary: dict[str, Any]):
         result += f"; {len(errors)} error{'s' if len(errors) != 1 else ''} (first: {first})"
     if backlog:
         result += "; backlog left"
-    return RunOutcome(progress=conversations > 0 or passages > 0, backlog=backlog, result=result)
+    progress = conversations > 0 or passages > 0 or cards > 0 or skipped > 0 or not backlog
+    return RunOutcome(progress=progress, backlog=backlog, result=result)
 
 
 def _scrubber(home: Path):
@@ -114,8 +120,12 @@ def build_jobs(home: Path):
     from ..paths import agent_dir
     from ..settings import get, load_settings
 
+    from ..agents import list_agents as agent_rows
+    from ..index import index_all as run_index
+    from ..pipeline import consolidate_agent
+
     def list_agents() -> list[AgentSpec]:
-        rows = importlib.import_module("consolidate.agents").list_agents(home)
+        rows = agent_rows(home)
         disabled = set(get(load_settings(home), "agents.disabled", []) or [])
         specs = []
         for row in rows:
@@ -125,16 +135,15 @@ def build_jobs(home: Path):
         return specs
 
     def index_all() -> str:
-        summary = importlib.import_module("consolidate.index").index_all(home) or {}
+        summary = run_index(home) or {}
         rejected = sum((summary.get("rejected") or {}).values()) if isinstance(summary.get("rejected"), dict) else 0
         text = (f"{summary.get('files_changed', 0)} of {summary.get('files_seen', 0)} files changed, "
                 f"{summary.get('messages_added', 0)} messages added")
         return text + (f", {rejected} lines rejected" if rejected else "")
 
     def consolidate(agent_id: str, trigger: str) -> RunOutcome:
-        pipeline = importlib.import_module("consolidate.pipeline")
         try:
-            summary = pipeline.consolidate_agent(home, agent_id, trigger=trigger)
+            summary = consolidate_agent(home, agent_id, trigger=trigger)
         except (Busy, AgentBusy) as exc:
             return RunOutcome(progress=False, backlog=False, result=f"busy: {exc}", busy=True)
         return outcome_from_summary(summary or {})
@@ -338,7 +347,7 @@ def register(cli: click.Group) -> None:
             click.echo(f"note: {note}")
         if not print_only:
             click.echo(f"installed ({system}); `reverie schedule uninstall` removes it. "
-                       "API keys for cron/launchd/systemd runs must be in settings (`reverie settings set anthropic.api_key KEY`) "
+                       "API keys for cron/launchd/systemd runs must be in settings (`reverie settings set anthropic.api_key -`, which reads the key from stdin) "
                        "since these do not see your shell's environment.")
 
     @schedule.command("uninstall")

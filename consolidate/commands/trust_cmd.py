@@ -7,38 +7,16 @@ line or, with --json, the result.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import click
 
-from ..errors import ReverieError, UnknownAgent
+from ..errors import ReverieError
 from . import AppContext, emit_json, pass_app
+from ._agent import open_agent
 
 _AGENT_HELP = "Agent id (default: the agent of the current directory; see `reverie agents`)."
-
-
-def _agent(app: AppContext, agent: str | None) -> str:
-    if agent:
-        return agent
-    from ..agents import agent_for_cwd  # noqa: PLC0415
-
-    found = agent_for_cwd(app.home, os.getcwd())
-    if not found:
-        raise UnknownAgent("No agent for this directory: pass --agent ID (see `reverie agents`).")
-    return found
-
-
-def _open(app: AppContext, agent: str):
-    from ..paths import agent_db_path  # noqa: PLC0415
-    from ..store import open_db  # noqa: PLC0415
-
-    path = agent_db_path(app.home, agent)
-    if not path.exists():
-        raise UnknownAgent(f"Unknown agent {agent!r}: no memory at {path}. See `reverie agents`, or run "
-                           "`reverie index` and `reverie consolidate --now` first.")
-    return open_db(path)
 
 
 def _half_life(app: AppContext) -> float:
@@ -87,8 +65,7 @@ def register(cli: click.Group) -> None:
         """Record that a memory was helpful or harmful; re-scores its maturity."""
         from graph import trust  # noqa: PLC0415
 
-        agent = _agent(app, agent)
-        db = _open(app, agent)
+        agent, db = open_agent(app.home, agent)
         card = _card(db, card_id, agent)
         if card["status"] not in ("active", "faded"):
             hint = f" (replaced by card {card['superseded_by']})" if card.get("superseded_by") else ""
@@ -114,8 +91,7 @@ def register(cli: click.Group) -> None:
     def _pin(app: AppContext, card_id: int, agent: str | None, as_json: bool, pinned: bool) -> None:
         from graph import trust  # noqa: PLC0415
 
-        agent = _agent(app, agent)
-        db = _open(app, agent)
+        agent, db = open_agent(app.home, agent)
         _card(db, card_id, agent)
         with trust.transaction(db):
             result = trust.set_pinned(db, card_id, pinned)
@@ -154,8 +130,7 @@ def register(cli: click.Group) -> None:
         """Write the agent's memory as Markdown files a person can read, review and edit."""
         from graph.markdown import export_markdown  # noqa: PLC0415
 
-        agent = _agent(app, agent)
-        db = _open(app, agent)
+        agent, db = open_agent(app.home, agent)
         result = export_markdown(db, Path(directory), agent=agent)
         result["agent"] = agent
         if as_json:
@@ -174,8 +149,7 @@ def register(cli: click.Group) -> None:
         """Apply a person's edits of the Markdown files back to the agent's memory."""
         from graph.markdown import MarkdownError, import_markdown  # noqa: PLC0415
 
-        agent = _agent(app, agent)
-        db = _open(app, agent)
+        agent, db = open_agent(app.home, agent)
         try:
             result = import_markdown(db, Path(directory), agent=agent, redact=_redactor(app))
         except MarkdownError as exc:
@@ -206,8 +180,7 @@ def register(cli: click.Group) -> None:
         """List memories below the trust thresholds with a proposed action; --apply applies them."""
         from graph import maintenance  # noqa: PLC0415
 
-        agent = _agent(app, agent)
-        db = _open(app, agent)
+        agent, db = open_agent(app.home, agent)
         entries = maintenance.plan(db, half_life_days=_half_life(app))
         applied = maintenance.apply(db, entries) if do_apply and entries else None
         if as_json:

@@ -12,6 +12,7 @@
 * Message Batches (`anthropic.use_batches`): every request of the run goes into one batch (half
   price), polled until it ends or `anthropic.batch_wait_s` passes (then cancelled and left for the
   next run); results are matched back by `custom_id`.
+* 401/403 are reported as kind `auth` (never retried); the pipeline stops the run on them.
 * The API key comes from `ANTHROPIC_API_KEY`, else settings `anthropic.api_key`; it is never logged.
 """
 
@@ -34,6 +35,14 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "claude-haiku-4-5"
 RETRYABLE_STATUS = {408, 409, 429}
+AUTH_STATUS = {401, 403}
+
+
+def _status_error(exc: Any) -> WriteError:
+    """A non-retryable HTTP error as a WriteError: 401/403 are kind `auth` (the key is refused, so
+    the pipeline stops the run at once instead of spending its call budget on them)."""
+    kind = "auth" if exc.status_code in AUTH_STATUS else "failed"
+    return WriteError(kind, f"HTTP {exc.status_code} {type(exc).__name__}")
 
 
 def api_key_from(settings: dict[str, Any]) -> str:
@@ -179,7 +188,7 @@ class AnthropicWriter:
                 result.error = WriteError("transient", f"{exc} after {self.retry.attempts} attempts", retryable=True)
                 return result
             except anthropic.APIStatusError as exc:
-                result.error = WriteError("failed", f"HTTP {exc.status_code} {type(exc).__name__}")
+                result.error = _status_error(exc)
                 return result
             self._usage(result, message, batch=False)
             self.parse(result, message)
@@ -256,7 +265,7 @@ class AnthropicWriter:
             except Transient as exc:
                 failure = WriteError("transient", str(exc), retryable=True)
             except anthropic.APIStatusError as exc:
-                failure = WriteError("failed", f"HTTP {exc.status_code} {type(exc).__name__}")
+                failure = _status_error(exc)
         for req in requests:
             if req.id in refused:
                 yield WriteResult(req.id, error=refused[req.id])

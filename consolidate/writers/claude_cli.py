@@ -6,7 +6,8 @@ The child runs as::
            --settings '{"disableAllHooks":true}' --no-session-persistence --tools "" --max-turns 1
 
 with the prompt on stdin (first line `[reverie-consolidation]`) and `REVERIE_CHILD=1` in its
-environment, so that (1) no hook runs in the child (ours print nothing under the guard anyway),
+environment (and no ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN unless settings
+`claude_cli.pass_api_key` is true: with them the child would bill the API, not the login), so that (1) no hook runs in the child (ours print nothing under the guard anyway),
 (2) no transcript of it is written, and (3) if one were written, our indexer skips sessions carrying
 the guard and consolidation skips the marker. Output is the CLI's JSON result: `structured_output`
 (or `result` holding JSON) validated into `CardsResponse`; error subtypes and non-zero exits are
@@ -25,7 +26,7 @@ from typing import Any, Iterator
 
 from pydantic import ValidationError
 
-from ..budget import RetryPolicy, Transient, with_retries
+from ..budget import RetryPolicy, Transient, cost_usd, estimate_tokens, with_retries
 from ..errors import ReverieError
 from ..paths import ENV_CHILD_GUARD
 from .base import CardsResponse, WriteError, WriteRequest, WriteResult, response_schema, sequential
@@ -34,6 +35,10 @@ from .prompts import cli_prompt
 log = logging.getLogger(__name__)
 
 CHILD_SETTINGS = '{"disableAllHooks":true}'
+# Anthropic credentials the child must not inherit: with one of them set, `claude` bills the API
+# instead of the user's Claude login (settings claude_cli.pass_api_key opts in).
+API_CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+_AUTH = re.compile(r"invalid api key|please run /login|not logged in|authentication[_ ]error|\b401\b|\b403\b", re.I)
 _TRANSIENT = re.compile(r"overloaded|rate.?limit|usage limit|429|529|\b5\d\d\b|timed? ?out|temporarily|ECONNRESET|"
                         r"network|connection", re.I)
 
@@ -43,17 +48,20 @@ class ClaudeCliWriter:
     model_backed = True
 
     def __init__(self, *, command: str = "claude", model: str = "haiku", timeout_s: float = 120.0,
-                 retry: RetryPolicy | None = None) -> None:
+                 retry: RetryPolicy | None = None, pass_api_key: bool = False) -> None:
         self.command = command
         self.model = model
         self.timeout_s = timeout_s
         self.retry = retry or RetryPolicy()
+        self.pass_api_key = pass_api_key
+        self.last_cost_usd = 0.0   # what the child reported for its last call
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any], **overrides: Any) -> "ClaudeCliWriter":
         c = settings.get("claude_cli") or {}
         writer = cls(command=c.get("command") or "claude", model=c.get("model") or "haiku",
-                     timeout_s=float(c.get("timeout_s", 120)), **overrides)
+                     timeout_s=float(c.get("timeout_s", 120)), pass_api_key=bool(c.get("pass_api_key", False)),
+                     **overrides)
         if shutil.which(writer.command) is None:
             raise ReverieError(
                 f"`{writer.command}` is not on PATH: install Claude Code (npm i -g @anthropic-ai/claude-code) "
@@ -68,12 +76,20 @@ class ClaudeCliWriter:
         ]
 
     def env(self) -> dict[str, str]:
+        """The child's environment: ours with the recursion guard, minus the Anthropic API
+        credentials unless `pass_api_key` (so the child uses the user's Claude login)."""
         env = dict(os.environ)
+        if not self.pass_api_key:
+            for name in API_CREDENTIALS:
+                env.pop(name, None)
         env[ENV_CHILD_GUARD] = "1"
         return env
 
     def estimate_cost(self, request: WriteRequest) -> float:
-        return 0.0  # billed to the user's Claude plan; the CLI reports its own cost afterwards
+        """Expected cost of one call, for the dollar cap: the larger of the cost the child reported
+        for its last call (`total_cost_usd`) and a token estimate at the model's price."""
+        tokens = estimate_tokens(cli_prompt(request)) + 600
+        return max(self.last_cost_usd, cost_usd(self.model, input_tokens=tokens, output_tokens=600))
 
     def write_many(self, requests: list[WriteRequest], budget) -> Iterator[WriteResult]:
         return sequential(self, requests, budget)
@@ -100,11 +116,16 @@ class ClaudeCliWriter:
                     data = None
             if proc.returncode != 0 and not isinstance(data, dict):
                 detail = (proc.stderr or "")[-300:]
+                if _AUTH.search(detail):
+                    raise _Auth(f"claude exited {proc.returncode}: not logged in or credentials refused "
+                                "(run `claude` once to log in)")
                 if _TRANSIENT.search(detail):
                     raise Transient(f"claude exited {proc.returncode} (transient)")
                 raise _Failed(f"claude exited {proc.returncode}")
             if not isinstance(data, dict):
                 raise _Malformed("claude printed no JSON result")
+            if data.get("is_error") and _AUTH.search(str(data.get("result", ""))):
+                raise _Auth("claude: not logged in or credentials refused (run `claude` once to log in)")
             if data.get("is_error") and _TRANSIENT.search(str(data.get("result", ""))):
                 raise Transient(f"claude error: {data.get('subtype', 'error')}")
             return data
@@ -120,6 +141,9 @@ class ClaudeCliWriter:
         except _Failed as exc:
             result.error = WriteError("failed", str(exc))
             return result
+        except _Auth as exc:
+            result.error = WriteError("auth", str(exc))
+            return result
         except ReverieError as exc:
             result.error = WriteError("failed", str(exc))
             return result
@@ -130,6 +154,7 @@ class ClaudeCliWriter:
         result.cache_read_tokens = int(usage.get("cache_read_input_tokens", 0) or 0)
         result.cache_write_tokens = int(usage.get("cache_creation_input_tokens", 0) or 0)
         result.cost_usd = float(data.get("total_cost_usd", 0.0) or 0.0)
+        self.last_cost_usd = result.cost_usd
         subtype = data.get("subtype", "")
         if data.get("is_error") or subtype != "success":
             kind = "schema" if subtype == "error_max_structured_output_retries" else "failed"
@@ -157,4 +182,8 @@ class _Malformed(Exception):
 
 
 class _Failed(Exception):
+    pass
+
+
+class _Auth(Exception):
     pass
