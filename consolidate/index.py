@@ -81,6 +81,66 @@ RESCAN_TARGETS = [
 ]
 
 
+#: Graph and trust text re-scrubbed too (cards get their `norm` recomputed and `cards_fts` merged;
+#: `feedback.note` is handled by `_rescan_feedback_notes`, the append-only trigger allows nothing else).
+GRAPH_RESCAN_TARGETS = [
+    ("episodes", "id", ["summary", "session"]),
+    ("entities", "id", ["name"]),
+    ("entity_aliases", "rowid", ["alias"]),
+]
+RESCAN_META_KEY = "rescan_generation"
+
+# ---------------------------------------------------------------------------------------------
+# Shape checks of the transcript strings stored verbatim (ids, model, version, timestamps, line
+# types): a value of the wrong shape (e.g. a secret pasted into `sessionId`) is replaced by a hash,
+# so it never lands on disk, while equal values still map to equal stored values.
+
+_ID_SHAPE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+_NAME_SHAPE = re.compile(r"[A-Za-z0-9_.:@/+-]{1,128}")
+_TYPE_SHAPE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_TS_SHAPE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:.]{5,18}(Z|[+-][0-9]{2}:?[0-9]{2})?")
+
+
+def _hashed(value: str) -> str:
+    return "h:" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _shape(value: Any, pattern: "re.Pattern[str]") -> Any:
+    if value is None or not isinstance(value, str):
+        return value
+    return value if pattern.fullmatch(value) else _hashed(value)
+
+
+def shape_checked(p: Parsed) -> Parsed:
+    """`p` with every stored-verbatim transcript string checked for its shape: ids (uuid,
+    parentUuid, sessionId, message.id, agentId, tool_use_id, leafUuid) must match
+    `[A-Za-z0-9_.:-]{1,128}`, model/version `[A-Za-z0-9_.:@/+-]{1,128}`, anything else is replaced
+    by `h:<sha256 prefix>`; a timestamp of any other shape is dropped; a line `type` or system
+    `subtype` of another shape becomes "other" (they are summary keys and `index_runs` text)."""
+    rec = p.record
+    if rec is not None:
+        rec.uuid = _shape(rec.uuid, _ID_SHAPE)
+        rec.parent_uuid = _shape(rec.parent_uuid, _ID_SHAPE)
+        rec.session_id = _shape(rec.session_id, _ID_SHAPE)
+        rec.api_id = _shape(rec.api_id, _ID_SHAPE)
+        rec.agent_id = _shape(rec.agent_id, _ID_SHAPE)
+        rec.model = _shape(rec.model, _NAME_SHAPE)
+        rec.version = _shape(rec.version, _NAME_SHAPE)
+        if rec.timestamp is not None and not (isinstance(rec.timestamp, str) and _TS_SHAPE.fullmatch(rec.timestamp)):
+            rec.timestamp = None
+        for b in rec.blocks:
+            b.tool_use_id = _shape(b.tool_use_id, _ID_SHAPE)
+    p.session_id = _shape(p.session_id, _ID_SHAPE)
+    p.leaf_uuid = _shape(p.leaf_uuid, _ID_SHAPE)
+    if p.line_type not in ("?",) and not _TYPE_SHAPE.fullmatch(p.line_type or ""):
+        p.line_type = "other"
+    if p.kind:
+        head, sep, tail = p.kind.partition(":")
+        if not _TYPE_SHAPE.fullmatch(head) or (sep and not _TYPE_SHAPE.fullmatch(tail)):
+            p.kind = (head if _TYPE_SHAPE.fullmatch(head) else "other") + (":other" if sep else "")
+    return p
+
+
 class RedactionUnavailable(ReverieError):
     def __init__(self, detail: str) -> None:
         super().__init__(
@@ -931,7 +991,7 @@ class _Run:
                 if len(raw) > self.max_line:
                     items.append((lines, Parsed("reject", "line_too_long")))
                 else:
-                    items.append((lines, parse_line(raw)))
+                    items.append((lines, shape_checked(parse_line(raw))))
             pos += len(complete)
             if not self._handle_chunk(fd, fs, items, pos, lines, st):
                 return
@@ -1048,7 +1108,7 @@ def index_all(home: Path, projects_dir: Path | None = None, *, redactor=None,
     started = _now()
     t0 = time.monotonic()
     run = _Run(home, projects_dir, redactor, chunk_bytes, progress)
-    gen_before = _memory_generation(home)
+    rescanned = rescan_home(home)      # secrets learned elsewhere since the last rescan
     files = discover(projects_dir)
     run.load_marks()
     seen: set[str] = set()
@@ -1062,10 +1122,6 @@ def index_all(home: Path, projects_dir: Path | None = None, *, redactor=None,
             log.exception("index: database error on a transcript; continuing with the others")
             run._file_reject("file_write_error")
     files_missing = run.finish_missing(seen)
-    rescanned = 0
-    gen_after = _memory_generation(home) if run._redactor is not None else gen_before
-    if gen_after is not None and gen_after != gen_before:
-        rescanned = _rescan_all(run)
     c = run.counters
     skipped = dict(c.skipped)
     for k, v in run.file_skips.items():
@@ -1084,6 +1140,7 @@ def index_all(home: Path, projects_dir: Path | None = None, *, redactor=None,
     for w in run.writers.values():
         w.close()
     _save_ignored(home, run.ignored)
+    rescanned += rescan_home(home)     # secrets learned during this run (by its redactor)
     summary = {
         "files_seen": len(files),
         "files_changed": c.files_changed,
@@ -1105,31 +1162,132 @@ def index_all(home: Path, projects_dir: Path | None = None, *, redactor=None,
     return summary
 
 
-def _rescan_all(run: _Run) -> int:
-    """The secret memory learned something this run: re-scrub every agent's stored text.
+def rescan_home(home: Path) -> int:
+    """`rescan_agent` for every agent of the home that has a db; returns rows changed."""
+    total = 0
+    for agent_id in _agents.known_agent_ids(Path(home)):
+        if agent_db_path(Path(home), agent_id).exists():
+            try:
+                total += rescan_agent(home, agent_id)
+            except sqlite3.Error:
+                log.warning("rescan of agent %s failed; it is retried next run", agent_id, exc_info=True)
+    return total
 
-    Scrubs with the secret memory alone (`SecretMemory.scrub`: remembered values, no detection), not
-    with the full redactor: every stored row already went through detection when it was written,
-    so what can still be in it is a value learned since, and the memory is what knows those (at
-    about a third of the redactor's cost). `redact.rescan` has no way to look for the newly learned
-    values only, so every row is scanned."""
+
+def rescan_agent(home: Path, agent_id: str) -> int:
+    """Re-scrub an agent db when the home's secret memory learned secrets since its last rescan.
+
+    The generation rescanned last is stored in the agent db (`graph_meta['rescan_generation']`);
+    whenever `SecretMemory.generation()` is higher, every stored text is scrubbed with the memory
+    (remembered values, no detection: everything was detected when written): the index tables
+    (RESCAN_TARGETS), card statements (their `norm` recomputed, `cards_fts` merged), episode
+    summaries and sessions, entity names and aliases (GRAPH_RESCAN_TARGETS) and feedback notes.
+    Then the WAL is checkpointed (redact.rescan does). Called at the start and end of each index
+    run and at the end of each consolidation. Returns rows changed (0 when nothing to do)."""
     try:
         from redact.memory import SecretMemory
         from redact.rescan import rescan
     except ImportError:
         log.warning("redact.rescan is not available; earlier rows were not re-scrubbed")
         return 0
-    memory = SecretMemory(secrets_dir(run.home))
-    total = 0
+    from .store import open_db
+
+    home = Path(home)
+    path = agent_db_path(home, agent_id)
+    if not path.exists():
+        return 0
+    memory = SecretMemory(secrets_dir(home))
     try:
-        for agent_id in _agents.known_agent_ids(run.home):
-            if not agent_db_path(run.home, agent_id).exists():
-                continue
-            w = run.writer(agent_id)
-            total += int(rescan(w.conn, RESCAN_TARGETS, memory) or 0)
+        gen = int(memory.generation())
+        db = open_db(path)
+        try:
+            conn = db.conn
+            row = conn.execute("SELECT value FROM graph_meta WHERE key = ?", (RESCAN_META_KEY,)).fetchone()
+            try:
+                done = int(row[0]) if row else -1
+            except (TypeError, ValueError):
+                done = -1
+            if gen <= done:
+                return 0
+            if done < 0 and memory.count() == 0:
+                changed = 0
+            else:
+                conn.execute("PRAGMA secure_delete = ON")
+                changed = _rescan_cards(conn, memory)
+                changed += _rescan_feedback_notes(conn, memory)
+                tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                targets = [t for t in RESCAN_TARGETS + GRAPH_RESCAN_TARGETS if t[0] in tables]
+                changed += int(rescan(conn, targets, memory) or 0)
+            with conn:
+                conn.execute("INSERT INTO graph_meta(key, value) VALUES (?, ?) "
+                             "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (RESCAN_META_KEY, str(gen)))
+            try:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error:
+                log.warning("WAL checkpoint after rescan failed")
+            return changed
+        finally:
+            db.close()
     finally:
         memory.close()
-    return total
+
+
+def _rescan_cards(conn: sqlite3.Connection, memory: Any) -> int:
+    """Scrub card statements; a changed statement gets its `norm` recomputed (cards_fts follows by
+    trigger), and the FTS index is merged so no old segment keeps the value."""
+    from graph.text import normalize_statement
+
+    changed = 0
+    last = 0
+    while True:
+        rows = conn.execute("SELECT id, statement FROM cards WHERE id > ? ORDER BY id LIMIT 500", (last,)).fetchall()
+        if not rows:
+            break
+        updates = []
+        for cid, statement in rows:
+            new, n = memory.scrub(statement or "")
+            if n and new != statement:
+                updates.append((new, normalize_statement(new), cid))
+        if updates:
+            with conn:
+                conn.executemany("UPDATE cards SET statement = ?, norm = ? WHERE id = ?", updates)
+            changed += len(updates)
+        last = rows[-1][0]
+    if changed:
+        with conn:
+            conn.execute("INSERT INTO cards_fts(cards_fts) VALUES ('optimize')")
+    return changed
+
+
+_FEEDBACK_TRIGGER = "feedback_append_only_update"
+
+
+def _rescan_feedback_notes(conn: sqlite3.Connection, memory: Any) -> int:
+    """Scrub `feedback.note`. The table is append-only (a trigger refuses UPDATE); a note-only
+    scrub is the one allowed change: in ONE transaction the trigger is dropped, the notes updated
+    and the identical trigger re-created, so no other update can slip in."""
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?",
+                       (_FEEDBACK_TRIGGER,)).fetchone()
+    try:
+        notes = conn.execute("SELECT id, note FROM feedback WHERE note IS NOT NULL AND note != ''").fetchall()
+    except sqlite3.OperationalError:
+        return 0
+    updates = []
+    for fid, note in notes:
+        new, n = memory.scrub(note)
+        if n and new != note:
+            updates.append((new, fid))
+    if not updates:
+        return 0
+    from graph.db import transaction
+
+    with transaction(conn):       # BEGIN IMMEDIATE: the DDL is part of the same transaction
+        if row:
+            conn.execute(f"DROP TRIGGER {_FEEDBACK_TRIGGER}")
+        conn.executemany("UPDATE feedback SET note = ? WHERE id = ?", updates)
+        if row:
+            conn.execute(row[0])
+    return len(updates)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -132,7 +132,8 @@ def test_planted_secrets_never_touch_disk(tmp_path, reverie_home):
     assert json.loads(results["recall"])["text"] != ""
     for event, payload in (
         ("session-start", {"session_id": "s-new", "cwd": CWD, "hook_event_name": "SessionStart", "source": "startup"}),
-        ("user-prompt-submit", {"session_id": "s-new", "cwd": CWD, "hook_event_name": "UserPromptSubmit",
+        # A session of its own: in "s-new" the one card was already shown by the primer.
+        ("user-prompt-submit", {"session_id": "s-prompt", "cwd": CWD, "hook_event_name": "UserPromptSubmit",
                                 "prompt": "rotate " + APP_PASSWORD + " for payments-api on pg-main"}),
     ):
         res = _reverie(home, "hook", event, stdin=json.dumps(payload))
