@@ -85,8 +85,6 @@ RESCAN_TARGETS = [
 #: `feedback.note` is handled by `_rescan_feedback_notes`, the append-only trigger allows nothing else).
 GRAPH_RESCAN_TARGETS = [
     ("episodes", "id", ["summary", "session"]),
-    ("entities", "id", ["name"]),
-    ("entity_aliases", "rowid", ["alias"]),
 ]
 RESCAN_META_KEY = "rescan_generation"
 
@@ -97,7 +95,7 @@ RESCAN_META_KEY = "rescan_generation"
 
 _ID_SHAPE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 _NAME_SHAPE = re.compile(r"[A-Za-z0-9_.:@/+-]{1,128}")
-_TYPE_SHAPE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_TYPE_SHAPE = re.compile(r"[a-z][a-z0-9_-]{0,39}")
 _TS_SHAPE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:.]{5,18}(Z|[+-][0-9]{2}:?[0-9]{2})?")
 
 
@@ -116,7 +114,9 @@ def shape_checked(p: Parsed) -> Parsed:
     parentUuid, sessionId, message.id, agentId, tool_use_id, leafUuid) must match
     `[A-Za-z0-9_.:-]{1,128}`, model/version `[A-Za-z0-9_.:@/+-]{1,128}`, anything else is replaced
     by `h:<sha256 prefix>`; a timestamp of any other shape is dropped; a line `type` or system
-    `subtype` of another shape becomes "other" (they are summary keys and `index_runs` text)."""
+    `subtype` that is not a short lower-case word, or looks like a credential, becomes "other"
+    (they are summary keys and `index_runs` text). Limit: a secret that has an id's shape in an id
+    field passes (ids are opaque high-entropy strings; they are not run through detection)."""
     rec = p.record
     if rec is not None:
         rec.uuid = _shape(rec.uuid, _ID_SHAPE)
@@ -132,13 +132,25 @@ def shape_checked(p: Parsed) -> Parsed:
             b.tool_use_id = _shape(b.tool_use_id, _ID_SHAPE)
     p.session_id = _shape(p.session_id, _ID_SHAPE)
     p.leaf_uuid = _shape(p.leaf_uuid, _ID_SHAPE)
-    if p.line_type not in ("?",) and not _TYPE_SHAPE.fullmatch(p.line_type or ""):
+    if p.line_type != "?" and not _type_ok(p.line_type):
         p.line_type = "other"
     if p.kind:
         head, sep, tail = p.kind.partition(":")
-        if not _TYPE_SHAPE.fullmatch(head) or (sep and not _TYPE_SHAPE.fullmatch(tail)):
-            p.kind = (head if _TYPE_SHAPE.fullmatch(head) else "other") + (":other" if sep else "")
+        if not _type_ok(head) or (sep and not _type_ok(tail)):
+            p.kind = (head if _type_ok(head) else "other") + (":other" if sep else "")
     return p
+
+
+def _type_ok(value: str | None) -> bool:
+    """A line `type` / system `subtype` worth keeping as a counter key: a short lower-case word that
+    does not look like a credential."""
+    if not value or not _TYPE_SHAPE.fullmatch(value):
+        return False
+    try:
+        from redact.shapes import credential_like
+    except ImportError:
+        return True
+    return not credential_like(value)
 
 
 class RedactionUnavailable(ReverieError):
@@ -1215,6 +1227,7 @@ def rescan_agent(home: Path, agent_id: str) -> int:
                 conn.execute("PRAGMA secure_delete = ON")
                 changed = _rescan_cards(conn, memory)
                 changed += _rescan_feedback_notes(conn, memory)
+                changed += _rescan_entities(conn, memory)
                 tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
                 targets = [t for t in RESCAN_TARGETS + GRAPH_RESCAN_TARGETS if t[0] in tables]
                 changed += int(rescan(conn, targets, memory) or 0)
@@ -1256,6 +1269,40 @@ def _rescan_cards(conn: sqlite3.Connection, memory: Any) -> int:
     if changed:
         with conn:
             conn.execute("INSERT INTO cards_fts(cards_fts) VALUES ('optimize')")
+    return changed
+
+
+def _rescan_entities(conn: sqlite3.Connection, memory: Any) -> int:
+    """Scrub entity names and aliases; their normalized keys (`norm`, derived from the name, so
+    they carry the value too) are recomputed. An alias whose new key is taken already is dropped
+    (the entity keeps its other aliases)."""
+    from graph.db import transaction
+    from graph.entities import normalize_entity
+
+    try:
+        ents = conn.execute("SELECT id, name FROM entities").fetchall()
+        aliases = conn.execute("SELECT norm, alias, entity_id, how FROM entity_aliases").fetchall()
+    except sqlite3.OperationalError:
+        return 0
+    changed = 0
+    with transaction(conn):
+        for eid, name in ents:
+            new, n = memory.scrub(name or "")
+            if n and new != name:
+                norm = normalize_entity(new) or f"redacted-entity-{eid}"
+                if conn.execute("SELECT 1 FROM entities WHERE norm = ? AND id != ?", (norm, eid)).fetchone():
+                    norm = f"{norm}-{eid}"
+                conn.execute("UPDATE entities SET name = ?, norm = ? WHERE id = ?", (new, norm, eid))
+                changed += 1
+        for norm, alias, eid, how in aliases:
+            new, n = memory.scrub(alias or "")
+            if n and new != alias:
+                conn.execute("DELETE FROM entity_aliases WHERE norm = ?", (norm,))
+                new_norm = normalize_entity(new)
+                if new_norm:
+                    conn.execute("INSERT OR IGNORE INTO entity_aliases(norm, alias, entity_id, how) VALUES (?, ?, ?, ?)",
+                                 (new_norm, new, eid, how))
+                changed += 1
     return changed
 
 

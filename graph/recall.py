@@ -789,7 +789,7 @@ def recall(db_path: str | os.PathLike, prompt: str, *, session: str | None = Non
             named = match_entities(conn, prompt)
             near = nearest_cards(conn, prompt, [e["id"] for e in named], embedder=embedder,
                                  limit=CANDIDATES + len(seen_cards),
-                                 min_relative=budgets.min_relative)
+                                 min_relative=budgets.min_relative, half_life_days=half_life_days)
             near = [c for c in near if c["id"] not in seen_cards]
             flagged = [c["id"] for c in near if c.pop("_warning", False)]
             if flagged:

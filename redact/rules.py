@@ -63,7 +63,7 @@ PROVIDERS = (
 )
 
 # The key part of an assignment; the key must contain a secret word or a provider name.
-_KEYWORD_ALT = "pass|pwd|secret|token|cred|key|salt|auth|" + "|".join(
+_KEYWORD_ALT = "pass|pwd|pw|secret|token|cred|key|salt|auth|" + "|".join(
     sorted({re.escape(p) for p in PROVIDERS if len(p) >= 4}, key=lambda p: (-len(p), p))
 )
 KEY_RE = r"([A-Za-z0-9_.$\-]*(?:" + _KEYWORD_ALT + r")[A-Za-z0-9_.\-]*)"
@@ -100,21 +100,28 @@ RULES: tuple[Rule, ...] = (
     _tok("aws-access-key-id", "aws_access_key",
          r"\b((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16})\b", exclude_suffix="EXAMPLE",
          allow_filler=True),
+    # short-lived keys are a presigned URL in base64: it starts with base64("bedrock.amazonaws.com")
     _tok("aws-bedrock-key", "aws_bedrock_key",
-         r"\b(ABSK[A-Za-z0-9+/]{100,}={0,2}|bedrock-api-key-[A-Za-z0-9+/]{20,}={0,2})"),
+         r"\b(ABSK[A-Za-z0-9+/]{100,}={0,2}|bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t[A-Za-z0-9+/]{20,}={0,2})"),
     _tok("github-token", "github_token",
          r"\b((?:ghp|gho|ghu|ghs|ghr)_[0-9A-Za-z]{36,})"),
     _tok("github-fine-grained-pat", "github_token",
          r"\b(github_pat_[0-9A-Za-z_]{70,})"),
+    # GitLab's token prefixes; the types with a documented fixed length must have exactly that
+    # length (pipeline trigger 40 hex, incoming mail 25, agent 50, OAuth app secret 64, SCIM and
+    # runner registration 20), the others at least 20 characters (newer formats are longer).
     _tok("gitlab-token", "gitlab_token",
-         r"\b(gl(?:pat|ptt|rt|dt|ffct|ft|imt|agent|oas|soat)-[0-9A-Za-z_\-.]{20,}"
-         r"|glcbt-[0-9A-Za-z]{1,5}_[0-9A-Za-z_\-]{20,})"),
-    _tok("gitlab-runner-registration", "gitlab_token", r"\b(GR1348941[\w\-]{20,})", min_entropy=3.0),
+         r"\b(gl(?:pat|rt|dt|ffct|ft)-[0-9A-Za-z_\-.]{20,}"
+         r"|glcbt-(?:[0-9A-Za-z]{1,5}_)?[0-9A-Za-z_\-]{20,}"
+         r"|glptt-[0-9a-f]{40}|glimt-[0-9A-Za-z_\-]{25}|glagent-[0-9A-Za-z_\-]{50}"
+         r"|gloas-[0-9A-Za-z_\-]{64}|glsoat-[0-9A-Za-z_\-]{20})(?:[^0-9A-Za-z_\-]|$)"),
+    _tok("gitlab-runner-registration", "gitlab_token", r"\b(GR1348941[\w\-]{20})(?:[^\w\-]|$)",
+         min_entropy=3.0),
     _tok("gitlab-session", "gitlab_token", r"_gitlab_session=([0-9a-z]{32})"),
     _tok("slack-token", "slack_token",
          r"\b(xoxb-[0-9]{10,13}-[0-9]{10,13}[A-Za-z0-9\-]*|xoxb-[0-9]{8,14}-[A-Za-z0-9]{18,26}"
          r"|xox[pe](?:-[0-9]{6,13}){3}-[A-Za-z0-9\-]{16,34}|xox[os]-\d+-\d+-\d+-[A-Fa-f\d]+"
-         r"|xox[ar]-(?:\d-)?[0-9A-Za-z]{8,48}|xox[abposr]-(?:\d+-)+[a-z0-9]{8,}|xoxe\.xox[bp]-\d-[A-Za-z0-9]{140,}|xoxe-\d-[A-Za-z0-9]{120,})",
+         r"|xox[ar]-(?:\d-)?[0-9A-Za-z]{8,48}|xox[abposr]-(?:\d-)?(?:\d{6,}-)+[a-z0-9]{8,}|xoxe\.xox[bp]-\d-[A-Za-z0-9]{140,}|xoxe-\d-[A-Za-z0-9]{120,})",
          min_entropy=2.5),
     _tok("slack-app-token", "slack_token", r"\b(xapp-\d-[A-Za-z0-9]+-\d+-[A-Za-z0-9]+)"),
     _tok("slack-webhook", "webhook",
@@ -127,7 +134,9 @@ RULES: tuple[Rule, ...] = (
          r"\b((?:sk|rk)_(?:test|live|prod)_[0-9A-Za-z]{10,}|whsec_[0-9A-Za-z]{24,100})"),
     _tok("anthropic-key", "anthropic_key", r"\b(sk-ant-(?:api|admin|oat|sid)\d{2}-[A-Za-z0-9_\-]{93}AA)"),
     _tok("openai-key", "openai_key",
-         r"\b(sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{40,}|sk-[A-Za-z0-9]{16,64}T3BlbkFJ[A-Za-z0-9]{16,64})"),
+         # every OpenAI key holds "T3BlbkFJ" (base64 of "OpenAI") between two random halves
+         r"\b(sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}T3BlbkFJ[A-Za-z0-9_\-]{20,}"
+         r"|sk-[A-Za-z0-9]{16,64}T3BlbkFJ[A-Za-z0-9]{16,64})"),
     _tok("google-api-key", "google_api_key", r"\b(AIza[0-9A-Za-z_\-]{35})"),
     _tok("google-oauth", "google_oauth",
          r"\b(GOCSPX-[0-9A-Za-z_\-]{20,40}|ya29\.[0-9A-Za-z_\-]{20,})"),
@@ -206,14 +215,16 @@ RULES: tuple[Rule, ...] = (
     _tok("scalingo-token", "token", r"\b(tk-us-[\w\-]{48})"),
     _tok("sendinblue-key", "token", r"\b(x(?:keys|smtps)ib-[a-f0-9]{64}-[A-Za-z0-9]{16})"),
     _tok("sentry-token", "sentry_token",
-         r"\b(sntrys_eyJ[A-Za-z0-9+/=_]{50,}|sntryu_[a-f0-9]{64})\b"),
+         # org tokens: base64 JSON claims, "_", a 43-character secret
+         r"\b(sntrys_eyJ[A-Za-z0-9+/=]{50,}_[A-Za-z0-9+/]{43}|sntryu_[a-f0-9]{64})(?:[^A-Za-z0-9+/=_]|$)"),
     _tok("settlemint-token", "token", r"\b(sm_(?:aat|pat|sat)_[A-Za-z0-9]{16})"),
     _tok("shippo-token", "token", r"\b(shippo_(?:live|test)_[A-Fa-f0-9]{40})"),
     _tok("sourcegraph-token", "token", r"\b(sgp_(?:[A-Fa-f0-9]{16}|local)_[A-Fa-f0-9]{40}|sgp_[A-Fa-f0-9]{40})", min_entropy=3.0),
     _tok("square-token", "square_token",
          r"\b(sq0atp-[\w\-]{22,60}|sq0csp-[\w\-]{40,50}|EAAA[\w\-]{40,70})", min_entropy=3.0),
     _tok("telegram-bot-token-ctx", "telegram_token",
-         r"(?i)telegr[\s\S]{0,80}?(\d{5,16}:A[A-Za-z0-9_\-]{34})", min_entropy=3.0),
+         r"(?i)telegr[\s\S]{0,80}?(?:^|[^0-9A-Za-z_])(\d{5,16}:A[A-Za-z0-9_\-]{34})(?:[^A-Za-z0-9_\-]|$)",
+         min_entropy=3.0, needs_digit_after=":"),
     _tok("telegram-bot-token", "telegram_token",
          r"(?:^|[^\w])(\d{5,16}:AA[A-Za-z0-9_\-]{33})" + r"(?:[^\w\-]|$)"),
     _tok("typeform-token", "token", r"\b(tfp_[A-Za-z0-9\-_.=]{59})"),

@@ -7,7 +7,10 @@ string (binary garbage, lone surrogates, empty). The hook path imports this modu
 The rule for "looks like a credential" (what may be *remembered*) is `credential_like`:
   * 8 to 512 characters, no whitespace, no quote or angle-bracket characters;
   * not a placeholder (`is_placeholder`: `xxxx`, `****`, `<token>`, `${VAR}`, `$VAR`, `%VAR%`,
-    `{{ var }}`, `[REDACTED...]`, `changeme`, `your-api-key`, `example`, `dummy`, ...);
+    `{{ var }}`, `[REDACTED...]`, `changeme`, `your-api-key`, `example`, `dummy`, a typed
+    alphabet or digit sequence of 10+ characters such as `abcdefghij` or `0123456789`, ...),
+    and not ciphertext meant to be stored (`ENC[AES256_GCM,...` of SOPS, `vault:v1:...`,
+    `$ANSIBLE_VAULT;...`);
   * at least two character classes among lower case, upper case, digits and symbols;
   * Shannon entropy of at least 2.5 bits per character and at least 5 distinct characters;
   * not code-like (`os.environ.get(...)`, `self.token`, `process.env.X`) and not an
@@ -60,6 +63,14 @@ _RE_TEMPLATE = re.compile(
     )$""",
     re.X | re.S,
 )
+# Ten letters or digits in alphabet order (case-insensitive): typed by a person, never generated.
+# (A random 40-character base62 token holds such a run with probability ~1e-16.)
+_ALPHABET = "abcdefghijklmnopqrstuvwxyz"
+_RE_SEQUENCE = re.compile(
+    "(?i)" + "|".join([_ALPHABET[i:i + 10] for i in range(len(_ALPHABET) - 9)] + ["0123456789"])
+)
+# Encrypted values that are designed to be stored and shared: SOPS, Vault transit, Ansible Vault.
+_RE_CIPHERTEXT = re.compile(r"^(?:ENC\[(?:AES256_GCM|[A-Z0-9_]+,)|vault:v\d+:|\$ANSIBLE_VAULT;)")
 # Values made only of typical filler characters: xxxx, XXXX, ****, ...., ####, 0000, ----.
 _RE_FILLER = re.compile(r"^[xX*.#0\-_•]+$")
 # Identifier or attribute chain, optionally a call: self.token, config.get(, AutoTokenizer.from_pretrained(
@@ -102,7 +113,7 @@ def is_placeholder(value: str) -> bool:
         return True
     if _RE_FILLER.match(v) or _RE_TEMPLATE.match(v):
         return True
-    if _RE_PLACEHOLDER_WORD.search(low):
+    if _RE_PLACEHOLDER_WORD.search(low) or _RE_SEQUENCE.search(v) or _RE_CIPHERTEXT.match(v):
         return True
     # A body dominated by filler characters after a short prefix: AKIAXXXXXXXXXXXXXXXX, fo1_xxxx...
     filler = sum(1 for ch in v if ch in "xX*")
@@ -153,10 +164,11 @@ def is_uuid(value: str) -> bool:
 
 
 def token_shaped(value: str, min_len: int = 16, min_entropy: float = 3.0) -> bool:
-    """A random-looking single token: long enough, letters and digits, high entropy, no filler."""
+    """A random-looking single token: long enough, letters and digits, high entropy, no filler,
+    not a name made of words (`jetbrains.mps.v8_elimination`)."""
     if len(value) < min_len or len(value) > 1024 or _BAD_CHARS.search(value):
         return False
-    if is_placeholder(value) or is_url_or_path(value):
+    if is_placeholder(value) or is_url_or_path(value) or is_wordy(value):
         return False
     has_digit = any(ch.isdigit() for ch in value)
     has_alpha = any(ch.isalpha() for ch in value)
