@@ -95,7 +95,7 @@ RESCAN_META_KEY = "rescan_generation"
 
 _ID_SHAPE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 _NAME_SHAPE = re.compile(r"[A-Za-z0-9_.:@/+-]{1,128}")
-_TYPE_SHAPE = re.compile(r"[a-z][a-z0-9_-]{0,39}")
+_TYPE_SHAPE = re.compile(r"[a-z]{1,20}(?:[_-][a-z]{1,20}){0,4}")
 _TS_SHAPE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:.]{5,18}(Z|[+-][0-9]{2}:?[0-9]{2})?")
 
 
@@ -114,7 +114,7 @@ def shape_checked(p: Parsed) -> Parsed:
     parentUuid, sessionId, message.id, agentId, tool_use_id, leafUuid) must match
     `[A-Za-z0-9_.:-]{1,128}`, model/version `[A-Za-z0-9_.:@/+-]{1,128}`, anything else is replaced
     by `h:<sha256 prefix>`; a timestamp of any other shape is dropped; a line `type` or system
-    `subtype` that is not a short lower-case word, or looks like a credential, becomes "other"
+    `subtype` that is not a few short lower-case words (letters only) becomes "other"
     (they are summary keys and `index_runs` text). Limit: a secret that has an id's shape in an id
     field passes (ids are opaque high-entropy strings; they are not run through detection)."""
     rec = p.record
@@ -142,15 +142,10 @@ def shape_checked(p: Parsed) -> Parsed:
 
 
 def _type_ok(value: str | None) -> bool:
-    """A line `type` / system `subtype` worth keeping as a counter key: a short lower-case word that
-    does not look like a credential."""
-    if not value or not _TYPE_SHAPE.fullmatch(value):
-        return False
-    try:
-        from redact.shapes import credential_like
-    except ImportError:
-        return True
-    return not credential_like(value)
+    """A line `type` / system `subtype` worth keeping as a counter key: up to five lower-case words
+    of letters only (`file-history-snapshot`, `compact_boundary`), at most 40 characters: no digits,
+    no capitals, so no token shape."""
+    return bool(value) and len(value) <= 40 and _TYPE_SHAPE.fullmatch(value) is not None
 
 
 class RedactionUnavailable(ReverieError):

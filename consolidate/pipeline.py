@@ -123,11 +123,7 @@ def plan_conversation(conversation: str, passages: list[Passage], judgements: li
 
     for p, j in zip(passages, judgements):
         if cur_p and p.message_id != cur_p[-1].message_id:
-            # A human turn answering the human turn just before it (a pasted chat: "How was the
-            # trip?" / "Great, we ...") stays in that turn's call, so its card can cite both.
-            answers_prev = (p.kind == "user" and p.context_id != 0
-                            and p.context_id == cur_p[-1].message_id and p.context.rstrip().endswith("?"))
-            boundary = p.kind == "user" and not answers_prev
+            boundary = p.kind == "user"
             if (boundary and (n_cand >= (1 if per_exchange else SEGMENT_CANDIDATES)
                               or len(cur_p) >= SEGMENT_PASSAGES)) or n_cand >= SEGMENT_HARD_CANDIDATES:
                 close(p.message_id - 1)
