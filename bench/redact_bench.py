@@ -12,12 +12,17 @@ How the bench knows "the value" of a secret row (recall counts only when it is g
      semicolons, pipes and literal escapes (\\n, \\t, \\"); a token `key=value` / `key:value` whose
      left side is an identifier, or `scheme://user:pass@host`, contributes its value part; tokens
      that are URLs without credentials, paths, or XML tags are dropped.
-  3. The value is the token with the highest score = length x Shannon entropy, x1.5 when it has a
+  3. Names are never values: a token written right before an assignment operator (`KEY=`, `KEY:`,
+     `"KEY" =>`, `KEY :=`) or as an XML tag name is a key; an all-caps environment-variable-like name
+     (`BUNDLE_GEMS__CONTRIBSYS__COM`) scores like a word.
+  4. The value is the token with the highest score = length x Shannon entropy, x1.5 when it has a
      digit, x0.5 when it reads like a word or camelCase identifier (shell variables like $HOME and
      lower-case dotted names like kubernetes.io/name or timestamps are never values): the secret in every row
      shape of these datasets (a random string dominates the surrounding keys and code). A generated
      row wraps one seeded sample in a template, and the rule picks exactly that sample.
-  The row is recalled when that value no longer occurs in the redacted output.
+  The row is recalled when that value no longer occurs in the redacted output, with the tools'
+  replacement markers (`[REDACTED:password]`, `[REDACTED]`) taken out first, so that a value like
+  `password` is not found inside the marker that replaced it.
   A not_secret row is "flagged" when the tool reports anything at all in it.
 
 detect-secrets is measured the same way: each reported secret_value is replaced in the text, then the
@@ -58,7 +63,7 @@ DEFAULT_FIXTURES = Path("/work/shared/fixtures/claude-code")
 
 _SPLIT = re.compile(r"""\\[nrt"']|[\s"'`<>()\[\]{},;|]+""")
 _KEYED = re.compile(r"^([A-Za-z_$@.\-][\w.\-$@]{0,60}?)(?::=|=>|[:=])(.+)$")
-_SHELLVAR = re.compile(r"\$[A-Za-z_{(]|%\{")
+_SHELLVAR = re.compile(r"^\$[A-Za-z_{(]|\$\{|\$\(|%\{")
 _WORDLIKE = re.compile(r"^[A-Za-z]?[a-z]+(?:[A-Z_\-]?[A-Za-z][a-z]+)*$")
 _QUOTED = re.compile(r"\"([^\"\s]{6,})\"|'([^'\s]{6,})'|`([^`\s]{6,})`")
 _NOT_VALUE = re.compile(r"^(?:[a-z]+(?:[./_\-][a-z]+)+|\d{4}-\d\d-\d\d[T ][\d:.Z+\-]*)$")
@@ -66,6 +71,15 @@ _QUERY = re.compile(r"[?&][^=&#]+=([^&#]+)")
 _USERINFO = re.compile(r"^[A-Za-z][\w+.\-]*://[^:/@\s]*:([^@/\s]+)@")
 _URL = re.compile(r"^[A-Za-z][\w+.\-]*://")
 _PEM = re.compile(r"-----BEGIN[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----(.*?)(?:-----END|$)", re.S)
+# A name written before an assignment operator, and XML tag names: keys, not values.
+# (`=` right after the name and before a quote, a space or the end is base64 padding, not an operator)
+_KEY_BEFORE_OP = re.compile(
+    r"""([A-Za-z_$@][\w.\-$@]*)(?:["'`\]][ \t]*|[ \t]+(?:string[ \t]+)?)?"""
+    r"""(?::{1,3}=|\?=|=>|\.=|(?<=[\s"'`\]])=(?!=)|=(?![=\s"'`]|$)|=(?=["'`][^"'`\s,;)])|:(?![/\\]))"""
+)
+_XML_TAG = re.compile(r"</?([A-Za-z_][\w.\-]*)")
+_ENVNAME = re.compile(r"^[A-Z][A-Z_]*[A-Z](?:[a-z]+)?$")
+_MARKER = re.compile(r"\[REDACTED(?::[a-z_]+)?\]")
 
 
 def _entropy(s: str) -> float:
@@ -83,6 +97,7 @@ def secret_value(text: str) -> str:
         if lines:
             return max(lines, key=len)
     best, score = "", -1.0
+    keys = set(_KEY_BEFORE_OP.findall(text)) | set(_XML_TAG.findall(text))
     quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
     tokens = _SPLIT.split(text) + quoted
     tokens += [q for t in tokens if _URL.match(t) for q in _QUERY.findall(t)]
@@ -102,14 +117,14 @@ def secret_value(text: str) -> str:
             k = _KEYED.match(tok)
             if k and sum(ch.isdigit() for ch in k.group(1)) <= 2 and not k.group(2).startswith("//"):
                 tok = k.group(2).strip("=:")
-        if _NOT_VALUE.match(tok) or _SHELLVAR.search(tok):
+        if _NOT_VALUE.match(tok) or _SHELLVAR.search(tok) or tok in keys:
             continue
         if not tok:
             continue
         sc = len(tok) * _entropy(tok)
         if any(ch.isdigit() for ch in tok):
             sc *= 1.5
-        if _WORDLIKE.match(tok):
+        if _WORDLIKE.match(tok) or ("_" in tok and _ENVNAME.match(tok)):
             sc *= 0.5
         if sc > score:
             best, score = tok, sc
@@ -117,7 +132,7 @@ def secret_value(text: str) -> str:
 
 
 def recalled(value: str, output: str) -> bool:
-    return bool(value) and value not in output
+    return bool(value) and value not in _MARKER.sub("", output)
 
 
 # --------------------------------------------------------------------------- tools
@@ -194,28 +209,34 @@ def family(rule: str) -> str:
 
 
 def evaluate(tool, rows: list[dict]) -> dict:
+    """Recall / flags overall, on literal rows, and per rule family: fam = [secret rows, recalled,
+    literal secret rows, literal recalled, not_secret rows, flagged]."""
     stats = {"secret": 0, "hit": 0, "lit": 0, "lit_hit": 0, "neg": 0, "flag": 0, "seconds": 0.0,
-             "fam": defaultdict(lambda: [0, 0]), "misses": [], "flags": []}
+             "fam": defaultdict(lambda: [0, 0, 0, 0, 0, 0]), "misses": [], "flags": []}
     t0 = time.perf_counter()
     for row in rows:
         out, n = tool.run(row["text"])
+        fam = stats["fam"][family(row["rule"])]
         if row["label"] == "secret":
             value = secret_value(row["text"])
             ok = recalled(value, out)
             stats["secret"] += 1
             stats["hit"] += ok
-            fam = stats["fam"][family(row["rule"])]
             fam[0] += 1
             fam[1] += ok
             if row.get("source") == "literal":
                 stats["lit"] += 1
                 stats["lit_hit"] += ok
+                fam[2] += 1
+                fam[3] += ok
             if not ok:
                 stats["misses"].append(row)
         else:
             stats["neg"] += 1
+            fam[4] += 1
             if n:
                 stats["flag"] += 1
+                fam[5] += 1
                 stats["flags"].append(row)
     stats["seconds"] = time.perf_counter() - t0
     return stats
@@ -225,7 +246,16 @@ def pct(a: int, b: int) -> str:
     return f"{100.0 * a / b:5.1f}%" if b else "   - "
 
 
+def _masked_row(text: str, value: str, width: int = 150) -> str:
+    """The row with its secret value masked (see `mask`), cut to `width` characters."""
+    if value and value in text:
+        text = text.replace(value, "<" + mask(value) + ">")
+    return repr(text[:width])
+
+
 def quality_table(name: str, rows: list[dict], tools: list, show_misses: bool, show_flags: bool) -> dict:
+    from redact.shapes import is_placeholder
+
     print(f"\n== {name}: {sum(r['label'] == 'secret' for r in rows)} secret rows "
           f"({sum(r['label'] == 'secret' and r.get('source') == 'literal' for r in rows)} literal), "
           f"{sum(r['label'] != 'secret' for r in rows)} not_secret rows")
@@ -237,23 +267,29 @@ def quality_table(name: str, rows: list[dict], tools: list, show_misses: bool, s
         print(f"{tname:24} {pct(s['hit'], s['secret']):>8} {pct(s['lit_hit'], s['lit']):>8} "
               f"{pct(s['flag'], s['neg']):>10} {s['seconds']:8.2f}")
     ours = results["reverie"]
-    print("\nper rule family (recall): " + "  ".join(
-        f"{tname}" for tname in results))
-    fams = sorted(ours["fam"])
-    for fam in fams:
+    held = sum(1 for r in ours["misses"] if is_placeholder(secret_value(r["text"])))
+    print(f"reverie misses whose value is a placeholder (xxxx..., EXAMPLE, fake), left alone by design: "
+          f"{held} of {len(ours['misses'])}")
+    print("\nper rule family: recalled/secret rows, of them literal rows, flagged/not_secret rows")
+    print(f"  {'family':28} " + "  ".join(f"{t[:26]:>26}" for t in results))
+    print(f"  {'':28} " + "  ".join(f"{'all':>8} {'literal':>8} {'flags':>8}" for _ in results))
+    for fam in sorted(ours["fam"]):
         cells = []
         for tname, s in results.items():
-            n, h = s["fam"].get(fam, [0, 0])
-            cells.append(f"{h:4d}/{n:<4d}")
+            n, h, ln, lh, neg, fl = s["fam"].get(fam, [0] * 6)
+            cells.append(f"{f'{h}/{n}' if n else '-':>8} {f'{lh}/{ln}' if ln else '-':>8} "
+                         f"{f'{fl}/{neg}' if neg else '-':>8}")
         print(f"  {fam:28} " + "  ".join(cells))
     if show_misses:
-        print("\nmissed secret rows (reverie):")
+        print("\nmissed secret rows (reverie), value masked:")
         for row in ours["misses"]:
-            print(f"  [{row['rule']}/{row.get('source')}] {row['text'][:160]!r}")
+            print(f"  [{row['rule']}/{row.get('source')}] {_masked_row(row['text'], secret_value(row['text']))}")
     if show_flags:
-        print("\nflagged not_secret rows (reverie):")
+        tool = next(t for t in tools if t.name == "reverie")
+        print("\nflagged not_secret rows (reverie): rule and masked value of each finding")
         for row in ours["flags"]:
-            print(f"  [{row['rule']}/{row.get('source')}] {row['text'][:160]!r}")
+            found = [(f.rule, mask(row["text"][f.start:f.end])) for f in tool.r.redact(row["text"]).findings]
+            print(f"  [{row['rule']}/{row.get('source')}] {found}")
     return results
 
 

@@ -90,7 +90,12 @@ def append_recall_log(path: Path, entry: dict[str, Any], max_bytes: int = RECALL
             pass
         try:
             if path.stat().st_size >= max_bytes:
-                os.replace(path, path.with_name(path.name + ".1"))
+                # shift .1 -> .2 first, so two rotations between consolidations lose nothing
+                # (graph.lifecycle.read_recall_events follows numbered siblings by identity)
+                older = path.with_name(path.name + ".1")
+                if older.exists():
+                    os.replace(older, path.with_name(path.name + ".2"))
+                os.replace(path, older)
         except FileNotFoundError:
             pass
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)

@@ -536,6 +536,14 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
     summary["embedder"] = embedder.describe()
     _finish_run(conn, run_id, status, summary, _now_iso(None))
     db.close()
+    # Secrets this run's redactor learned (or any process learned since the last rescan) are
+    # scrubbed from everything the agent stored before, cards and episodes included.
+    try:
+        from .index import rescan_agent
+
+        rescan_agent(home, agent_id)
+    except Exception:  # noqa: BLE001 - the next index or consolidation run rescans again
+        log.warning("rescan after consolidation failed", exc_info=True)
     if auth_error is not None:
         raise ApiAuthFailed(auth_error, writer=writer.name)
     return summary

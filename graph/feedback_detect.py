@@ -25,7 +25,6 @@ The rule (docs/trust.md, "Detected feedback"):
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from dataclasses import dataclass, field

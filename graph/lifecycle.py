@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from . import relations
-from .model import CARD_STATUSES, RECALLED_STATUSES, parse_time, utc_iso
+from .model import RECALLED_STATUSES, parse_time, utc_iso
 from .store import connection, get_meta, set_meta, transaction
 
 log = logging.getLogger(__name__)

@@ -207,12 +207,13 @@ class Redactor:
         spans = self.detect(text, data)
         if not spans:
             return spans, set()
-        creds = {text[s.start:s.end] for s in spans
-                 if s.label != "private_key" and shapes.credential_like(text[s.start:s.end])}
-        if creds:
+        found = {text[s.start:s.end] for s in spans
+                 if s.label != "private_key"
+                 and shapes.credential_like(text[s.start:s.end], allow_typed_sequence=True)}
+        if found:
             # other occurrences of a detected value in this same text, wherever they are
-            spans = merge_spans(spans + _occurrences(text, creds, spans))
-        return spans, creds
+            spans = merge_spans(spans + _occurrences(text, found, spans))
+        return spans, {v for v in found if shapes.credential_like(v)}
 
     def _learn(self, creds: set[str]) -> int:
         if not (self.learn and creds):

@@ -107,15 +107,16 @@ RULES: tuple[Rule, ...] = (
          r"\b((?:ghp|gho|ghu|ghs|ghr)_[0-9A-Za-z]{36,})"),
     _tok("github-fine-grained-pat", "github_token",
          r"\b(github_pat_[0-9A-Za-z_]{70,})"),
-    # GitLab's token prefixes; the types with a documented fixed length must have exactly that
-    # length (pipeline trigger 40 hex, incoming mail 25, agent 50, OAuth app secret 64, SCIM and
-    # runner registration 20), the others at least 20 characters (newer formats are longer).
+    # GitLab's token prefixes, each with its documented length, and the whole token must end
+    # there: pipeline trigger 40, incoming mail 25, OAuth app secret 64, agent >= 50, SCIM,
+    # CI job and runner registration 20-50; personal, deploy, runner, feed and feature-flag
+    # tokens >= 20 (their newer formats are longer).
     _tok("gitlab-token", "gitlab_token",
          r"\b(gl(?:pat|rt|dt|ffct|ft)-[0-9A-Za-z_\-.]{20,}"
-         r"|glcbt-(?:[0-9A-Za-z]{1,5}_)?[0-9A-Za-z_\-]{20,}"
-         r"|glptt-[0-9a-f]{40}|glimt-[0-9A-Za-z_\-]{25}|glagent-[0-9A-Za-z_\-]{50}"
-         r"|gloas-[0-9A-Za-z_\-]{64}|glsoat-[0-9A-Za-z_\-]{20})(?:[^0-9A-Za-z_\-]|$)"),
-    _tok("gitlab-runner-registration", "gitlab_token", r"\b(GR1348941[\w\-]{20})(?:[^\w\-]|$)",
+         r"|glcbt-(?:[0-9A-Za-z]{1,5}_)?[0-9A-Za-z_\-]{20,50}|glsoat-[0-9A-Za-z_\-]{20,50}"
+         r"|glptt-[0-9A-Za-z_\-]{40}|glimt-[0-9A-Za-z_\-]{25}|glagent-[0-9A-Za-z_\-]{50,}"
+         r"|gloas-[0-9A-Za-z_\-]{64})(?:[^0-9A-Za-z_\-]|$)"),
+    _tok("gitlab-runner-registration", "gitlab_token", r"\b(GR1348941[\w\-]{20,50})(?:[^\w\-]|$)",
          min_entropy=3.0),
     _tok("gitlab-session", "gitlab_token", r"_gitlab_session=([0-9a-z]{32})"),
     _tok("slack-token", "slack_token",
@@ -157,7 +158,7 @@ RULES: tuple[Rule, ...] = (
     _tok("databricks-token", "databricks_token", r"\b(dapi[a-f0-9]{32}(?:-\d)?)\b", min_entropy=3.0),
     _tok("jwt", "jwt",
          r"\b(ey[A-Za-z0-9_\-]{10,}\.ey[A-Za-z0-9_\-/\\]{10,}(?:\.[A-Za-z0-9_\-/\\+]*={0,2})?)",
-         min_entropy=3.0),
+         min_entropy=3.0, jwt_header=True),
     _tok("jwt-base64", "jwt", r"\b(ZXlK[A-Za-z0-9+/_\-]{40,}={0,2})"),
     _tok("onepassword-service-token", "onepassword_token", r"\b(ops_eyJ[A-Za-z0-9+/]{100,}={0,3})"),
     _tok("onepassword-secret-key", "onepassword_key",
@@ -217,6 +218,10 @@ RULES: tuple[Rule, ...] = (
     _tok("sentry-token", "sentry_token",
          # org tokens: base64 JSON claims, "_", a 43-character secret
          r"\b(sntrys_eyJ[A-Za-z0-9+/=]{50,}_[A-Za-z0-9+/]{43}|sntryu_[a-f0-9]{64})(?:[^A-Za-z0-9+/=_]|$)"),
+    # Sidekiq Pro/Enterprise gem credentials: bundler's BUNDLE_<HOST> variable, "user:password" of 8 hex each
+    _tok("sidekiq-secret", "sidekiq_secret",
+         r"(?i)\bBUNDLE_(?:ENTERPRISE|GEMS)__CONTRIBSYS__COM(?:_?TOKEN)?[\"'\]]{0,2}[ \t]*(?::{1,3}=|\?=|=>|=|:|,)"
+         r"[ \t\"'`]*([0-9a-f]{8}:[0-9a-f]{8})(?:[^0-9a-z]|$)"),
     _tok("settlemint-token", "token", r"\b(sm_(?:aat|pat|sat)_[A-Za-z0-9]{16})"),
     _tok("shippo-token", "token", r"\b(shippo_(?:live|test)_[A-Fa-f0-9]{40})"),
     _tok("sourcegraph-token", "token", r"\b(sgp_(?:[A-Fa-f0-9]{16}|local)_[A-Fa-f0-9]{40}|sgp_[A-Fa-f0-9]{40})", min_entropy=3.0),
@@ -261,7 +266,7 @@ RULES: tuple[Rule, ...] = (
          r"(?:^|[ \t])(?:-u|--user)(?:=|[ \t]+)((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'])+)", "curl_user"),
     # --- KEY = value, in every syntax -------------------------------------------------------
     Rule("assignment", "secret",
-         r"(?i)" + KEY_RE + r"""["'\]]?(?:[ \t]+(?:string|str|int|var|const|char\*?|\[\]byte|secret|password))?[ \t]*""" + SEP_RE + r"[ \t]*" + VALUE_RE, "assign"),
+         r"(?i)" + KEY_RE + r"""(?:["']\]?|\])?(?:[ \t]+(?:string|str|int|var|const|char\*?|\[\]byte|secret|password))?[ \t]*""" + SEP_RE + r"[ \t]*" + VALUE_RE, "assign"),
     Rule("xml-element", "secret",
          r"(?i)<" + KEY_RE + r">[ \t\r\n]*([^<>\s]{6,})[ \t\r\n]*</", "xml"),
     Rule("add-key-value", "secret",

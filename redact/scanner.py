@@ -79,8 +79,24 @@ _SECRET_QUALIFIERS = frozenset(
 _KEY_COMPOUNDS = ("apikey", "accesskey", "secretkey", "privatekey", "authkey", "clientkey", "masterkey",
                   "accountkey", "appkey", "licensekey", "serverkey", "sharedaccesskey", "signingkey",
                   "encryptionkey", "sessionkey", "hmackey", "restkey", "devkey", "userkey", "ingestkey")
+_KEY_COMPOUND_SET = frozenset(_KEY_COMPOUNDS)
+_PROVIDER_NAMES = frozenset(p.replace("_", "") for p in PROVIDERS)
 _PROVIDER_SET = tuple(sorted({p.replace("_", "") for p in PROVIDERS if len(p) >= 4}, key=len, reverse=True))
 _PROVIDER_START = re.compile("(?:" + "|".join(re.escape(p) for p in _PROVIDER_SET) + ")")
+
+
+def _has_compound(segs: list[str]) -> bool:
+    """A key compound (`apikey`, `masterkey`...) spelled in one or more whole segments
+    (`api_key`, `masterKey`), not glued to more letters (`master-keying`)."""
+    for i in range(len(segs)):
+        word = ""
+        for seg in segs[i:i + 3]:
+            word += seg
+            if word in _KEY_COMPOUND_SET:
+                return True
+            if not any(c.startswith(word) for c in _KEY_COMPOUNDS):
+                break
+    return any(c in seg and seg.endswith(c) for seg in segs for c in _KEY_COMPOUNDS)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -98,12 +114,17 @@ def classify_key(key: str) -> tuple[str, str] | None:
     segs = [s for s in _SEGSPLIT.split(norm) if s]
     if not segs:
         return None
-    flat = "".join(segs)
-    provider = any(_PROVIDER_START.match(s) for s in segs)
+    # a provider name as a segment prefix (`stripe_key`) or spelled over segments (`MessageBird`)
+    provider = any(_PROVIDER_START.match(s) for s in segs) or any(
+        segs[i] + segs[i + 1] in _PROVIDER_NAMES for i in range(len(segs) - 1))
     if segs[-1] in _EXCLUDED_LAST:
         # "sumologic_access_id", "MessageBirdClientID": provider ids are credentials too
         if provider and segs[-1] in ("id", "ids", "login"):
             return "provider", "token"
+        # "access_key_id", "accessKeyId", "access_id": the public half of an access key pair, as
+        # AWS and IBM COS HMAC keys have; a random value there is a credential too
+        if segs[-1] == "id" and "access" in segs[:-1]:
+            return "key", "api_key"
         return None
     if any(s in _EXCLUDED_SEGMENTS for s in segs):
         # "public_key", "cache_key", "max_tokens": metadata or code, never the secret itself,
@@ -120,7 +141,7 @@ def classify_key(key: str) -> tuple[str, str] | None:
         return "secret", "credential"
     if any(s in ("salt", "pepper") for s in segs):
         return "secret", "secret"
-    if any(c in flat for c in _KEY_COMPOUNDS):
+    if _has_compound(segs):
         return "secret", "api_key"
     last = segs[-1]
     if last == "key" or (last.endswith("key") and len(last) <= 24 and last not in _EXCLUDED_SEGMENTS):
@@ -395,11 +416,31 @@ def _s(data: bytes, a: int, b: int) -> str:
     return data[a:b].decode("utf-8", "surrogatepass") if a >= 0 else ""
 
 
+# A token followed by mask characters (`xoxp-1234-5678-####`, `ghp_ab12****`) was masked on purpose.
+_MASK_AFTER = re.compile(rb"[-_.]?(?:[#*]{3}|(?:\xe2\x80\xa2){3})")
+
+
+def _jwt_header_ok(value: str) -> bool:
+    """The first segment of a JWT decodes (base64url) to a JSON object, as every real header does."""
+    import base64
+    import binascii
+    import json
+
+    head = value.split(".", 1)[0]
+    try:
+        obj = json.loads(base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)))
+    except (ValueError, binascii.Error):
+        return False
+    return isinstance(obj, dict)
+
+
 def _h_token(rule: Rule, m, data: bytes):
     g = 1 if len(m.groups()) >= 1 and m.start(1) >= 0 else 0
     s, e = m.start(g), m.end(g)
     value = _s(data, s, e)
-    if shapes.is_placeholder(value):
+    if shapes.is_placeholder(value) or shapes.is_typed_sequence(value):
+        return  # `AIzaSyabcdefghijklmnop...`: a provider's documentation example
+    if _MASK_AFTER.match(data, e):
         return
     suffix = rule.options.get("exclude_suffix")
     if suffix and value.endswith(suffix):
@@ -409,6 +450,11 @@ def _h_token(rule: Rule, m, data: bytes):
     if not rule.options.get("allow_filler") and len(value) >= 16 and shapes.dominant_char(value) > 0.5:
         return
     if rule.options.get("needs_digit") and not any(ch.isdigit() for ch in value):
+        return
+    after = rule.options.get("needs_digit_after")
+    if after and not any(ch.isdigit() for ch in value.partition(after)[2]):
+        return  # "95552:AgencyIdentificationCodeContentType": a name, not a random secret
+    if rule.options.get("jwt_header") and not _jwt_header_ok(value):
         return
     yield s, e, rule.label
 
@@ -437,8 +483,8 @@ def _h_k8s(rule: Rule, m, data: bytes):
         return
     s, e = m.start(1), m.end(1)
     value = _s(data, s, e)
-    if shapes.is_placeholder(value) or shapes.shannon(value) < 3.0:
-        return
+    if shapes.is_placeholder(value) or shapes.shannon(value) < 3.0 or shapes.is_code_like(value):
+        return  # base64 data, not `kind: ReplicationController` of the next document
     yield s, e, "secret"
 
 

@@ -7,10 +7,12 @@ string (binary garbage, lone surrogates, empty). The hook path imports this modu
 The rule for "looks like a credential" (what may be *remembered*) is `credential_like`:
   * 8 to 512 characters, no whitespace, no quote or angle-bracket characters;
   * not a placeholder (`is_placeholder`: `xxxx`, `****`, `<token>`, `${VAR}`, `$VAR`, `%VAR%`,
-    `{{ var }}`, `[REDACTED...]`, `changeme`, `your-api-key`, `example`, `dummy`, a typed
-    alphabet or digit sequence of 10+ characters such as `abcdefghij` or `0123456789`, ...),
+    `{{ var }}`, `[REDACTED...]`, `changeme`, `your-api-key`, `example`, `dummy`, ...),
     and not ciphertext meant to be stored (`ENC[AES256_GCM,...` of SOPS, `vault:v1:...`,
     `$ANSIBLE_VAULT;...`);
+  * not a typed sequence (`is_typed_sequence`: 10+ letters or digits in alphabet order, such as
+    `abcdefghij` or `0123456789`): a weak password like that is still redacted where it is
+    detected, but remembering it would redact the same common string everywhere;
   * at least two character classes among lower case, upper case, digits and symbols;
   * Shannon entropy of at least 2.5 bits per character and at least 5 distinct characters;
   * not code-like (`os.environ.get(...)`, `self.token`, `process.env.X`) and not an
@@ -103,6 +105,14 @@ def char_classes(value: str) -> int:
             + (_RE_DIGIT.search(value) is not None) + (_RE_OTHER.search(value) is not None))
 
 
+def is_typed_sequence(value: str) -> bool:
+    """Holds 10+ letters or digits in alphabet order (`abcdefghij`, `KLMNOPQRST`, `0123456789`).
+
+    In a provider token (`AIzaSyabcdefghijklmnopqrstuvwxyz1234567`) that marks a documentation
+    example: a random token holds such a run with probability ~1e-16."""
+    return _RE_SEQUENCE.search(value) is not None
+
+
 def is_placeholder(value: str) -> bool:
     """True for values that stand for a secret instead of being one (documented in the module)."""
     v = value.strip().strip("\"'`")
@@ -113,7 +123,7 @@ def is_placeholder(value: str) -> bool:
         return True
     if _RE_FILLER.match(v) or _RE_TEMPLATE.match(v):
         return True
-    if _RE_PLACEHOLDER_WORD.search(low) or _RE_SEQUENCE.search(v) or _RE_CIPHERTEXT.match(v):
+    if _RE_PLACEHOLDER_WORD.search(low) or _RE_CIPHERTEXT.match(v):
         return True
     # A body dominated by filler characters after a short prefix: AKIAXXXXXXXXXXXXXXXX, fo1_xxxx...
     filler = sum(1 for ch in v if ch in "xX*")
@@ -209,13 +219,16 @@ def secret_shaped(value: str, min_len: int = 8) -> bool:
     return shannon(value) >= 2.5
 
 
-def credential_like(value: str) -> bool:
-    """Whether a detected value may be remembered (the rule is documented in the module docstring)."""
+def credential_like(value: str, *, allow_typed_sequence: bool = False) -> bool:
+    """Whether a detected value may be remembered (the rule is documented in the module docstring).
+
+    `allow_typed_sequence=True` drops the typed-sequence condition: the engine uses that to remove
+    other occurrences of a detected value in the same text, which is safe for any credential."""
     if not 8 <= len(value) <= 512:
         return False
     if _BAD_CHARS.search(value):
         return False
-    if is_placeholder(value):
+    if is_placeholder(value) or (not allow_typed_sequence and is_typed_sequence(value)):
         return False
     if is_code_like(value) or _RE_IDENT.match(value):
         # Letters-only provider tokens (hf_..., random mixed case) still qualify when long and random.

@@ -150,6 +150,18 @@ def test_recall_log_rotates_at_its_size_cap(tmp_path):
     assert [json.loads(line) for line in path.read_text().splitlines()] == [entry, entry]
 
 
+def test_two_rotations_keep_every_line(tmp_path):
+    path = tmp_path / "memory-recalls.jsonl"
+    entries = [{"at": "2026-01-10T10:00:00Z", "session": "s", "kind": "prompt", "ids": [i], "entities": []}
+               for i in range(1, 8)]
+    size = len(json.dumps(entries[0], separators=(",", ":"))) + 1
+    for e in entries:
+        append_recall_log(path, e, max_bytes=size * 3)
+    files = [path.with_name(path.name + ".2"), path.with_name(path.name + ".1"), path]
+    assert [[json.loads(line)["ids"][0] for line in f.read_text().splitlines()] for f in files] == [
+        [1, 2, 3], [4, 5, 6], [7]]
+
+
 def test_recall_command_json_and_session(store, reverie_home):
     runner = CliRunner()
     res = runner.invoke(build_cli(), ["recall", "--agent", store.agent, "--prompt", "billing-api pool", "--json"])
