@@ -183,7 +183,8 @@ def db_report(home: Path) -> dict:
 def search_costs(home: Path) -> list[tuple[str, int, float]]:
     """(query, blocks matched, seconds) of search_history on the largest agent db."""
     from consolidate.search import search_history
-    from graph.recall import _fts_terms, _phrase
+    from consolidate.search import _term_query
+    from graph.recall import _fts_terms
 
     dbs = sorted(_agent_dbs(home), key=lambda p: p.stat().st_size)
     if not dbs:
@@ -192,7 +193,7 @@ def search_costs(home: Path) -> list[tuple[str, int, float]]:
     out = []
     for q in ("xyzzy deploy", "file", "tool_result"):
         n = conn.execute("SELECT COUNT(*) FROM blocks_fts WHERE blocks_fts MATCH ?",
-                         (" OR ".join(_phrase(w) for w in _fts_terms(q)),)).fetchone()[0]
+                         (" OR ".join(_term_query(w) for w in _fts_terms(q)),)).fetchone()[0]
         _, wall, _ = _timed(lambda: search_history(conn, q, limit=10))
         out.append((q, n, wall))
     conn.close()

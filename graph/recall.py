@@ -33,10 +33,21 @@ returns the JSON of issue 6 with the exact text to inject:
 
 Vectors on the hook path (measured, bench/recall_bench.py): the prompt is embedded in pure Python
 by `graph.recall_embed` (model2vec: vocabulary cached in SQLite, token rows read from
-model.safetensors by offset, ~0.3-1 ms; the lexical fallback embedder reproduced too), and only the
-bounded candidate set (BM25 top 100 + cards of named entities) is re-ranked by cosine: a brute-force
-scan of 100k vectors is impossible without numpy, so a card sharing no word and no entity with the
-prompt is not found. At 100k cards that costs ~1-2 ms over lexical-only recall.
+model.safetensors by offset, ~0.3-1 ms; the lexical fallback embedder reproduced too). An agent with
+at most `FULL_SCAN_MAX_CARDS` active cards gets an exact search: every active card's cosine is
+computed (~5 us per 256-d vector in pure Python, ~10 ms at 2,000 cards; a bounded count decides,
+nothing is cached across calls), and the `VECTOR_CANDIDATES` nearest join the candidates, so a card
+sharing no word with the prompt can be found; they join only when the prompt found something by
+words or names (small talk has cosines as high as real matches, and a prompt with nothing relevant
+must get nothing). Above that size only the bounded candidate set (BM25 top 100 + cards of named
+entities) is re-ranked by cosine (a brute-force scan of 100k vectors is impossible without numpy),
+at ~1-2 ms over lexical-only recall. Candidates are ordered by the weighted hybrid in both cases
+(`FUSION`: reciprocal rank fusion of BM25 and cosine ranks was measured worse on LoCoMo, 0.568 vs
+0.609 at 500 tokens, because it loses the entity links and the calibrated lexical floor).
+
+Text: block headers are one short line each and a memory line is "- statement [#id date]" (the
+category is shown unless it is a plain fact, "N sessions" when more than one): the budget counts
+characters. A relation is listed once, under the first named entity it concerns.
 
 Invariants:
 - Only active cards are recalled (faded and superseded never are).
@@ -96,21 +107,29 @@ MATCHED_CAP = 8000
 #: relevant (a multiplier of 1 + DATE_BOOST).
 DATE_BOOST = 0.5
 #: On a prompt, standing memories scoring below this share of the best candidate go with the notes.
-STANDING_RELATIVE = 0.8
+STANDING_RELATIVE = 0.95
 #: Lexical relevance is BM25 over max(best hit, this share of a whole-query match's BM25).
 LEX_FLOOR = 0.5
+#: An agent with at most this many active cards has every card vector compared with the prompt's
+#: (exact hybrid search: ~5 us per 256-d vector in pure Python, so ~10 ms at this size); above it,
+#: only the bounded candidates (BM25 top hits + named entities' cards) are.
+FULL_SCAN_MAX_CARDS = 2000
+#: In a full scan, the cards nearest the prompt by cosine that join the candidates.
+VECTOR_CANDIDATES = 100
+#: A card found by its vector alone (no query word, no named entity) needs at least this cosine.
+VECTOR_FLOOR = 0.0
+#: Reciprocal rank fusion constant (as in the raw-turn baseline): score = sum 1 / (k + rank).
+RRF_K = 60
+#: How candidates are ordered in a full scan: "rrf" (BM25 ranks fused with cosine ranks) or
+#: "linear" (the weighted hybrid used for large stores).
+FUSION = "linear"
 
 HEADERS = {
-    "standing": f"{MARKER} Standing decisions and preferences from your past sessions "
-                "(your own memories; possibly outdated, check before relying on them):",
-    "entities": f"{MARKER} What you know about the things this prompt names, from past sessions "
-                "(possibly outdated, check before relying on it):",
-    "notes": f"{MARKER} Your notes nearest this prompt, from past sessions "
-             "(possibly outdated, check before relying on them):",
-    "warnings": f"{MARKER} Warnings: approaches that were reported harmful in past sessions "
-                "(check before doing anything like this):",
-    "recent": f"{MARKER} Recent context: what your recent sessions in this project worked on "
-              "(possibly outdated):",
+    "standing": f"{MARKER} Your standing decisions and preferences (past sessions; may be outdated, check first):",
+    "entities": f"{MARKER} What you know of things named here (past sessions; may be outdated, check first):",
+    "notes": f"{MARKER} Your notes nearest this prompt (past sessions; may be outdated, check first):",
+    "warnings": f"{MARKER} Warnings: approaches reported harmful in past sessions (check before doing anything like this):",
+    "recent": f"{MARKER} Recent context: what your recent sessions in this project worked on (may be outdated):",
 }
 
 
@@ -339,7 +358,7 @@ def entity_relations(conn: sqlite3.Connection, entity_id: int, limit: int) -> li
     """Relations of one entity (either side): current first, then strongest, then most recent.
     Relations whose every card has faded (weight 0) are left out."""
     rows = conn.execute(
-        """SELECT s.name, r.verb, o.name, r.holds, r.weight, r.last_said
+        """SELECT s.name, r.verb, o.name, r.holds, r.weight, r.last_said, r.subject_id, r.object_id
            FROM relations r JOIN entities s ON s.id = r.subject_id JOIN entities o ON o.id = r.object_id
            WHERE (r.subject_id = ?1 OR r.object_id = ?1) AND r.weight > 0
            ORDER BY r.holds DESC, r.weight DESC, r.last_said DESC, r.subject_id, r.verb, r.object_id
@@ -347,7 +366,7 @@ def entity_relations(conn: sqlite3.Connection, entity_id: int, limit: int) -> li
         (entity_id, limit),
     ).fetchall()
     return [{"subject": s, "verb": v, "object": o, "state": "holds" if h else "ended",
-             "weight": int(w), "last_said": ls} for s, v, o, h, w, ls in rows]
+             "weight": int(w), "last_said": ls, "_key": (si, v, oi)} for s, v, o, h, w, ls, si, oi in rows]
 
 
 _CARD_COLS = "c.id, c.statement, c.category, c.sessions, c.said_at, c.last_seen_at, c.pinned, c.importance"
@@ -614,6 +633,9 @@ def nearest_cards(conn: sqlite3.Connection, prompt: str, entity_ids: list[int], 
             extra.sort(key=lambda c: -(c.cosine if c.cosine is not None else -1.0))
         for cand in extra[:entity_limit]:
             cands[cand.card["id"]] = cand
+    vec_rank: dict[int, int] | None = None
+    if qvec is not None and FULL_SCAN_MAX_CARDS > 0:
+        vec_rank = _full_scan(conn, qvec, dim, cands)
     if not cands:
         return []
     if qvec is not None:
@@ -643,8 +665,23 @@ def nearest_cards(conn: sqlite3.Connection, prompt: str, entity_ids: list[int], 
         c.card["maturity"] = t.maturity if t else "candidate"
         c.card["_warning"] = bool(t and (t.warning or t.contradicted))
         c.score = c.relevance * (t.strength if t else _trust.strength(c.card["sessions"], 1.0))
+    top = max(c.relevance for c in cands.values())
+    top_score = max(c.score for c in cands.values()) or 1.0
+    share = {cid: c.score / top_score for cid, c in cands.items()}
+    if vec_rank is not None and FUSION == "rrf":
+        # Exact hybrid: BM25 ranks fused with cosine ranks over every card (the relevance cut above
+        # still uses the calibrated hybrid relevance, so a prompt matching nothing gets nothing).
+        lex_order = sorted((c for c in cands.values() if c.bm25 < 0), key=lambda c: (c.bm25, c.card["id"]))
+        lex_rank = {c.card["id"]: i for i, c in enumerate(lex_order, start=1)}
+        for cid, c in cands.items():
+            rrf = 0.0
+            if cid in lex_rank:
+                rrf += 1.0 / (RRF_K + lex_rank[cid])
+            if cid in vec_rank:
+                rrf += 1.0 / (RRF_K + vec_rank[cid])
+            rrf *= c.score / c.relevance if c.relevance > 0 else 1.0   # date boost x strength
+            c.score = rrf * (RRF_K + 1) / 2   # 1.0 for a card first by both ranks
     ranked = sorted(cands.values(), key=lambda c: (-c.score, c.card["id"]))
-    top = ranked[0].relevance
     out = []
     for c in ranked:
         if c.relevance < min_relative * top:
@@ -652,10 +689,49 @@ def nearest_cards(conn: sqlite3.Connection, prompt: str, entity_ids: list[int], 
         card = dict(c.card)
         card.pop("_vector", None)
         card["score"] = round(c.score, 4)
+        card["_share"] = share[c.card["id"]]
         out.append(card)
         if len(out) >= limit:
             break
     return out
+
+
+def _full_scan(conn: sqlite3.Connection, qvec: list[float] | dict[int, float], dim: int,
+               cands: dict[int, "_Candidate"]) -> dict[int, int] | None:
+    """Exact vector search when the agent has at most FULL_SCAN_MAX_CARDS active cards: every
+    active card's cosine to the prompt; the VECTOR_CANDIDATES nearest (cosine >= VECTOR_FLOOR)
+    join `cands` (cosine set). Returns card id -> rank by cosine (1 = nearest) over all scanned
+    cards, or None when the store is too large (nothing is read then). Reads only committed rows
+    of this connection's snapshot: nothing is cached across calls."""
+    n = conn.execute("SELECT count(*) FROM (SELECT 1 FROM cards WHERE status = 'active' LIMIT ?)",
+                     (FULL_SCAN_MAX_CARDS + 1,)).fetchone()[0]
+    if n > FULL_SCAN_MAX_CARDS:
+        return None
+    size = 4 * dim
+    scored = []
+    for cid, blob in conn.execute("SELECT id, vector FROM cards WHERE status = 'active' AND vector IS NOT NULL"):
+        if blob and len(blob) == size:
+            scored.append((_cosine(qvec, blob), cid))
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    rank = {cid: i for i, (_, cid) in enumerate(scored, start=1)}
+    cosine = dict((cid, cos) for cos, cid in scored)
+    for cid, cand in cands.items():
+        if cid in cosine:
+            cand.cosine = cosine[cid]
+    # Vector-only candidates join only a prompt that found something by words or names: model2vec
+    # cosines of small talk to a chatty memory are as high as a real match's (measured: "thanks,
+    # that is all for now" scores 0.75 against LoCoMo cards), so a cosine alone cannot tell that a
+    # prompt concerns nothing remembered.
+    new = [cid for cos, cid in scored[:VECTOR_CANDIDATES]
+           if cands and cid not in cands and cos >= VECTOR_FLOOR]
+    if new:
+        rows = conn.execute(f"SELECT {_CARD_COLS} FROM cards c WHERE c.id IN (SELECT value FROM json_each(?))",
+                            (json.dumps(new),)).fetchall()
+        for r in rows:
+            cand = _Candidate(card=_card(r))
+            cand.cosine = cosine[r[0]]
+            cands[r[0]] = cand
+    return rank
 
 
 # ---------------------------------------------------------------------------------------------
@@ -667,10 +743,16 @@ def _verb(verb: str) -> str:
 
 
 def _card_line(card: dict[str, Any]) -> str:
-    meta = [card["category"], _date(card.get("said_at"))]
+    """"- statement [#id date]", or "[#id category, date, N sessions]": the category unless it is a
+    plain fact, the sessions when more than one (compact: every character counts in the budget)."""
+    meta = []
+    if card["category"] != "fact":
+        meta.append(card["category"])
+    if card.get("said_at"):
+        meta.append(_date(card["said_at"]))
     if card["sessions"] > 1:
         meta.append(f"{card['sessions']} sessions")
-    return f"- {card['statement']} [#{card['id']} {', '.join(m for m in meta if m)}]"
+    return f"- {card['statement']} [#{card['id']} {', '.join(meta)}]"
 
 
 def _relation_line(rel: dict[str, Any]) -> str:
@@ -797,15 +879,23 @@ def recall(db_path: str | os.PathLike, prompt: str, *, session: str | None = Non
                 near = [c for c in near if c["id"] not in set(flagged)]
             # A standing memory gets the standing block on a prompt only when it is among the closest
             # (STANDING_RELATIVE of the best score); a looser one competes with the notes.
-            top = max((c["score"] for c in near), default=0.0)
             standing = sorted((c for c in near if c["category"] in STANDING_CATEGORIES
-                               and c["score"] >= STANDING_RELATIVE * top),
+                               and c.get("_share", 0.0) >= STANDING_RELATIVE),
                               key=_relevant_standing_key)[: budgets.standing_items]
             taken = {c["id"] for c in standing}
             notes = [c for c in near if c["id"] not in taken][: budgets.notes_items]
             named = [e for e in named if e["id"] not in seen_entities][: budgets.entities]
+            listed: set[tuple] = set()
             for ent in named:
-                ent["relations"] = entity_relations(conn, ent["id"], budgets.relations_per_entity)
+                # A relation is listed once, under the first named entity it concerns.
+                rels = []
+                for rel in entity_relations(conn, ent["id"], budgets.relations_per_entity):
+                    if rel["_key"] in listed:
+                        continue
+                    listed.add(rel["_key"])
+                    rel.pop("_key")
+                    rels.append(rel)
+                ent["relations"] = rels
             named = [e for e in named if e["relations"]]
     finally:
         conn.close()

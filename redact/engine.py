@@ -213,7 +213,8 @@ class Redactor:
         if found:
             # other occurrences of a detected value in this same text, wherever they are
             spans = merge_spans(spans + _occurrences(text, found, spans))
-        return spans, {v for v in found if shapes.credential_like(v)}
+        # what may be remembered: `credential_like` without the typed-sequence exception
+        return spans, {v for v in found if not shapes.is_typed_sequence(v)}
 
     def _learn(self, creds: set[str]) -> int:
         if not (self.learn and creds):

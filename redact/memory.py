@@ -1,7 +1,8 @@
 """Remembered secrets: keyed hashes of every credential seen once, so it is removed everywhere later.
 
 STANDARD LIBRARY ONLY, and cheap to import: the hook path imports this module, so `sqlite3`,
-`datetime` and `redact.shapes` are imported where they are needed, not at module load.
+`hmac`, `datetime`, `typing` and `redact.shapes` are imported where they are needed, not at module
+load (a home without remembered secrets never loads most of them).
 
 Files (`secrets_dir`, 0700):
   key        32 random bytes, mode 0600, created on first use (O_EXCL, never rewritten).
@@ -31,14 +32,13 @@ Invariants:
 from __future__ import annotations
 
 import bisect
-import hmac
 import os
 import re
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs the hook ~2 ms
 if TYPE_CHECKING:
     import sqlite3
 
@@ -140,6 +140,8 @@ class SecretMemory:
     # -- hashing --
     def digest(self, value: str) -> bytes:
         """HMAC-SHA256 of `value` under this home's key."""
+        import hmac
+
         return hmac.digest(self.key, value.encode("utf-8", "surrogatepass"), "sha256")
 
     def hash_prefix(self, value: str, n: int = 8) -> str:
@@ -225,6 +227,8 @@ class SecretMemory:
     # -- scrubbing --
     def _run_hits(self, run: str) -> tuple[tuple[int, int], ...]:
         """Spans inside `run` whose text is a remembered secret (longest first, non-overlapping)."""
+        import hmac
+
         lengths = self._lengths
         hashes = self._hashes
         key = self.key

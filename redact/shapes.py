@@ -90,13 +90,20 @@ _RE_DIGIT = re.compile(r"[0-9]")
 _RE_OTHER = re.compile(r"[^a-zA-Z0-9]")
 
 
+_CLOG2C = [0.0] + [c * math.log2(c) for c in range(1, 257)]
+
+
+def _clog2c(c: int) -> float:
+    return _CLOG2C[c] if c <= 256 else c * math.log2(c)
+
+
 def shannon(value: str) -> float:
     """Shannon entropy of `value` in bits per character (0.0 for the empty string)."""
     n = len(value)
     if n == 0:
         return 0.0
-    counts = Counter(value)
-    return -sum((c / n) * math.log2(c / n) for c in counts.values())
+    # H = log2(n) - sum(c * log2(c)) / n over the character counts c
+    return max(0.0, math.log2(n) - sum(map(_clog2c, Counter(value).values())) / n)
 
 
 def char_classes(value: str) -> int:

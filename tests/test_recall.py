@@ -124,7 +124,8 @@ def test_prompt_shows_relations_of_named_entities_current_first_with_ended_as_no
 
     out = recall(store.path, "Why is the Billing-API slow on postgres?")
 
-    assert [e["name"] for e in out["entities"]] == ["billing-api", "PostgreSQL"]
+    # PostgreSQL's only relation is billing-api's, listed once (under billing-api): no PostgreSQL entry.
+    assert [e["name"] for e in out["entities"]] == ["billing-api"]
     assert out["entities"][0] == {"name": "billing-api", "type": "service", "relations": [
         {"subject": "billing-api", "verb": "uses", "object": "PostgreSQL", "state": "holds", "weight": 2,
          "last_said": "2026-01-05T00:00:00Z"},
@@ -422,3 +423,50 @@ def test_unused_block_caps_go_to_the_notes(store):
     out = recall(store.path, "checkout webhook retries backoff", budgets=budgets)
     assert out["standing"] == [] and out["entities"] == []
     assert 800 < len(out["text"]) <= 2000
+
+
+def _vector_store(store, texts):
+    from graph.embed import Model2VecEmbedder, to_blob
+
+    ref = Model2VecEmbedder(str(MODEL))
+    ids = [store.card(t, vector=to_blob(v)) for t, v in zip(texts, ref.encode(texts))]
+    with store.conn:
+        store.conn.execute("INSERT INTO graph_meta(key, value) VALUES ('embedder', ?)", (ref.id,))
+    return ids
+
+
+def test_small_store_scans_every_vector_and_finds_a_card_sharing_no_word(store, tmp_path, monkeypatch):
+    if not MODEL.exists():
+        pytest.skip("shared model not present")
+    import graph.recall as recall_mod
+    from graph.recall_embed import LiteEmbedder
+
+    lexical, synonym, _ = _vector_store(store, [
+        "The billing service writes invoices to the ledger.",
+        "Payment records live in Postgres tables.",
+        "The logo colours are teal and orange."])
+    lite = LiteEmbedder(MODEL, tmp_path / "cache")
+    prompt = "which database keeps the billing data?"
+
+    scanned = recall(store.path, prompt, embedder=lite)
+    monkeypatch.setattr(recall_mod, "FULL_SCAN_MAX_CARDS", 0)   # the bounded path of large stores
+    bounded = recall(store.path, prompt, embedder=lite)
+
+    assert [n["id"] for n in bounded["notes"]] == [lexical]
+    assert [n["id"] for n in scanned["notes"]] == [lexical, synonym]
+    assert scanned["text"] == "\n".join([
+        HEADERS["notes"],
+        f"- The billing service writes invoices to the ledger. [#{lexical} 2026-01-10]",
+        f"- Payment records live in Postgres tables. [#{synonym} 2026-01-10]",
+    ])
+
+
+def test_small_talk_gets_nothing_even_when_every_vector_is_scanned(store, tmp_path):
+    if not MODEL.exists():
+        pytest.skip("shared model not present")
+    from graph.recall_embed import LiteEmbedder
+
+    _vector_store(store, ["Thanks a lot, that was all I needed for now.", "Glad it helped, see you soon!"])
+    lite = LiteEmbedder(MODEL, tmp_path / "cache")
+    out = recall(store.path, "ok, that is all for now", embedder=lite)
+    assert out["text"] == "" and out["notes"] == [] and out["standing"] == []

@@ -251,3 +251,101 @@ def test_redact_many_matches_one_by_one(redactor):
     many = redactor.redact_many(texts)
     one = [redactor.redact(t) for t in texts]
     assert [(m.text, m.findings) for m in many] == [(o.text, o.findings) for o in one]
+
+
+def test_redact_many_finds_what_each_text_alone_would(redactor):
+    """Batch prefilter: anchors at a text's edges (`^-u`, a token right before the end, a k8s
+    block) must fire inside a joined batch exactly as they do alone."""
+    k8s = "kind: Secret\ndata:\n  token: " + rand(24, ALNUM) + "==\n"
+    texts = [
+        "plain words", f"-u deploy:{PASSWORD} https://ci.example.com", "more plain words here",
+        k8s, f"ends with a token {GH}", f"{SLACK} starts the text", "x" * 30,
+        f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}", "-----END RSA PRIVATE KEY----- stray footer",
+    ]
+    many = redactor.redact_many(texts)
+    one = [redactor.redact(t) for t in texts]
+    assert [(m.text, m.findings) for m in many] == [(o.text, o.findings) for o in one]
+    assert [bool(o.findings) for o in one] == [False, True, False, True, True, True, False, True, False]
+
+
+def test_prefilter_that_gives_up_runs_every_rule(redactor, monkeypatch):
+    """When RE2's Set bails out (no sentinel in its answer), every rule runs: same findings."""
+    text = f"DB_PASSWORD={PASSWORD} and {GH} in {JWT}"
+    expected = redactor.redact(text)
+    class GaveUp:  # RE2::Set::Match returns no match at all when its DFA runs out of memory
+        def Match(self, data):
+            return None
+
+    monkeypatch.setattr(redactor.scanner, "_set", GaveUp())
+    assert redactor.scanner.fired(text.encode()) == redactor.scanner.all_rules
+    got = redactor.redact(text)
+    assert (got.text, got.findings) == (expected.text, expected.findings)
+    assert [o.text for o in redactor.redact_many([text, "plain"])] == [expected.text, "plain"]
+
+
+def test_loosen_keeps_a_superset():
+    import re2
+
+    from redact.scanner import loosen
+
+    assert loosen(r"\b(ghp_[0-9A-Za-z]{36,})", 1) == r"\b(ghp_[0-9A-Za-z]+)"
+    assert loosen(r"x{0,2}y{3}[{}]{2,5}\{1\}", 1) == r"x*y+[{}]+\{1\}"
+    assert loosen(r"v{8,}w{2,4}", 6) == r"v{6,}w{2,}"
+    for pattern, text in [(r"AKIA[A-Z2-7]{16}", "AKIA" + "B" * 16), (r"a{3}b{0,2}", "aaab")]:
+        assert re2.search(loosen(pattern, 1), text) and re2.search(pattern, text)
+
+
+def test_provider_rules_follow_documented_formats(redactor):
+    def found(text: str) -> list[str]:
+        return [f.rule for f in redactor.redact(text).findings]
+
+    body20, body25 = rand(20, ALNUM + "_-"), rand(25, ALNUM + "_-")
+    # GitLab: exact lengths where GitLab documents one, and the token must end there
+    assert found(f"glimt-{body25} in the mail") == ["gitlab-token"]
+    assert found(f"glimt-{body25}x in the mail") == []
+    assert found(f"glptt-{rand(40, HEX)}") == ["gitlab-token"]
+    assert found(f"glptt-{rand(38, HEX)}") == []
+    assert found(f"glsoat-{body20}") == ["gitlab-token"]
+    # OpenAI keys carry "T3BlbkFJ"; without it an sk-proj- string is not one
+    assert found(f"use {OPENAI} now") == ["openai-key"]
+    assert found("sk-proj-" + rand(48)) == []
+    # a JWT's header decodes to a JSON object
+    assert found(f"token {JWT}") == ["jwt"]
+    assert found("eyJhbGciOieeeiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIx" + rand(30) + "." + rand(43)) == []
+    # Sidekiq gem credentials, Telegram bot tokens with their bounds
+    assert redactor.redact_text("export BUNDLE_GEMS__CONTRIBSYS__COM=cafe0123:beef4567") == (
+        "export BUNDLE_GEMS__CONTRIBSYS__COM=[REDACTED:sidekiq_secret]")
+    bot = f"{RNG.randrange(10**8, 10**9)}:A" + rand(34, ALNUM + "_-")
+    assert found(f"telegram bot {bot} ok") == ["telegram-bot-token-ctx"]
+    assert found('telegram schema type="clm95552:AgencyIdentificationCodeContentType"') == []
+
+
+def test_documentation_examples_and_masks_are_not_findings(redactor):
+    text = (
+        "GOOGLE_MAPS=AIzaSyabcdefghijklmnopqrstuvwxyz1234567\n"           # typed alphabet: an example
+        '"token4": "xoxp-572370529330-573807301142-572331691188-####################"\n'  # masked
+        "db-password: ENC[AES256_GCM,data:O+5l4g==,iv:c/dS4BCB=,tag:KkQfh6Oy==,type:str]\n"  # SOPS
+        '<entry key="jetbrains.mps.v8_elimination" value="executed" />\n'   # a name made of words
+        "minisat-master-keying:x64-uwp=fail\n"                              # not a master key
+        "kind: Secret\ndata:\n  htpasswd: {{ htpasswd }}\n---\nkind: ReplicationController\n"
+    )
+    out = redactor.redact(text)
+    assert (out.text, out.findings) == (text, [])
+
+
+def test_typed_sequence_password_is_redacted_but_not_learned(tmp_path):
+    r = Redactor(tmp_path / "s")
+    weak = "abcdefghij12"
+    out = r.redact(f"DB_PASSWORD={weak}\nthen psql with {weak}")
+    assert out.text == "DB_PASSWORD=[REDACTED:password]\nthen psql with [REDACTED:remembered]"
+    assert out.learned == 0 and r.memory.count() == 0
+
+
+def test_access_key_ids_and_provider_ids(redactor):
+    key_id = rand(32, HEX)
+    assert redactor.redact_text(f"access_key_id = {key_id}") == "access_key_id = [REDACTED:api_key]"
+    assert redactor.redact_text(f'["access_key_id"] = \'{key_id}\'') == '["access_key_id"] = \'[REDACTED:api_key]\''
+    assert redactor.redact_text(f'const MessageBirdClientID = "{key_id}"') == (
+        'const MessageBirdClientID = "[REDACTED:token]"')
+    # other *_id keys stay metadata
+    assert redactor.redact(f"key_id = {key_id}\nuser_id = {key_id}").findings == []

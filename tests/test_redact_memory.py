@@ -134,3 +134,32 @@ def test_lookup_with_many_remembered_secrets(tmp_path):
     text, n = mem.scrub(probe)
     assert n == 50
     assert all(v not in text for v in values[:50])
+
+
+def test_find_many_equals_find_per_text(tmp_path):
+    mem = SecretMemory(tmp_path / "s")
+    a, b = rand(20), "p@ss-" + rand(14)
+    mem.remember([a, b])
+    texts = [f"x {a} y", "", "nothing", f"user:{b}@host and {a}", "tiny", f"é {b}", f"glued{a}"]
+    assert mem.find_many(texts) == [mem.find(t) for t in texts]
+    assert [len(s) for s in mem.find_many(texts)] == [1, 0, 0, 2, 0, 1, 0]
+
+
+def test_redact_many_removes_values_learned_later_in_the_batch(tmp_path, redactor_cls):
+    r = redactor_cls(tmp_path / "s")
+    texts = [f"first the value alone: {SECRET}", "plain", f"DB_PASSWORD={SECRET}"]
+    outs = r.redact_many(texts)
+    assert [o.text for o in outs] == [
+        "first the value alone: [REDACTED:remembered]", "plain", "DB_PASSWORD=[REDACTED:password]"]
+    assert [o.learned for o in outs] == [0, 0, 1]
+
+
+def test_memory_module_imports_light():
+    """The hook process imports redact.memory: it must not pull sqlite3, logging or datetime in."""
+    import subprocess
+    import sys
+
+    code = ("import sys, redact.memory; "
+            "print(sorted(m for m in ('sqlite3', 'logging', 'datetime', 'redact.shapes') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
