@@ -470,3 +470,25 @@ def test_small_talk_gets_nothing_even_when_every_vector_is_scanned(store, tmp_pa
     lite = LiteEmbedder(MODEL, tmp_path / "cache")
     out = recall(store.path, "ok, that is all for now", embedder=lite)
     assert out["text"] == "" and out["notes"] == [] and out["standing"] == []
+
+
+def test_a_memory_from_the_same_moment_of_a_conversation_joins_its_neighbour(store, monkeypatch):
+    import graph.recall as recall_mod
+
+    asked = store.card("We watched the meteor shower from the campsite.")
+    answer = store.card("It was a moment of feeling tiny and in awe of the universe.")
+    later = store.card("Taxes are due in April; it was a moment of dread.")
+    with store.conn:
+        store.conn.executemany(
+            "INSERT INTO evidence(card_id, conversation, message_from, message_to, said_at, passage) "
+            "VALUES (?, 'conv-1', ?, ?, '2026-01-10T10:00:00Z', '')",
+            [(asked, 10, 10), (answer, 12, 12), (later, 40, 41)])
+    prompt = "how did watching the meteor shower make you feel?"
+
+    out = recall(store.path, prompt)
+    monkeypatch.setattr(recall_mod, "NEIGHBOUR_TOP", 0)
+    alone = recall(store.path, prompt)
+
+    assert [n["id"] for n in alone["notes"]] == [asked]
+    assert [n["id"] for n in out["notes"]] == [asked, answer]
+    assert out["notes"][1]["score"] == pytest.approx(recall_mod.NEIGHBOUR_SHARE * out["notes"][0]["score"], abs=1e-3)
