@@ -150,6 +150,7 @@ def build_synthetic(path: Path, *, cards: int, entities: int, statements: int, s
         conn.execute("INSERT INTO graph_meta(key, value) VALUES ('embedder', ?) "
                      "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (emb.id,))
     print(f"  cards stored in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    add_synthetic_evidence(conn, seed=seed)
     # Relation statements: preferential attachment over entities.
     st_rows = []
     for sid in range(1, statements + 1):
@@ -185,6 +186,31 @@ def build_synthetic(path: Path, *, cards: int, entities: int, statements: int, s
     db.conn.close()
     print(f"  built in {time.perf_counter() - t0:.1f}s: {counts}", file=sys.stderr)
     return counts
+
+
+#: Synthetic evidence: cards in id order fill conversations of this many cards each.
+SYNTH_CARDS_PER_CONVERSATION = 200
+
+
+def add_synthetic_evidence(conn: sqlite3.Connection, *, seed: int = 7) -> int:
+    """Give every card of a synthetic store one evidence row (two for 10% of them), unless the store
+    has evidence already: cards in id order fill conversations of SYNTH_CARDS_PER_CONVERSATION
+    cards, each citing the next message or two (so recall's conversation-neighbour lift has real
+    neighbours to read). Returns the rows written."""
+    if conn.execute("SELECT 1 FROM evidence LIMIT 1").fetchone():
+        return 0
+    rng = random.Random(seed + 1)
+    rows = []
+    for cid, said in conn.execute("SELECT id, said_at FROM cards ORDER BY id"):
+        conv = f"synth-{(cid - 1) // SYNTH_CARDS_PER_CONVERSATION:05d}"
+        msg = 2 * ((cid - 1) % SYNTH_CARDS_PER_CONVERSATION) + rng.randint(1, 2)
+        rows.append((cid, conv, msg, msg, said, "synthetic passage"))
+        if rng.random() < 0.1:
+            rows.append((cid, conv, msg + 1, msg + 1, said, "synthetic passage"))
+    with conn:
+        conn.executemany("INSERT INTO evidence(card_id, conversation, message_from, message_to, said_at, passage) "
+                         "VALUES (?,?,?,?,?,?)", rows)
+    return len(rows)
 
 
 def _prompts(db_path: Path, n: int, seed: int = 11) -> list[str]:
@@ -225,6 +251,17 @@ def latency(args: argparse.Namespace) -> None:
     if args.rebuild or not db_path.exists():
         print(f"building {db_path} ...", file=sys.stderr)
         build_synthetic(db_path, cards=args.cards, entities=args.entities, statements=args.statements)
+    else:
+        # A store cached by an earlier version: bring its schema up to date (migrations) and give it
+        # evidence rows if it has none.
+        from consolidate.store import open_db
+
+        db = open_db(db_path)
+        added = add_synthetic_evidence(db.conn)
+        if added:
+            db.conn.execute("ANALYZE")
+            print(f"  added {added} synthetic evidence rows to {db_path}", file=sys.stderr)
+        db.conn.close()
     prompts = _prompts(db_path, args.n)
     embedder = LiteEmbedder(MODEL, work / "cache")
     rows = []

@@ -22,7 +22,9 @@ import re
 import sqlite3
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable
+TYPE_CHECKING = False  # typing costs the hook path ~1.5 ms
+if TYPE_CHECKING:
+    from typing import Any, Iterable
 
 from graph.trust import (
     DECAY_STEP,

@@ -25,7 +25,8 @@ returns the JSON of issue 6 with the exact text to inject:
    - the named entities' other cards join as candidates: with vectors, the nearest to the prompt
      among their `ENTITY_CARDS_SCANNED` most recently linked cards (bounded cosine work), without,
      those linked to the most and rarest named entities;
-   - in a store of at most `FULL_SCAN_MAX_CARDS` active cards, the cards whose evidence lies
+   - at any store size (a range seek on the `evidence_position` index, graph.store m004; a db
+     not yet migrated gets it only up to `FULL_SCAN_MAX_CARDS` active cards), the cards whose evidence lies
      within `NEIGHBOUR_SPAN` messages of one of the `NEIGHBOUR_TOP` best candidates' evidence (the
      same moment of the same conversation) score at least `NEIGHBOUR_SHARE` of it: the answer is
      often in the card next to the one holding the question's words (LoCoMo evidence recall at 500
@@ -123,11 +124,15 @@ FULL_SCAN_MAX_CARDS = 2000
 VECTOR_CANDIDATES = 100
 #: A card found by its vector alone (no query word, no named entity) needs at least this cosine.
 VECTOR_FLOOR = 0.0
-#: In a small store, memories from the same moment of a conversation as one of the this many best
+#: Memories from the same moment of a conversation as one of the this many best
 #: candidates (evidence within NEIGHBOUR_SPAN messages) score at least NEIGHBOUR_SHARE of it.
 NEIGHBOUR_TOP = 5
 NEIGHBOUR_SPAN = 2
 NEIGHBOUR_SHARE = 0.8
+#: A neighbour's evidence starts at most this many messages before the window (spans are one
+#: passage in practice); at most NEIGHBOUR_ROWS evidence rows are read per window.
+NEIGHBOUR_LOOKBACK = 20
+NEIGHBOUR_ROWS = 200
 #: Reciprocal rank fusion constant (as in the raw-turn baseline): score = sum 1 / (k + rank).
 RRF_K = 60
 #: How candidates are ordered in a full scan: "rrf" (BM25 ranks fused with cosine ranks) or
@@ -678,8 +683,11 @@ def nearest_cards(conn: sqlite3.Connection, prompt: str, entity_ids: list[int], 
         c.card["maturity"] = t.maturity if t else "candidate"
         c.card["_warning"] = bool(t and (t.warning or t.contradicted))
         c.score = c.relevance * (t.strength if t else _trust.strength(c.card["sessions"], 1.0))
-    if small and NEIGHBOUR_TOP > 0:
-        _add_neighbours(conn, cands)
+    if NEIGHBOUR_TOP > 0:
+        indexed = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'evidence_position'"
+                               ).fetchone() is not None
+        if indexed or small:
+            _add_neighbours(conn, cands, indexed=indexed)
     top = max(c.relevance for c in cands.values())
     top_score = max(c.score for c in cands.values()) or 1.0
     share = {cid: c.score / top_score for cid, c in cands.items()}
@@ -711,31 +719,38 @@ def nearest_cards(conn: sqlite3.Connection, prompt: str, entity_ids: list[int], 
     return out
 
 
-def _add_neighbours(conn: sqlite3.Connection, cands: dict[int, "_Candidate"]) -> None:
+def _add_neighbours(conn: sqlite3.Connection, cands: dict[int, "_Candidate"], *, indexed: bool = True) -> None:
     """Memories drawn from the same moment of the same conversation as one of the NEIGHBOUR_TOP
     best candidates (evidence within NEIGHBOUR_SPAN messages) score at least NEIGHBOUR_SHARE of
     it: a card often holds the answer while its neighbour holds the words of the question ("how
     did she feel watching the meteor shower?" / "she felt tiny and in awe of the universe").
-    Small stores only (the evidence table is scanned by conversation, without an index)."""
+
+    Cost is bounded at any store size: one range seek per best candidate's evidence on the
+    `evidence_position` index (graph.store m004); a neighbour is a card with evidence starting at
+    most NEIGHBOUR_LOOKBACK messages before the window (evidence spans are one passage in
+    practice) and reading at most NEIGHBOUR_ROWS evidence rows per window. Without the index
+    (`indexed` False: a db not yet migrated) the same query scans, so the caller runs it only on
+    small stores."""
     best = sorted(cands.values(), key=lambda c: (-c.score, c.card["id"]))[:NEIGHBOUR_TOP]
     if not best:
         return
     ids = json.dumps([c.card["id"] for c in best])
-    spans: dict[str, list[tuple[int, int, "_Candidate"]]] = {}
+    spans: list[tuple[str, int, int, "_Candidate"]] = []
     for cid, conv, lo, hi in conn.execute(
             "SELECT card_id, conversation, message_from, message_to FROM evidence "
             "WHERE card_id IN (SELECT value FROM json_each(?)) AND message_from IS NOT NULL", (ids,)):
-        spans.setdefault(conv, []).append((lo, hi if hi is not None else lo, cands[cid]))
+        spans.append((conv, lo, hi if hi is not None else lo, cands[cid]))
     if not spans:
         return
     lift: dict[int, tuple[float, float]] = {}
-    for cid, conv, lo, hi in conn.execute(
-            "SELECT card_id, conversation, message_from, message_to FROM evidence "
-            "WHERE conversation IN (SELECT value FROM json_each(?)) AND message_from IS NOT NULL",
-            (json.dumps(list(spans)),)):
-        hi = hi if hi is not None else lo
-        for plo, phi, parent in spans[conv]:
-            if parent.card["id"] != cid and lo <= phi + NEIGHBOUR_SPAN and hi >= plo - NEIGHBOUR_SPAN:
+    sql = ("SELECT card_id, message_from, message_to FROM evidence "
+           + ("INDEXED BY evidence_position " if indexed else "")
+           + "WHERE conversation = ? AND message_from BETWEEN ? AND ? LIMIT ?")
+    for conv, plo, phi, parent in spans[:NEIGHBOUR_TOP * 4]:
+        for cid, lo, hi in conn.execute(
+                sql, (conv, plo - NEIGHBOUR_SPAN - NEIGHBOUR_LOOKBACK, phi + NEIGHBOUR_SPAN, NEIGHBOUR_ROWS)):
+            hi = hi if hi is not None else lo
+            if parent.card["id"] != cid and hi >= plo - NEIGHBOUR_SPAN:
                 rel, score = lift.get(cid, (0.0, 0.0))
                 lift[cid] = (max(rel, NEIGHBOUR_SHARE * parent.relevance), max(score, NEIGHBOUR_SHARE * parent.score))
     new = [cid for cid in lift if cid not in cands]

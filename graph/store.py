@@ -250,3 +250,15 @@ def m003_progress_attempts(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE progress ADD COLUMN last_error TEXT")
     db.execute("ALTER TABLE progress ADD COLUMN trust_message_id INTEGER NOT NULL DEFAULT 0")
     db.execute("UPDATE progress SET trust_message_id = last_message_id")
+
+
+@MIGRATIONS()
+def m004_evidence_position(db: sqlite_utils.Database) -> None:
+    """Recall's conversation-neighbour lift (graph.recall `_add_neighbours`) reads the cards whose
+    evidence lies within a few messages of a top candidate's: this index serves `WHERE
+    conversation = ? AND message_from BETWEEN ? AND ?` as a range seek, so the lift runs on any
+    store size instead of scanning the evidence of whole conversations."""
+    db.execute(
+        "CREATE INDEX IF NOT EXISTS evidence_position "
+        "ON evidence(conversation, message_from, message_to, card_id)"
+    )

@@ -579,22 +579,57 @@ def _sentence_category(sentence: str, passage, fallback: str) -> str:
 
 #: At most this many words of the question an answer's statement carries (`with_question`).
 QUESTION_WORDS = 14
+#: A question too long for the statement is carried as its content words: at least this many.
+QUESTION_TOPIC_MIN = 2
+
+
+def question_topic(question: str, people: frozenset[str] | set[str] = frozenset()) -> list[str]:
+    """The content words of a question, in order, once each: no stopwords, no question words, no
+    people's names (the asker is named anyway), no pronouns ("What kind of books you got in your
+    library?" -> ["kind", "books", "library"])."""
+    out: list[str] = []
+    low_people = {p.lower() for p in people}
+    for w in re.findall(r"[A-Za-z][\w'\u2019\-]*", question):
+        low = w.lower().strip("'\u2019")
+        if len(low) < 3 or low in STOPWORDS or low in low_people or low in _QUESTION_NOISE \
+                or UNRESOLVED_PERSON.fullmatch(w):
+            continue
+        if low not in (x.lower() for x in out):
+            out.append(w)
+    return out
+
+
+#: Words of a question that say nothing about its topic (beyond the stopword list).
+_QUESTION_NOISE = frozenset("""what whats what's when where which who whom whose why how hows how's did does do
+    doing done was were is are been anything something thing things kind sort lot lots really tell know
+    think get got getting much many yeah wow hey cool awesome great nice sounds sound like also any
+    you've you're youre you'll you'd ever lately recently""".split())
 
 
 def with_question(statement: str, context: str, people: frozenset[str] | set[str]) -> str:
     """An answer's statement with the question it answers ("How was the camping trip?" ->
     "Caroline saw the Perseids (asked by Melanie: "How was the camping trip?")."), so the card says
-    what it is about; unchanged when the question is long or the whole would pass `MAX_WORDS`."""
+    what it is about. When the whole question would pass `MAX_WORDS` (or `QUESTION_WORDS`), its
+    content words that fit (at least `QUESTION_TOPIC_MIN`) stand for it: "... (asked by Melanie
+    about books, library)."; unchanged when not even those fit or the context asks nothing."""
     asker, body = speaker_label(context.lstrip("…"))
     asks = [strip_address(q, people) for q in sentences(body.lstrip("…")) if q.rstrip().endswith("?")]
     if not asks:
         return statement
     q = asks[-1].strip()
     n_q = len(q.split())
-    if n_q < 3 or n_q > QUESTION_WORDS or len(statement.split()) + n_q + 3 > MAX_WORDS:
+    n_s = len(statement.split())
+    if n_q < 3:
         return statement
-    who = f"asked by {asker}" if asker else "asked"
-    return statement.rstrip(".!…") + f' ({who}: "{q}").'
+    if n_q <= QUESTION_WORDS and n_s + n_q + 3 <= MAX_WORDS:
+        who = f"asked by {asker}" if asker else "asked"
+        return statement.rstrip(".!…") + f' ({who}: "{q}").'
+    topic = question_topic(q, people)
+    room = MAX_WORDS - n_s - (4 if asker else 2)
+    if room < QUESTION_TOPIC_MIN or len(topic) < QUESTION_TOPIC_MIN:
+        return statement
+    who = f"asked by {asker} about" if asker else "asked about"
+    return statement.rstrip(".!…") + f" ({who} {', '.join(topic[:room])})."
 
 
 def _norm(s: str) -> str:
