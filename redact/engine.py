@@ -9,7 +9,9 @@ Invariants:
   * Our recognizers (`SecretRecognizer`, one per category) run RE2 (linear-time) patterns behind a
     prefilter: one RE2 Set pass over the text names the rules that can match; a text where none
     can skips presidio entirely, so `redact()` on ordinary text costs almost nothing, and
-    `redact_many()` shares that one pass (and the secret memory's) across a whole batch.
+    `redact_many()` shares that one pass (and the secret memory's) across a whole batch and makes
+    ONE presidio `analyze` call per chunk of candidate texts (each text still scanned on its own,
+    so every text gets exactly the spans it gets alone).
   * `Redaction.text` never contains a detected value nor a remembered one: detected values are
     replaced where found (key kept: `DB_PASSWORD=[REDACTED:password]`), and every other occurrence
     of a detected credential-like value in the same text is replaced too, context or not.

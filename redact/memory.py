@@ -238,12 +238,18 @@ class SecretMemory:
         starts = [0] + [p + 1 for p in seps if p + 1 < n]
         ends = [p for p in seps if p > 0] + [n]
         limit = len(seps) > _MAX_SEPARATORS
-        digest = hmac.digest
+        try:  # OpenSSL's one-shot HMAC, what hmac.digest calls, without the wrapper's checks
+            from _hashlib import hmac_digest as digest
+        except ImportError:
+            digest = hmac.digest
         found: list[tuple[int, int]] = []
+        bleft, bright = bisect.bisect_left, bisect.bisect_right
         for si, a in enumerate(starts):
+            if a + lo > n:
+                break  # starts are sorted: no later start leaves room for the shortest secret
             # only the ends at a remembered distance from `a` (ends are sorted)
-            first = bisect.bisect_left(ends, a + lo)
-            last = bisect.bisect_right(ends, a + hi)
+            first = bleft(ends, a + lo)
+            last = bright(ends, a + hi)
             if limit:
                 last = min(last, si + 9)  # at most 8 more pieces when the run has very many separators
             for b in ends[first:last]:
@@ -271,6 +277,22 @@ class SecretMemory:
             cache[run] = hits
         return hits
 
+    def _hit_runs(self, runs: list[str]) -> dict[str, tuple[tuple[int, int], ...]]:
+        """The runs among `runs` that hold remembered secrets, with their hits (`_hits`, inlined:
+        the cache lookup is the whole cost of a run seen before)."""
+        min_len = self._min_len
+        cache_get = self._cache.get
+        out: dict[str, tuple[tuple[int, int], ...]] = {}
+        for run in set(runs):
+            if len(run) < min_len:
+                continue
+            hits = cache_get(run)
+            if hits is None:
+                hits = self._hits(run)
+            if hits:
+                out[run] = hits
+        return out
+
     def _ready(self) -> bool:
         """Load (or refresh) the remembered hashes; False when there is nothing to look for."""
         self._load()
@@ -280,14 +302,8 @@ class SecretMemory:
         """Character spans of remembered secrets in `text` (sorted, non-overlapping)."""
         if not text or len(text) < MIN_LEN or not self._ready():
             return []
-        min_len = self._min_len
-        hit_runs: dict[str, tuple[tuple[int, int], ...]] = {}
         # One C-level pass and a set: repeated tokens (very common in transcripts) cost one lookup.
-        for run in set(_RUN_RE.findall(text)):
-            if len(run) >= min_len:
-                hits = self._hits(run)
-                if hits:
-                    hit_runs[run] = hits
+        hit_runs = self._hit_runs(_RUN_RE.findall(text))
         if not hit_runs:
             return []
         spans: list[tuple[int, int]] = []
@@ -304,13 +320,7 @@ class SecretMemory:
         if not texts or not self._ready():
             return out
         joined = "\n".join(texts)  # runs never contain whitespace, so none crosses two texts
-        min_len = self._min_len
-        hit_runs = {}
-        for run in set(_RUN_RE.findall(joined)):
-            if len(run) >= min_len:
-                hits = self._hits(run)
-                if hits:
-                    hit_runs[run] = hits
+        hit_runs = self._hit_runs(_RUN_RE.findall(joined))
         if not hit_runs:
             return out
         starts = []

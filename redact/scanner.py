@@ -3,7 +3,7 @@
 Invariants:
   * Cost on a text where no rule can match: one UTF-8 encode plus one pass of an RE2 Set holding
     every rule (loosened, see `loosen`); no per-rule regex and no Python check runs. A batch of
-    texts can share that one pass (`Scanner.candidates`).
+    texts can share that one pass (`Scanner.fired_many`, `Scanner.candidates`).
   * The Set is only a prefilter: it can report a rule that then does not match (its patterns are
     loosened supersets), never miss one. If the Set's automaton gives up (RE2 bails out when its
     state cache thrashes on adversarial input; a sentinel pattern that always matches tells), every
@@ -258,6 +258,10 @@ _SET_CAP_DEFAULT = 6
 _NO_RULES: frozenset[int] = frozenset()
 
 
+#: `fired_many` confirms at most this many fired rules over the joined batch (then per-text Sets).
+_CONFIRM_IN_BATCH = 8
+
+
 class Scanner:
     """Compiled rules plus the prefilter Set; build once per process (`Scanner.shared()`)."""
 
@@ -315,19 +319,29 @@ class Scanner:
         return bool(self.triggered(text))
 
     def fired_many(self, datas: Sequence[bytes]) -> list[frozenset[int]]:
-        """`fired` for each of `datas` (same results), cheap when the batch holds no candidate.
+        """For each of `datas`: `fired` (its rules), or no rule when no rule can match it alone.
 
         One Set pass over the texts joined with "\n" (the Set is multi-line, so it fires on the
-        batch whenever it fires on one of its texts); when it fires, each text's own Set pass
-        names its rules, exactly as `fired` does one by one. Empty texts fire nothing.
+        batch whenever it fires on one of its texts). When it names few rules (ordinary text),
+        `candidates` confirms them over the joined batch and only the texts they touch get their
+        own Set pass; when it names many (a batch full of secrets), every text gets its own Set
+        pass, cheaper than confirming each rule over the batch. Either way a text holding a match
+        gets exactly `fired` of it; the others get no rule (so `scan` would find nothing in them).
         """
         out: list[frozenset[int]] = [_NO_RULES] * len(datas)
         if not datas:
             return out
-        if len(datas) > 1 and not self.fired(b"\n".join(datas)):
-            return out
+        todo: Sequence[int] = range(len(datas))
+        if len(datas) > 1:
+            joined = b"\n".join(datas)
+            rules = self.fired(joined)
+            if not rules:
+                return out
+            if rules is not self.all_rules and len(rules) <= _CONFIRM_IN_BATCH:
+                todo = sorted(self._confirm(datas, rules, joined))
         fired = self.fired
-        for i, d in enumerate(datas):
+        for i in todo:
+            d = datas[i]
             if d:
                 out[i] = fired(d)
         return out
@@ -343,12 +357,17 @@ class Scanner:
         """
         if not datas:
             return set()
-        joined = b"\n".join(datas)
-        rules = self.fired(joined)
+        rules = self.fired(b"\n".join(datas))
         if not rules:
             return set()
         if rules is self.all_rules and len(datas) > 1:
             return set(range(len(datas)))
+        return self._confirm(datas, rules)
+
+    def _confirm(self, datas: Sequence[bytes], rules: frozenset[int], joined: bytes | None = None) -> set[int]:
+        """Positions in `datas` overlapped by a match of one of `rules` in the joined batch."""
+        if joined is None:
+            joined = b"\n".join(datas)
         starts = []
         pos = 0
         for d in datas:
@@ -453,7 +472,10 @@ def _jwt_header_ok(value: str) -> bool:
 
 
 def _h_token(rule: Rule, m, data: bytes):
-    g = 1 if len(m.groups()) >= 1 and m.start(1) >= 0 else 0
+    try:
+        g = 1 if m.start(1) >= 0 else 0
+    except IndexError:  # a rule without a value group: the whole match is the value
+        g = 0
     s, e = m.start(g), m.end(g)
     value = _s(data, s, e)
     if shapes.is_placeholder(value) or shapes.is_typed_sequence(value):

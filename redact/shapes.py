@@ -21,6 +21,7 @@ The rule for "looks like a credential" (what may be *remembered*) is `credential
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -68,9 +69,9 @@ _RE_TEMPLATE = re.compile(
 # Ten letters or digits in alphabet order (case-insensitive): typed by a person, never generated.
 # (A random 40-character base62 token holds such a run with probability ~1e-16.)
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz"
-_RE_SEQUENCE = re.compile(
-    "(?i)" + "|".join([_ALPHABET[i:i + 10] for i in range(len(_ALPHABET) - 9)] + ["0123456789"])
-)
+_SEQUENCES = "|".join([_ALPHABET[i:i + 10] for i in range(len(_ALPHABET) - 9)] + ["0123456789"])
+_RE_SEQUENCE = re.compile("(?i)" + _SEQUENCES)
+_RE_SEQUENCE_LOWER = re.compile(_SEQUENCES)  # on ASCII text lowered first: same answer, ~6x faster
 # Encrypted values that are designed to be stored and shared: SOPS, Vault transit, Ansible Vault.
 _RE_CIPHERTEXT = re.compile(r"^(?:ENC\[(?:AES256_GCM|[A-Z0-9_]+,)|vault:v\d+:|\$ANSIBLE_VAULT;)")
 # Values made only of typical filler characters: xxxx, XXXX, ****, ...., ####, 0000, ----.
@@ -97,15 +98,19 @@ def _clog2c(c: int) -> float:
     return _CLOG2C[c] if c <= 256 else c * math.log2(c)
 
 
+@functools.lru_cache(maxsize=256)  # a value is checked by a rule, then again before it is remembered
 def shannon(value: str) -> float:
     """Shannon entropy of `value` in bits per character (0.0 for the empty string)."""
     n = len(value)
     if n == 0:
         return 0.0
     # H = log2(n) - sum(c * log2(c)) / n over the character counts c
-    return max(0.0, math.log2(n) - sum(map(_clog2c, Counter(value).values())) / n)
+    counts = Counter(value).values()
+    table = _CLOG2C.__getitem__ if n <= 256 else _clog2c  # no count exceeds n
+    return max(0.0, math.log2(n) - sum(map(table, counts)) / n)
 
 
+@functools.lru_cache(maxsize=256)
 def char_classes(value: str) -> int:
     """How many of lower / upper / digit / other (ASCII) character classes occur in `value`."""
     return ((_RE_LOWER.search(value) is not None) + (_RE_UPPER.search(value) is not None)
@@ -117,9 +122,12 @@ def is_typed_sequence(value: str) -> bool:
 
     In a provider token (`AIzaSyabcdefghijklmnopqrstuvwxyz1234567`) that marks a documentation
     example: a random token holds such a run with probability ~1e-16."""
-    return _RE_SEQUENCE.search(value) is not None
+    if value.isascii():
+        return _RE_SEQUENCE_LOWER.search(value.lower()) is not None
+    return _RE_SEQUENCE.search(value) is not None  # Unicode case folding (`ſ`, `K`) as before
 
 
+@functools.lru_cache(maxsize=256)  # same: rule checks, then `credential_like`
 def is_placeholder(value: str) -> bool:
     """True for values that stand for a secret instead of being one (documented in the module)."""
     v = value.strip().strip("\"'`")
@@ -133,7 +141,7 @@ def is_placeholder(value: str) -> bool:
     if _RE_PLACEHOLDER_WORD.search(low) or _RE_CIPHERTEXT.match(v):
         return True
     # A body dominated by filler characters after a short prefix: AKIAXXXXXXXXXXXXXXXX, fo1_xxxx...
-    filler = sum(1 for ch in v if ch in "xX*")
+    filler = v.count("x") + v.count("X") + v.count("*")
     if len(v) >= 8 and filler >= 0.6 * len(v):
         return True
     return False
@@ -158,6 +166,7 @@ def dominant_char(value: str) -> float:
     return max(Counter(value).values()) / len(value)
 
 
+@functools.lru_cache(maxsize=256)
 def is_code_like(value: str) -> bool:
     """Identifiers, attribute chains and calls: `self.token`, `os.getenv(`, `AutoTokenizer.from_pretrained(`."""
     v = value.strip()

@@ -268,6 +268,41 @@ def test_redact_many_finds_what_each_text_alone_would(redactor):
     assert [bool(o.findings) for o in one] == [False, True, False, True, True, True, False, True, False]
 
 
+def test_redact_many_runs_presidio_once_per_chunk_with_each_text_scanned_alone(redactor, monkeypatch):
+    """The batch path joins the candidate texts for ONE presidio `analyze` call per chunk, but every
+    recognizer scans each text on its own: a k8s Secret's two markers split over neighbouring texts
+    stay apart, spans never cross texts, offsets after multi-byte text map back exactly."""
+    from redact import engine
+
+    texts = []
+    for i in range(engine._DETECT_BATCH + 40):
+        texts += [
+            f"é{i}ü GITHUB_TOKEN={GH}",
+            "kind: Secret",  # alone: not a k8s manifest, so the next text's value stays
+            "data:\n  settings: " + rand(40, ALNUM) + "==",
+            f"{SLACK}",
+            f"ünïcödé then password: {PASSWORD} and again {PASSWORD}",
+            "plain words, nothing to see here",
+        ]
+    one = [redactor.redact(t) for t in texts]
+    calls = []
+    real = redactor.analyzer.analyze
+
+    def counting(*args, **kwargs):
+        calls.append(len(kwargs.get("text", args[0] if args else "")))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(redactor.analyzer, "analyze", counting)
+    many = redactor.redact_many(texts)
+    assert [(m.text, m.findings) for m in many] == [(o.text, o.findings) for o in one]
+    candidates = sum(1 for t in texts if redactor.scanner.triggered(t))
+    assert len(calls) == -(-candidates // engine._DETECT_BATCH)
+    assert one[0].text.endswith("GITHUB_TOKEN=[REDACTED:github_token]")
+    assert one[2].findings == []
+    assert redactor.redact(texts[1] + "\n" + texts[2]).text == "kind: Secret\ndata:\n  settings: [REDACTED:secret]"
+    assert one[4].text == "ünïcödé then password: [REDACTED:password] and again [REDACTED:remembered]"
+
+
 def test_prefilter_that_gives_up_runs_every_rule(redactor, monkeypatch):
     """When RE2's Set bails out (no sentinel in its answer), every rule runs: same findings."""
     text = f"DB_PASSWORD={PASSWORD} and {GH} in {JWT}"
