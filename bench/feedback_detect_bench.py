@@ -93,6 +93,7 @@ def main() -> int:
                         events.append({"at": p.timestamp, "session": session, "kind": "prompt", "ids": ids,
                                        "entities": ents})
             det = fd.detect(events, turns, fd.card_points(conn, statements))
+            det.detections, outdated = fd.drop_outdated(conn, det.detections)
             corrections = [t for t in turns if t.is_correction]
             entry = {
                 "agent": aid, "sessions": len(sessions), "cards": len(statements),
@@ -101,7 +102,7 @@ def main() -> int:
                 "corrections": len(corrections),
                 "recall_events": len(events),
                 "cards_recalled": sum(len(e["ids"]) for e in events),
-                "counts": det.counts(),
+                "counts": {**det.counts(), "outdated_in_session": outdated},
                 "recalls": [{"session": e["session"][:8], "kind": e["kind"], "at": e["at"],
                              "cards": [f"#{i} {statements.get(i, '?')}" for i in e["ids"]]} for e in events],
                 "correction_turns": [{"session": t.session[:8], "at": t.at, "text": t.text[:160]}

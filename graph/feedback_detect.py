@@ -21,6 +21,8 @@ The rule (docs/trust.md, "Detected feedback"):
 6. At most one event per (card, session, kind): the dedupe key makes re-running consolidation over
    the same sessions record nothing new. A card corrected in a session is not also recorded helpful
    in that session.
+7. No helpful event for a card the same session showed to be out of date (`outdated_in_session`:
+   superseded by a card learned there, or one of its relations ended or moved there).
 """
 
 from __future__ import annotations
@@ -239,6 +241,42 @@ def card_points(db: Any, ids: Iterable[int]) -> dict[int, CardPoint]:
     return out
 
 
+def outdated_in_session(conn: Any, card_id: int, session: str) -> bool:
+    """Whether `session` itself taught that the card is out of date: another card learned in it
+    supersedes this one, ends one of its relations, or (single-valued verbs) moves one of its
+    relations to another object. The agent then changed what the card says rather than following
+    it, so no helpful event is inferred (rule 7 in docs/trust.md)."""
+    from .relations import SINGLE_VALUED_PER_OBJECT, SINGLE_VALUED_PER_SUBJECT
+
+    row = conn.execute(
+        """SELECT 1 FROM cards c JOIN card_sessions cs ON cs.card_id = c.superseded_by
+           WHERE c.id = ? AND cs.session = ?""", (card_id, session)).fetchone()
+    if row:
+        return True
+    mine = conn.execute("SELECT subject_id, verb, object_id FROM relation_statements WHERE card_id = ? AND holds = 1",
+                        (card_id,)).fetchall()
+    for subject, verb, obj in mine:
+        later = conn.execute(
+            """SELECT object_id, holds, subject_id FROM relation_statements
+               WHERE session = ? AND verb = ? AND card_id != ? AND implicit = 0
+                 AND (subject_id = ? OR object_id = ?)""", (session, verb, card_id, subject, obj)).fetchall()
+        for o2, holds, s2 in later:
+            if not holds and s2 == subject and o2 == obj:
+                return True
+            if holds and verb in SINGLE_VALUED_PER_SUBJECT and s2 == subject and o2 != obj:
+                return True
+            if holds and verb in SINGLE_VALUED_PER_OBJECT and o2 == obj and s2 != subject:
+                return True
+    return False
+
+
+def drop_outdated(conn: Any, detections: list) -> tuple[list, int]:
+    """`detections` without the helpful ones rule 7 excludes, and how many were dropped."""
+    kept = [d for d in detections
+            if not (d.kind == "helpful" and outdated_in_session(conn, d.card_id, d.session))]
+    return kept, len(detections) - len(kept)
+
+
 def detect_and_record(db: Any, events: Iterable[dict[str, Any]], turns: Iterable[Turn | Sequence[Any]],
                       *, sessions: Iterable[str] | None = None) -> dict[str, Any]:
     """Detect over the events of `sessions` (all when None) and append the feedback (idempotent by
@@ -248,6 +286,7 @@ def detect_and_record(db: Any, events: Iterable[dict[str, Any]], turns: Iterable
     evs = [e for e in events if isinstance(e, dict) and (wanted is None or str(e.get("session")) in wanted)]
     ids = {i for e in evs for i in (e.get("ids") or []) if isinstance(i, int)}
     report = detect(evs, turns, card_points(conn, ids))
+    report.detections, outdated = drop_outdated(conn, report.detections)
     recorded = 0
     with transaction(conn):
         for d in report.detections:
@@ -259,6 +298,7 @@ def detect_and_record(db: Any, events: Iterable[dict[str, Any]], turns: Iterable
                 report.unknown_cards += 1
     out: dict[str, Any] = report.counts()
     out["recorded"] = recorded
+    out["outdated_in_session"] = outdated
     log.info("feedback detection: %s", out)
     return out
 

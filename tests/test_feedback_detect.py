@@ -130,3 +130,34 @@ def test_read_recall_log_with_rotation_and_bad_lines(db, tmp_path):
     assert bad == 2
     assert fd.read_recall_log(path) == ([], 0)
     assert fd.read_recall_log(tmp_path / "none" / "memory-recalls.jsonl") == ([], 0)
+
+
+def test_a_card_the_session_itself_made_out_of_date_is_not_helpful(tmp_path):
+    from graph.merge import merge_card
+    from graph.model import NewCard, RelationRef
+
+    store = open_db(tmp_path / "outdated.db")
+    now = datetime(2026, 3, 12, tzinfo=timezone.utc)
+
+    def card(statement, session, at, *relations):
+        return merge_card(store, NewCard(statement=statement, category="fact", confidence=0.7, session=session,
+                                         said_at=at, relations=list(relations)), now=now).card_id
+
+    host = card("auth-service runs on mini-lola.", "s1", "2026-03-02T10:00:00Z",
+                RelationRef("auth-service", "runs_on", "mini-lola"))
+    deps = card("billing-api depends on auth-service.", "s1", "2026-03-02T10:01:00Z",
+                RelationRef("billing-api", "depends_on", "auth-service"))
+    card("Moved auth-service off mini-lola; it runs on prod-k8s now.", "s2", "2026-03-12T10:00:00Z",
+         RelationRef("auth-service", "runs_on", "prod-k8s"))
+    card("billing-api also depends on ledger-api.", "s2", "2026-03-12T10:02:00Z",
+         RelationRef("billing-api", "depends_on", "ledger-api"))
+    conn = store.conn
+    # single-valued runs_on moved in s2: out of date there, not in s1; depends_on is multi-valued
+    assert [fd.outdated_in_session(conn, host, "s2"), fd.outdated_in_session(conn, host, "s1"),
+            fd.outdated_in_session(conn, deps, "s2")] == [True, False, False]
+    helpful = [fd.Detection(host, "helpful", "successful_use", "s2", "2026-03-12T10:05:00Z", "test"),
+               fd.Detection(deps, "helpful", "successful_use", "s2", "2026-03-12T10:05:00Z", "test"),
+               fd.Detection(host, "harmful", "correction", "s2", "2026-03-12T10:05:00Z", "test")]
+    kept, dropped = fd.drop_outdated(conn, helpful)
+    assert (kept, dropped) == ([helpful[1], helpful[2]], 1)
+    store.close()

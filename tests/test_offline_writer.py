@@ -13,9 +13,12 @@ from consolidate.writers.offline import (
     OfflineWriter,
     key_sentence,
     name_speaker,
+    question_topic,
     self_contained,
     speaker_label,
+    strip_address,
     user_point,
+    with_question,
 )
 
 
@@ -179,3 +182,62 @@ def test_an_answer_states_the_question_it_answers_and_cites_it_when_a_candidate(
     assert [(c.statement, c.evidence) for c in cards] == [
         ('Caroline saw the Perseids at Lake Tahoe last weekend (asked by Melanie: "How was the camping trip?").',
          ["P1", "P2"])]
+
+
+def test_a_long_question_is_carried_by_its_content_words_and_cited_when_a_candidate():
+    q_text = ("Melanie: That bowl is awesome, Caroline! What gave you the idea for all the colors and patterns "
+              "on the bowl you made?")
+    a = Passage(key="user:2", kind="user",
+                text=("Caroline: Thanks, Mel! I'm obsessed with those, so I made something to catch the eye and make "
+                      "people smile."),
+                conversation="c", message_id=2, timestamp="2026-01-10T10:00:01Z", exchange=2,
+                context=q_text, context_id=1)
+    q = Passage(key="user:1", kind="user", text=q_text, conversation="c", message_id=1,
+                timestamp="2026-01-10T10:00:00Z", exchange=1)
+    alone = WriteRequest(id="r", agent="a", conversation="c", candidates=[Candidate("P1", a, classify(a))],
+                         known_entities={})
+    both = WriteRequest(id="r", agent="a", conversation="c",
+                        candidates=[Candidate("P1", q, classify(q)), Candidate("P2", a, classify(a))], known_entities={})
+    statement = ("Caroline is obsessed with those, so they made something to catch the eye and make people smile "
+                 "(asked by Melanie about gave, idea, colors, patterns, bowl).")
+    assert [(c.statement, c.evidence) for c in OfflineWriter().write_one(alone).cards] == [(statement, ["P1"])]
+    assert [(c.statement, c.evidence) for c in OfflineWriter().write_one(both).cards] == [(statement, ["P1", "P2"])]
+
+
+@pytest.mark.parametrize("question, topic", [
+    ("What kind of books you got in your library?", ["books", "library"]),
+    ("Hey Mel, how did it feel being part of that community?", ["feel", "part", "community"]),
+    ("Did you?", []),
+])
+def test_question_topic_keeps_the_content_words_of_a_question(question, topic):
+    assert question_topic(question, {"Mel", "Caroline"}) == topic
+
+
+def test_with_question_gives_the_whole_question_when_it_fits_else_its_content_words_else_nothing():
+    short = "Caroline has lots of kids' books."
+    long = " ".join(["word"] * 29) + "."
+    longest = " ".join(["word"] * 33) + "."
+    ctx = "Melanie: Wow. What kind of books you got in your library, and which ones do the kids read the most?"
+    assert with_question(short, "Melanie: What kind of books you got in your library?", set()) == (
+        'Caroline has lots of kids\' books (asked by Melanie: "What kind of books you got in your library?").')
+    assert with_question(short, ctx, set()) == (
+        "Caroline has lots of kids' books (asked by Melanie about books, library, ones, kids, read).")
+    assert with_question(long, ctx, set()) == " ".join(["word"] * 29) + " (asked by Melanie about books, library)."
+    assert with_question(longest, ctx, set()) == longest
+    assert with_question(short, "Melanie: I painted the lake.", set()) == short
+
+
+def test_a_short_first_person_exclamation_is_part_of_the_account_and_a_spaced_dash_is_an_aside():
+    assert key_sentence("Yeah, I play clarinet! Started when I was young. That's so cool!", {}, speaker=True,
+                        people=set()) == "I play clarinet! Started when I was young."
+    assert key_sentence("So I'm carving out some me-time each day - running, reading, or playing my violin - "
+                        "which refreshes me.", {}, speaker=True, people=set()) == (
+        "So I'm carving out some me-time each day \u2013 running, reading, or playing my violin \u2013 which "
+        "refreshes me.")
+
+
+def test_vocatives_include_the_short_forms_of_a_speakers_name():
+    assert strip_address("Caroline is always here for you, Mel!", {"Melanie", "Caroline"}) == \
+        "Caroline is always here for you!"
+    assert strip_address("Mela, that looks great.", {"Melanie"}) == "That looks great."
+    assert strip_address("Melody is nice.", {"Melanie"}) == "Melody is nice."

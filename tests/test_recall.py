@@ -492,3 +492,69 @@ def test_a_memory_from_the_same_moment_of_a_conversation_joins_its_neighbour(sto
     assert [n["id"] for n in alone["notes"]] == [asked]
     assert [n["id"] for n in out["notes"]] == [asked, answer]
     assert out["notes"][1]["score"] == pytest.approx(recall_mod.NEIGHBOUR_SHARE * out["notes"][0]["score"], abs=1e-3)
+
+
+def _moment(store) -> tuple[int, int, str]:
+    asked = store.card("We watched the meteor shower from the campsite.")
+    answer = store.card("It was a moment of feeling tiny and in awe of the universe.")
+    far = store.card("Taxes are due in April; it was a moment of dread.")
+    with store.conn:
+        store.conn.executemany(
+            "INSERT INTO evidence(card_id, conversation, message_from, message_to, said_at, passage) "
+            "VALUES (?, ?, ?, ?, '2026-01-10T10:00:00Z', '')",
+            [(asked, "conv-1", 10, 10), (answer, "conv-1", 12, 12), (far, "conv-1", 40, 41)])
+    return asked, answer, "how did watching the meteor shower make you feel?"
+
+
+def test_the_neighbour_lift_runs_on_a_store_of_any_size_through_the_evidence_position_index(store, monkeypatch):
+    import graph.recall as recall_mod
+
+    asked, answer, prompt = _moment(store)
+    # A store above the full-scan size: the lift reads the evidence through the index only.
+    monkeypatch.setattr(recall_mod, "FULL_SCAN_MAX_CARDS", 1)
+    indexed = store.conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'evidence' ORDER BY name").fetchall()
+    plan = store.conn.execute(
+        "EXPLAIN QUERY PLAN SELECT card_id, message_from, message_to FROM evidence INDEXED BY evidence_position "
+        "WHERE conversation = ? AND message_from BETWEEN ? AND ? LIMIT ?", ("conv-1", 0, 14, 200)).fetchall()
+
+    out = recall(store.path, prompt)
+
+    assert indexed == [("evidence_card",), ("evidence_position",)]
+    assert [row[3] for row in plan] == [
+        "SEARCH evidence USING COVERING INDEX evidence_position (conversation=? AND message_from>? AND message_from<?)"]
+    assert [n["id"] for n in out["notes"]] == [asked, answer]
+    assert out["notes"][1]["score"] == pytest.approx(recall_mod.NEIGHBOUR_SHARE * out["notes"][0]["score"], abs=1e-3)
+
+
+def test_a_large_store_not_yet_migrated_to_the_evidence_index_skips_the_neighbour_lift(store, monkeypatch):
+    import graph.recall as recall_mod
+
+    asked, answer, prompt = _moment(store)
+    with store.conn:
+        store.conn.execute("DROP INDEX evidence_position")
+    monkeypatch.setattr(recall_mod, "FULL_SCAN_MAX_CARDS", 1)
+    large = recall(store.path, prompt)
+    monkeypatch.setattr(recall_mod, "FULL_SCAN_MAX_CARDS", 2000)
+    small = recall(store.path, prompt)
+
+    assert [n["id"] for n in large["notes"]] == [asked]
+    assert [n["id"] for n in small["notes"]] == [asked, answer]
+
+
+def test_the_neighbour_lift_reaches_back_no_further_than_its_lookback(store, monkeypatch):
+    import graph.recall as recall_mod
+
+    asked, answer, prompt = _moment(store)
+    # The answer's evidence now starts long before the asked card's and ends just after it.
+    with store.conn:
+        store.conn.execute("UPDATE evidence SET message_from = ?, message_to = 11 WHERE card_id = ?",
+                           (10 - recall_mod.NEIGHBOUR_SPAN - recall_mod.NEIGHBOUR_LOOKBACK - 1, answer))
+    far_start = recall(store.path, prompt)
+    with store.conn:
+        store.conn.execute("UPDATE evidence SET message_from = ? WHERE card_id = ?",
+                           (10 - recall_mod.NEIGHBOUR_SPAN - recall_mod.NEIGHBOUR_LOOKBACK, answer))
+    within = recall(store.path, prompt)
+
+    assert [n["id"] for n in far_start["notes"]] == [asked]
+    assert [n["id"] for n in within["notes"]] == [asked, answer]

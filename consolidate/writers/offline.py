@@ -195,7 +195,11 @@ def key_sentence(text: str, known: dict[str, str], *, speaker: bool = False,
     * with a `speaker` (a conversation among people: a turn is one speaker's account), the turn's
       informative sentences, best first while they fit, kept in their order; greetings, thanks,
       exclamations and questions are left out, bracketed asides ("[shares a photo: ...]") come
-      last, and interjections and vocatives of `people` ("Wow, Mel! ...") are stripped."""
+      last, and interjections and vocatives of `people` ("Wow, Mel! ...") are stripped; a dash
+      between spaces is an aside within the sentence ("me-time each day - running, reading -
+      which ..."), never a list bullet."""
+    if speaker:
+        text = re.sub(r"(?<=[\w,])\s+[-\u2013]\s+(?=\w)", " \u2013 ", text)
     sents = sentences(text)
     if not sents:
         return text.strip()
@@ -243,19 +247,62 @@ def _bare(sentence: str, correction: bool = False) -> str:
     return s
 
 
+def _vocatives(people: frozenset[str] | set[str]) -> str:
+    """A regex of `people`'s names and the short forms of their first words ("Mel", "Mela", ...
+    for Melanie: three letters or more), as whole words."""
+    if not people:
+        return ""
+    key = frozenset(people)
+    cached = _VOCATIVE_CACHE.get(key)
+    if cached is None:
+        forms: set[str] = set()
+        for name in people:
+            forms.add(re.escape(name))
+            first = name.split()[0]
+            if first.isalpha():
+                forms.update(re.escape(first[:i]) for i in range(3, len(first)))
+        cached = "(?:" + "|".join(sorted(forms, key=len, reverse=True)) + r")(?![\w'\u2019\-])"
+        if len(_VOCATIVE_CACHE) > 64:
+            _VOCATIVE_CACHE.clear()
+        _VOCATIVE_CACHE[key] = cached
+    return cached
+
+
+_VOCATIVE_CACHE: dict[frozenset, str] = {}
+
+
 def strip_address(sentence: str, people: frozenset[str] | set[str]) -> str:
     """A sentence without leading interjections ("Wow,", "Thanks!") and without vocatives of
-    `people` ("Mel, ...", "..., Caroline!")."""
+    `people` ("Caroline, ...", "..., Caroline!"), nor of their short forms ("Mel" for Melanie:
+    the first three or more letters of a name's first word)."""
     s = sentence
+    names = _vocatives(people)
     for _ in range(3):
         before = s
         s = _INTERJECTION.sub("", s)
-        for name in people:
-            s = re.sub(r"^" + re.escape(name) + r"\s*[,!.:]+\s*", "", s, flags=re.I)
-            s = re.sub(r",\s*" + re.escape(name) + r"\s*(?=[!.?]*$)", "", s, flags=re.I)
+        if names:
+            s = re.sub(r"^(?:" + names + r")\s*[,!.:]+\s*", "", s, flags=re.I)
+            s = re.sub(r",\s*(?:" + names + r")\s*(?=[!.?]*$)", "", s, flags=re.I)
         if s == before:
             break
     return s[:1].upper() + s[1:] if s and s is not sentence else s
+
+
+#: A short exclamation that is still an account: a first-person subject and a content word beyond
+#: these ("Yeah, I play clarinet!" is kept, "I love it!" is not).
+_FP_SUBJECT = re.compile(r"(?<![\w'\u2019])(?:I|we|my|our)(?![\w\-])", re.I)
+_EMPTY_VERBS = frozenset("love loved like liked feel felt think agree know hope wish bet guess mean miss totally "
+                         "really so too it that this one".split())
+
+
+def _exclaims_only(s: str) -> bool:
+    """A short exclamation with nothing of the speaker's own in it ("That's so cool!", "I love it!")."""
+    if not (s.endswith("!") and len(s.split()) <= 5):
+        return False
+    if not _FP_SUBJECT.search(s):
+        return True
+    words = [w.lower() for w in re.findall(r"[A-Za-z][\w'\u2019\-]+", s)]
+    return not any(w not in STOPWORDS and w not in _EMPTY_VERBS and not _FP_SUBJECT.fullmatch(w) for w in words)
 
 
 def _account(sents: list[str], known: dict[str, str], people: frozenset[str] | set[str]) -> str:
@@ -267,7 +314,7 @@ def _account(sents: list[str], known: dict[str, str], people: frozenset[str] | s
         if _BRACKETED.match(s):
             asides.append((i, s))
         elif s and not s.rstrip().endswith("?") and len(s.split()) >= 3 and \
-                not (_CHATTER.search(s) and len(s.split()) < 8) and not (s.endswith("!") and len(s.split()) <= 5):
+                not (_CHATTER.search(s) and len(s.split()) < 8) and not _exclaims_only(_INTERJECTION.sub("", s)):
             kept.append((i, s))
     if not kept:
         kept = [(i, strip_address(x, people) or x) for i, x in enumerate(sents)]
@@ -288,7 +335,7 @@ def _clip_words(s: str, limit: int = MAX_WORDS) -> str:
     if len(words) <= limit:
         return s
     head = " ".join(words[:limit])
-    for sep in ("; ", ", ", " - ", " — ", ": "):
+    for sep in ("; ", ", ", " - ", " — ", " \u2013 ", ": "):
         i = head.rfind(sep)
         if i > len(head) * 0.5:
             return head[:i].rstrip(" ,;:") + "."
@@ -606,17 +653,23 @@ _QUESTION_NOISE = frozenset("""what whats what's when where which who whom whose
     you've you're youre you'll you'd ever lately recently""".split())
 
 
+def question_of(context: str, people: frozenset[str] | set[str]) -> tuple[str | None, str] | None:
+    """(asker or None, the last question the context asks), or None when it asks nothing."""
+    asker, body = speaker_label(context.lstrip("…"))
+    asks = [strip_address(q, people) for q in sentences(body.lstrip("…")) if q.rstrip().endswith("?")]
+    return (asker, asks[-1].strip()) if asks else None
+
+
 def with_question(statement: str, context: str, people: frozenset[str] | set[str]) -> str:
     """An answer's statement with the question it answers ("How was the camping trip?" ->
     "Caroline saw the Perseids (asked by Melanie: "How was the camping trip?")."), so the card says
     what it is about. When the whole question would pass `MAX_WORDS` (or `QUESTION_WORDS`), its
     content words that fit (at least `QUESTION_TOPIC_MIN`) stand for it: "... (asked by Melanie
     about books, library)."; unchanged when not even those fit or the context asks nothing."""
-    asker, body = speaker_label(context.lstrip("…"))
-    asks = [strip_address(q, people) for q in sentences(body.lstrip("…")) if q.rstrip().endswith("?")]
-    if not asks:
+    asked = question_of(context, people)
+    if asked is None:
         return statement
-    q = asks[-1].strip()
+    asker, q = asked
     n_q = len(q.split())
     n_s = len(statement.split())
     if n_q < 3:
