@@ -1,6 +1,5 @@
 """graph.entities: one node per thing, aliases recorded, generic words are not entities."""
 
-import json
 from pathlib import Path
 
 import pytest

@@ -12,7 +12,6 @@ import time
 import types
 from pathlib import Path
 
-import pytest
 
 from consolidate.pipeline import consolidate_agent
 from consolidate.store import open_db
