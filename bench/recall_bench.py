@@ -5,7 +5,9 @@
 
 latency: builds (once, cached under --work) a synthetic agent straight into the graph schema with
 SQL: 100k cards with model2vec vectors, 10k entities (+aliases), 300k relation statements and the
-`relations` state derived from them. Then: in-process `recall()` p50/p95 for prompts and primers,
+`relations` state derived from them, and one evidence row per card (cards in id order fill
+conversations of 200; a store cached without evidence gets it, and its migrations, on the next run)
+so recall's conversation-neighbour lift reads real neighbours. Then: in-process `recall()` p50/p95 for prompts and primers,
 and the wall time of whole `reverie hook user-prompt-submit` processes next to
 `python3 -c "import sqlite3"` (and the venv's python) in the same run.
 

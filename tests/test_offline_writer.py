@@ -241,3 +241,21 @@ def test_vocatives_include_the_short_forms_of_a_speakers_name():
         "Caroline is always here for you!"
     assert strip_address("Mela, that looks great.", {"Melanie"}) == "That looks great."
     assert strip_address("Melody is nice.", {"Melanie"}) == "Melody is nice."
+
+
+def test_an_answer_to_a_question_asked_before_the_askers_last_sentence_carries_it_too():
+    q_text = "Melanie: Wow, that's a lovely photo! What did you paint last week? I'd love to see it!"
+    a = Passage(key="user:2", kind="user", text="Caroline: I painted a sunset over the lake with bright oranges.",
+                conversation="c", message_id=2, timestamp="2026-01-10T10:00:01Z", exchange=2,
+                context=q_text, context_id=1)
+    far = Passage(key="user:4", kind="user", text="Caroline: I painted a sunset over the lake with bright oranges.",
+                  conversation="c", message_id=4, timestamp="2026-01-10T10:00:01Z", exchange=4,
+                  context="Melanie: What did you paint? I went to the lake. It was cold. I'd love to go back!",
+                  context_id=3)
+    cards = [OfflineWriter().write_one(WriteRequest(id="r", agent="a", conversation="c",
+                                                    candidates=[Candidate("P1", p, classify(p))])).cards
+             for p in (a, far)]
+    assert [[(c.statement, c.evidence) for c in cs] for cs in cards] == [
+        [('Caroline painted a sunset over the lake with bright oranges (asked by Melanie: "What did you paint '
+          'last week?").', ["P1"])],
+        [("Caroline painted a sunset over the lake with bright oranges.", ["P1"])]]

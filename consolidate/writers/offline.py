@@ -13,6 +13,10 @@ the request's card cap:
   - a user turn without a label (Claude Code: the user is talking to the agent) states the point
     itself, never "the user ...": "I prefer X" -> "Prefer X", "we decided to use X" -> "Use X",
     "we moved X off Y" -> "Moved X off Y", "I always X" -> "Always X";
+  - a human turn that answers the question the previous human turn ends with carries that
+    question: whole when it fits (`(asked by Melanie: "How was the camping trip?")`), else its
+    content words that fit (`(asked by Melanie about idea, colors, patterns)`), so a card whose
+    answer says "those" or "it" still holds the words it is about (`with_question`);
 * entities: named things of the statement by pattern (`consolidate.classify.named_things`: hyphenated
   service names, hosts, buckets, repos, paths, backticked identifiers, well-known tools, capitalised
   names) plus the agent's known entity names, plus the speaker (a person) when the statement
@@ -653,6 +657,14 @@ _QUESTION_NOISE = frozenset("""what whats what's when where which who whom whose
     you've you're youre you'll you'd ever lately recently""".split())
 
 
+def asks_lately(context: str) -> bool:
+    """True when one of the last two sentences of a human turn is a question ("What did you paint?
+    I'd love to see it!"): the turn after it answers that question (`consolidate.classify.
+    answers_question` covers a turn that ends by asking)."""
+    _, body = speaker_label(context.lstrip("…"))
+    return any(q.rstrip().endswith("?") and len(q.split()) >= 3 for q in sentences(body.lstrip("…"))[-2:])
+
+
 def question_of(context: str, people: frozenset[str] | set[str]) -> tuple[str | None, str] | None:
     """(asker or None, the last question the context asks), or None when it asks nothing."""
     asker, body = speaker_label(context.lstrip("…"))
@@ -740,7 +752,7 @@ class OfflineWriter:
                                               context_named=context_named, user=p.kind == "user")
             if len(statement.split()) < 3 or (not speaker and UNRESOLVED_PERSON.search(statement)):
                 continue   # "I'm new here", "I'll import the bucket": nothing a future session can use
-            answered = answers_question(p)
+            answered = answers_question(p) or (p.kind == "user" and bool(p.context_id) and asks_lately(p.context))
             if answered:
                 with_q = with_question(statement, p.context, people)
                 drew = with_q != statement
