@@ -216,6 +216,19 @@ def source_key(conversation: str, keys: list[str]) -> str:
     return hashlib.sha256((conversation + "\n" + "\n".join(sorted(keys))).encode()).hexdigest()[:24]
 
 
+def _evidence_start(statement: str, passage) -> int:
+    """First message a card drawn from `passage` cites: the human turn the passage answers (its
+    `context_id`) when the statement carries at least two of that turn's content words (the card
+    was built from both turns), else the passage's own message."""
+    if not passage.context_id or not passage.context:
+        return passage.message_id
+    from graph.text import STOPWORDS, words
+
+    said = {w for w in words(statement) if len(w) >= 4 and w not in STOPWORDS}
+    asked = {w for w in words(passage.context) if len(w) >= 4 and w not in STOPWORDS}
+    return passage.context_id if len(said & asked) >= 2 else passage.message_id
+
+
 def to_new_card(verified, conversation: str, writer_name: str, now_iso: str):
     """A verified draft as the graph's NewCard (evidence = the cited passages' messages)."""
     from graph.model import EntityRef, Evidence, NewCard, RelationRef
@@ -236,7 +249,7 @@ def to_new_card(verified, conversation: str, writer_name: str, now_iso: str):
         importance=int(draft.importance),
         entities=[EntityRef(e.name, e.type) for e in draft.entities],
         relations=[RelationRef(r.subject, r.verb, r.object, r.holds) for r in draft.relations],
-        evidence=[Evidence(conversation, c.passage.message_id, c.passage.message_id,
+        evidence=[Evidence(conversation, _evidence_start(draft.statement, c.passage), c.passage.message_id,
                            c.passage.timestamp or said_at, c.passage.key) for c in cited],
         writer=writer_name,
         source_key=source_key(conversation, [c.passage.key for c in cited]),

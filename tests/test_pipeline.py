@@ -251,3 +251,17 @@ def test_killed_run_resumes_without_duplicates_or_gaps(reverie_home, tmp_path):
     evidence = sorted(r[0] for r in rows(path, "SELECT message_from FROM evidence"))
     assert evidence == sorted(r[0] for r in rows(fresh / "agents" / "demo" / "agent.db", "SELECT message_from FROM evidence"))
     assert rows(path, "SELECT last_message_id FROM progress") == [(80,)]
+
+
+def test_a_card_drawn_from_an_answer_cites_the_question_it_answers():
+    from types import SimpleNamespace
+
+    from consolidate.pipeline import _evidence_start
+
+    answer = SimpleNamespace(message_id=12, context_id=11, context="Melanie: How was the camping trip last weekend?")
+    alone = SimpleNamespace(message_id=12, context_id=0, context="")
+    assert [
+        _evidence_start("Caroline's camping trip last weekend was great: they saw the meteor shower.", answer),
+        _evidence_start("Caroline adopted a second dog named Oscar.", answer),   # does not draw on the question
+        _evidence_start("Caroline's camping trip was great.", alone),
+    ] == [11, 12, 12]
