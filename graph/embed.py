@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .text import content_words, is_identifier, words
+from .text import lexical_features
 
 log = logging.getLogger(__name__)
 
@@ -111,19 +111,7 @@ class LexicalEmbedder(Embedder):
         return hit
 
     def features(self, text: str) -> dict[str, float]:
-        feats: dict[str, float] = {}
-        toks = content_words(text)
-        for tok in toks:
-            feats["w:" + tok] = feats.get("w:" + tok, 0.0) + 1.0
-        for a, b in zip(toks, toks[1:]):
-            key = f"b:{a} {b}"
-            feats[key] = feats.get(key, 0.0) + 0.5
-        for w in words(text):
-            if is_identifier(w):
-                for piece in _split_identifier(w):
-                    key = "p:" + piece
-                    feats[key] = feats.get(key, 0.0) + 0.5
-        return feats
+        return lexical_features(text)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

@@ -28,7 +28,7 @@ from typing import Any
 
 from .model import ENTITY_TYPES, EntityRef
 from .store import connection
-from .text import fold
+from .text import NAME_SEP, NAME_STRIP, name_tokens
 
 log = logging.getLogger(__name__)
 
@@ -61,16 +61,11 @@ SYNONYMS = {
     "es": "elasticsearch", "rmq": "rabbitmq", "nodejs": "node", "node.js": "node",
 }
 
-_SEP = re.compile(r"[\s_\-]+")
-_STRIP = re.compile(r"^[\"'`(\[<{]+|[\"'`)\]>},;:!?.]+$")
+_SEP, _STRIP = NAME_SEP, NAME_STRIP
 _DIGITS = re.compile(r"\d+")
 
 
-def _tokens(name: str) -> list[str]:
-    text = fold(name).replace("`", " ")
-    text = re.sub(r"'s\b", "", text)
-    toks = [_STRIP.sub("", t) for t in text.split()]
-    return [t for t in toks if t]
+_tokens = name_tokens
 
 
 def _clean(tokens: list[str]) -> list[str]:

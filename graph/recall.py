@@ -89,7 +89,9 @@ else:
 
 from . import episodes as _episodes
 from . import trust as _trust
-from .text import NEGATIONS, STOPWORDS, fold, words
+from .text import NAME_SEP as _SEP
+from .text import NAME_STRIP as _STRIP
+from .text import NEGATIONS, STOPWORDS, name_tokens, words
 
 MARKER = "[reverie memory]"
 STANDING_CATEGORIES = ("correction", "decision", "preference")
@@ -311,17 +313,7 @@ def _date(value: str | None) -> str:
     return (value or "")[:10]
 
 
-# Mirrors graph.entities._tokens/normalize_entity (which cannot be imported on the hook path: its
-# module imports the store); tests/test_recall.py checks that both give the same keys.
-_SEP = re.compile(r"[\s_\-]+")
-_STRIP = re.compile(r"^[\"'`(\[<{]+|[\"'`)\]>},;:!?.]+$")
-
-
-def _name_tokens(text: str) -> list[str]:
-    text = fold(text).replace("`", " ")
-    text = re.sub(r"'s\b", "", text)
-    toks = [_STRIP.sub("", t) for t in text.split()]
-    return [t for t in toks if t]
+_name_tokens = name_tokens   # the same tokens graph.entities keys entities by
 
 
 def _ngrams(tokens: list[str], max_n: int = MAX_NGRAM) -> dict[str, tuple[int, int]]:

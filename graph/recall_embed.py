@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import sqlite3
 import struct
 import unicodedata
@@ -294,21 +293,9 @@ class LexicalLite:
         self.id = f"lexical:hash-v1:{dim}"
 
     def features(self, text: str) -> dict[str, float]:
-        from .text import content_words, is_identifier, words
+        from .text import lexical_features
 
-        feats: dict[str, float] = {}
-        toks = content_words(text)
-        for tok in toks:
-            feats["w:" + tok] = feats.get("w:" + tok, 0.0) + 1.0
-        for a, b in zip(toks, toks[1:]):
-            key = f"b:{a} {b}"
-            feats[key] = feats.get(key, 0.0) + 0.5
-        for w in words(text):
-            if is_identifier(w):
-                for piece in (p for p in re.split(r"[-_./:@+#]+", w) if p):
-                    key = "p:" + piece
-                    feats[key] = feats.get(key, 0.0) + 0.5
-        return feats
+        return lexical_features(text)
 
     def embed(self, text: str) -> dict[int, float] | None:
         import hashlib

@@ -91,3 +91,36 @@ def is_identifier(word: str) -> bool:
     """A token that names something precisely: has a digit or inner punctuation ("prod-k8s",
     "node18", "app.py", "v2")."""
     return any(c.isdigit() for c in word) or any(c in word for c in "-_./:@+#")
+
+
+NAME_SEP = re.compile(r"[\s_\-]+")                               # joins a name's tokens into its key
+NAME_STRIP = re.compile(r"^[\"'`(\[<{]+|[\"'`)\]>},;:!?.]+$")   # wrapping punctuation of a token
+
+
+def name_tokens(text: str) -> list[str]:
+    """Folded tokens of an entity name or a prompt, possessive `'s` and wrapping punctuation
+    removed: what entity keys are made of (graph.entities on write, graph.recall on read)."""
+    text = fold(text).replace("`", " ")
+    text = re.sub(r"'s\b", "", text)
+    toks = [NAME_STRIP.sub("", t) for t in text.split()]
+    return [t for t in toks if t]
+
+
+def lexical_features(text: str) -> dict[str, float]:
+    """Weighted features of the lexical embedder (graph.embed.LexicalEmbedder with numpy,
+    graph.recall_embed.LexicalLite without): stemmed content words, their bigrams (0.5) and the
+    pieces of identifiers (0.5)."""
+    feats: dict[str, float] = {}
+    toks = content_words(text)
+    for tok in toks:
+        feats["w:" + tok] = feats.get("w:" + tok, 0.0) + 1.0
+    for a, b in zip(toks, toks[1:]):
+        key = f"b:{a} {b}"
+        feats[key] = feats.get(key, 0.0) + 0.5
+    for w in words(text):
+        if is_identifier(w):
+            for piece in (q for q in re.split(r"[-_./:@+#]+", w) if q):
+                key = "p:" + piece
+                feats[key] = feats.get(key, 0.0) + 0.5
+    return feats
+
