@@ -105,7 +105,7 @@ def step_conversation(demo: Demo) -> None:
 
 
 def step_secrets(demo: Demo) -> None:
-    demo.section("11. Secrets: the planted fake AWS key never reached the disk (db, WAL, logs, recall log)")
+    demo.section("10. Secrets: the planted fake AWS key never reached the disk (db, WAL, logs, recall log)")
     mod = _load_samples_module()
     planted = getattr(mod, "PLANTED_SECRETS", ()) if mod else ()
     hits = 0
@@ -135,7 +135,7 @@ def _busiest_agent(demo: Demo) -> dict | None:
 def step_consolidate(demo: Demo) -> None:
     from .pipeline import consolidate_agent
 
-    demo.section("6. Consolidate offline: passages -> cards -> graph (reverie consolidate --now --all)")
+    demo.section("5. Consolidate offline: passages -> cards -> graph (reverie consolidate --now --all)")
     for agent in demo.state.get("agents") or []:
         s = consolidate_agent(demo.home, agent["id"], writer="offline", trigger="now")
         rejected = sum((s.get("cards_rejected") or {}).values())
@@ -153,14 +153,14 @@ def step_cards(demo: Demo) -> None:
     from .paths import agent_db_path
     from .store import open_db
 
-    demo.section("7. Memory cards (reverie export --markdown DIR shows them as Markdown)")
+    demo.section("6. Memory cards (reverie export --markdown DIR shows them as Markdown)")
     for agent in demo.state.get("agents") or []:
         db = open_db(agent_db_path(demo.home, agent["id"]))
         try:
             cards = active_cards(db.conn)
         finally:
             db.conn.close()
-        demo.out(f"  {agent['id']} ({len(cards)} cards)")
+        demo.out(f"  {agent['id']} ({len(cards)} memories; a point seen again reinforces its card)")
         for c in cards:
             demo.out(f"    #{c['id']} [{c['category']}, confidence {c['confidence']:.2f}, "
                      f"{c['sessions']} session{'s' if c['sessions'] != 1 else ''}] {c['statement']}")
@@ -177,7 +177,7 @@ def step_graph(demo: Demo) -> None:
     if not agent:
         return
     name = "auth-service"
-    demo.section(f"8. The graph around {name} (reverie graph {name} --agent {agent['id']})")
+    demo.section(f"7. The graph around {name} (reverie graph {name} --agent {agent['id']})")
     db = open_db(agent_db_path(demo.home, agent["id"]))
     try:
         entity = find_entity(db, name)
@@ -200,9 +200,9 @@ def step_recall(demo: Demo) -> None:
         return
     session = "demo-session"
     for title, event, payload in (
-        ("9. What the SessionStart hook injects (reverie hook session-start)", "session-start",
+        ("8. What the SessionStart hook injects (reverie hook session-start)", "session-start",
          {"session_id": session, "cwd": agent["cwd"], "hook_event_name": "SessionStart", "source": "startup"}),
-        (f"10. What the UserPromptSubmit hook injects for: {SAMPLE_PROMPT!r}", "user-prompt-submit",
+        (f"9. What the UserPromptSubmit hook injects for: {SAMPLE_PROMPT!r}", "user-prompt-submit",
          {"session_id": session, "cwd": agent["cwd"], "hook_event_name": "UserPromptSubmit", "prompt": SAMPLE_PROMPT}),
     ):
         demo.section(title)
