@@ -4,9 +4,7 @@ after committing stretches (trust watermark), and a refused API key."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import types
-from pathlib import Path
 
 import httpx2
 import pytest
@@ -15,50 +13,15 @@ from click.testing import CliRunner
 from consolidate.budget import RetryPolicy
 from consolidate.errors import ApiAuthFailed
 from consolidate.pipeline import consolidate_agent, consolidate_all
-from consolidate.store import open_db
-from consolidate.writers.base import WriteResult, sequential
+from consolidate.writers.base import WriteResult
 
-RULES = [
-    ("user", "From now on, always use pnpm instead of npm in this repo."),
-    ("assistant", "Understood, pnpm it is."),
-    ("user", "We moved auth-service off mini-lola, it runs on prod-k8s now."),
-    ("assistant", "Noted: auth-service runs on prod-k8s and mini-lola no longer hosts it."),
-    ("user", "Never commit directly to main; always open a pull request because CI gates the deploy."),
-    ("assistant", "Got it."),
-    ("user", "thanks!"),
-]
+import test_pipeline
+from test_pipeline import RULES, make_agent, rows
 
 
 class FakeRedactor:
     def redact(self, text: str):
         return types.SimpleNamespace(text=text, findings=[])
-
-
-def make_agent(home: Path, agent: str, conversations: dict[str, list[tuple[str, str]]]) -> Path:
-    """An agent db holding the given conversations (role, text) as the indexer would store them;
-    later conversations in the dict are newer."""
-    path = home / "agents" / agent / "agent.db"
-    db = open_db(path)
-    for n, (conv, turns) in enumerate(conversations.items()):
-        day = f"2026-10-{n + 1:02d}"
-        db.conn.execute("INSERT INTO conversations(id, cwd, first_at, last_at) VALUES (?,?,?,?)",
-                        (conv, "/w", f"{day}T09:00:00Z", f"{day}T10:00:00Z"))
-        for i, (role, text) in enumerate(turns):
-            mid = db.conn.execute(
-                "INSERT INTO messages(conversation, uuid, role, kind, timestamp) VALUES (?,?,?,?,?)",
-                (conv, f"{conv}-{i}", role, "message", f"{day}T09:{i:02d}:00Z")).lastrowid
-            db.conn.execute("INSERT INTO blocks(message_id, idx, type, text) VALUES (?,?,?,?)", (mid, 0, "text", text))
-    db.conn.commit()
-    db.close()
-    return path
-
-
-def rows(path: Path, sql: str) -> list[tuple]:
-    conn = sqlite3.connect(path)
-    try:
-        return [tuple(r) for r in conn.execute(sql)]
-    finally:
-        conn.close()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -97,24 +60,12 @@ def test_merge_fault_rolls_back_the_stretch_counts_attempts_then_skips_it(reveri
     assert statuses == [("partial", 0), ("partial", 0), ("partial", 1)]
 
 
-class ScriptedWriter:
-    name = "scripted"
-    model_backed = True
-
-    def __init__(self, script):
-        self.script = list(script)
-        self.requests = []
-
-    def estimate_cost(self, request):
-        return 0.0
-
-    def write_many(self, requests, budget):
-        return sequential(self, requests, budget)
+class ScriptedWriter(test_pipeline.ScriptedWriter):
+    """test_pipeline's scripted writer, except that the last step repeats once the script is used up."""
 
     def write_one(self, request, budget=None):
         self.requests.append(request)
-        fn = self.script[min(len(self.requests) - 1, len(self.script) - 1)]
-        return fn(request)
+        return self.script[min(len(self.requests) - 1, len(self.script) - 1)](request)
 
 
 def test_refusal_every_time_is_given_up_after_max_attempts(reverie_home):
