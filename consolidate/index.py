@@ -61,7 +61,7 @@ from typing import Any, Callable
 from . import agents as _agents
 from . import settings as _settings
 from .errors import ReverieError
-from .files import write_json_atomic
+from graph.files import write_json_atomic
 from .paths import agent_db_path, default_projects_dir, secrets_dir
 from .source import Parsed, Record, TranscriptFile, clip, discover, first_prompt_text, is_own_session_prompt, parse_line
 

@@ -97,7 +97,7 @@ def load_settings(home: Path) -> dict[str, Any]:
 
 def save_settings(home: Path, data: dict[str, Any]) -> Path:
     """Write settings atomically with mode 0600; returns the path."""
-    from .files import write_json_atomic
+    from graph.files import write_json_atomic
 
     path = write_json_atomic(settings_path(home), data, sort_keys=True)
     os.chmod(path, 0o600)

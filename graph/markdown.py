@@ -33,15 +33,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
 from graph.episodes import record_episode
+from graph.files import write_text_atomic
 from graph.forget import is_forgotten
 from graph.model import CATEGORIES
 from graph.text import normalize_statement
@@ -157,17 +156,7 @@ def _maintenance_section(conn, target: str | None, limit: int | None) -> list[st
 
 
 def _write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_text_atomic(path, text)
 
 
 def export_markdown(db: Any, directory: str | Path, *, agent: str, now: datetime | None = None) -> dict[str, Any]:

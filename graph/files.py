@@ -1,4 +1,5 @@
-"""Atomic file writes. Standard library only (the hook path may write through it).
+"""Atomic file writes, for the application and the libraries alike (it lives in graph/ because the
+libraries may not import consolidate). Standard library only (the hook path may write through it).
 
 Invariant: a reader sees either the old file or the whole new one, never a part; the new file has
 `mode` from its first byte (it is created private, then renamed over the old one).
