@@ -117,7 +117,23 @@ def needs_maintenance(confidence: float) -> bool:
 
 # --- feedback scoring -------------------------------------------------------------------------------
 
-class FeedbackScore:
+class _SlotValue:
+    """Equality and repr from `__slots__`: the value classes of this module without `dataclasses`
+    (which imports `inspect`, milliseconds on the hook path)."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def _key(self) -> tuple:
+        return tuple(getattr(self, k) for k in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._key() == other._key()
+
+    def __repr__(self) -> str:
+        return type(self).__name__ + "(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
+
+
+class FeedbackScore(_SlotValue):
     """Counts and decayed sums of one card's feedback log, as of `now` with one half-life.
     (A plain class: `dataclasses` imports `inspect` and `typing.NamedTuple` imports `typing`,
     milliseconds on the hook path.)"""
@@ -129,15 +145,6 @@ class FeedbackScore:
         self.events, self.helpful_count, self.harmful_count = events, helpful_count, harmful_count
         self.helpful, self.harmful = helpful, harmful      # sums of 0.5 ** (age_days / half_life)
         self.last_at = last_at
-
-    def _key(self) -> tuple:
-        return tuple(getattr(self, k) for k in self.__slots__)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, FeedbackScore) and self._key() == other._key()
-
-    def __repr__(self) -> str:
-        return "FeedbackScore(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
 
     @property
     def harm_share(self) -> float:
@@ -266,7 +273,7 @@ def strength(sessions: int, confidence: float, score: float = 0.0, maturity: str
     return round(recurrence * trust * feedback, 6)
 
 
-class CardTrust:
+class CardTrust(_SlotValue):
     """What recall needs to know about one card. (A plain class: see FeedbackScore.)"""
 
     __slots__ = ("id", "confidence", "maturity", "score", "strength", "pinned", "anti_pattern",
@@ -279,15 +286,6 @@ class CardTrust:
         self.pinned, self.anti_pattern, self.contradicted = pinned, anti_pattern, contradicted
         self.helpful, self.harmful = helpful, harmful
         self.flags = list(flags) if flags is not None else []
-
-    def _key(self) -> tuple:
-        return tuple(getattr(self, k) for k in self.__slots__)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, CardTrust) and self._key() == other._key()
-
-    def __repr__(self) -> str:
-        return "CardTrust(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
 
     @property
     def deprecated(self) -> bool:
