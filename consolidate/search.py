@@ -27,23 +27,18 @@ def _term_query(term: str) -> str:
 def search_history(conn: sqlite3.Connection, query: str, limit: int = 10) -> list[dict[str, Any]]:
     """Message blocks matching `query` (all content words, else any), best BM25 first, with the
     conversation id, timestamp, role and a snippet."""
-    from graph.recall import MARKER, _fts_terms
+    from graph.recall import MARKER, _fts_terms, all_then_any
 
     terms = _fts_terms(query)
     if not terms:
         return []
-    rows: list[tuple] = []
-    for op in (" AND ", " OR "):
-        rows = conn.execute(
-            """SELECT m.conversation, m.id, m.timestamp, m.role, b.type, b.tool_name,
-                      snippet(blocks_fts, 0, '[', ']', '...', 24), bm25(blocks_fts) AS score
-               FROM blocks_fts JOIN blocks b ON b.id = blocks_fts.rowid JOIN messages m ON m.id = b.message_id
-               WHERE blocks_fts MATCH ? AND instr(b.text, ?) = 0
-               ORDER BY score, b.id LIMIT ?""",
-            (op.join(_term_query(t) for t in terms), MARKER, limit),
-        ).fetchall()
-        if rows or len(terms) == 1:
-            break
+    rows = all_then_any(lambda match: conn.execute(
+        """SELECT m.conversation, m.id, m.timestamp, m.role, b.type, b.tool_name,
+                  snippet(blocks_fts, 0, '[', ']', '...', 24), bm25(blocks_fts) AS score
+           FROM blocks_fts JOIN blocks b ON b.id = blocks_fts.rowid JOIN messages m ON m.id = b.message_id
+           WHERE blocks_fts MATCH ? AND instr(b.text, ?) = 0
+           ORDER BY score, b.id LIMIT ?""",
+        (match, MARKER, limit)).fetchall(), [_term_query(t) for t in terms])
     return [{"conversation": conv, "message_id": mid, "at": ts or "", "role": role, "type": btype,
              "tool": tool, "snippet": " ".join((snip or "").split()), "score": round(-float(score), 4)}
             for conv, mid, ts, role, btype, tool, snip, score in rows[:limit]]

@@ -1047,6 +1047,16 @@ def recalled_ids(result: dict[str, Any]) -> tuple[list[int], list[str]]:
     return ids, [e["name"] for e in result.get("entities", [])]
 
 
+def all_then_any(fetch: Callable[[str], list], parts: list[str]) -> list:
+    """`fetch(match)` for the FTS5 query that needs every part (AND); when that finds nothing and
+    there are several parts, for the query that needs any of them (OR). `reverie search` uses it
+    over cards and over history."""
+    rows = fetch(" AND ".join(parts))
+    if rows or len(parts) <= 1:
+        return rows
+    return fetch(" OR ".join(parts))
+
+
 def search_cards(conn: sqlite3.Connection, query: str, limit: int = 10) -> list[dict[str, Any]]:
     """Cards matching `query` (every content word if any card has them all, else any): active ones
     first, then best BM25. Faded and superseded cards are listed after them with their status (search
@@ -1054,17 +1064,12 @@ def search_cards(conn: sqlite3.Connection, query: str, limit: int = 10) -> list[
     terms = _fts_terms(query)
     if not terms:
         return []
-    rows: list[tuple] = []
-    for op in (" AND ", " OR "):
-        rows = conn.execute(
-            f"""SELECT {_CARD_COLS}, c.status, c.superseded_by, f.score FROM
-                  (SELECT rowid, bm25(cards_fts) AS score FROM cards_fts WHERE cards_fts MATCH ?
-                   ORDER BY score LIMIT ?) f
-                JOIN cards c ON c.id = f.rowid ORDER BY c.status != 'active', f.score, c.id""",
-            (op.join(_phrase(t) for t in terms), limit),
-        ).fetchall()
-        if rows or len(terms) == 1:
-            break
+    rows = all_then_any(lambda match: conn.execute(
+        f"""SELECT {_CARD_COLS}, c.status, c.superseded_by, f.score FROM
+              (SELECT rowid, bm25(cards_fts) AS score FROM cards_fts WHERE cards_fts MATCH ?
+               ORDER BY score LIMIT ?) f
+            JOIN cards c ON c.id = f.rowid ORDER BY c.status != 'active', f.score, c.id""",
+        (match, limit)).fetchall(), [_phrase(t) for t in terms])
     out = []
     for r in rows:
         card = _card(r)
