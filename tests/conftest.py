@@ -26,3 +26,13 @@ def shared_fixtures():
     if not SHARED_FIXTURES.exists():
         pytest.skip("../shared/fixtures not present")
     return SHARED_FIXTURES
+
+
+@pytest.fixture
+def db(tmp_path):
+    """A blank agent db with every migration applied (consolidate.store.open_db)."""
+    from consolidate.store import open_db
+
+    d = open_db(tmp_path / "agent.db")
+    yield d
+    d.close()

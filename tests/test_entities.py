@@ -2,22 +2,13 @@
 
 from pathlib import Path
 
-import pytest
 
-from consolidate.store import open_db
 from graph.entities import EntityResolver, display_name, is_generic, normalize_entity
 from graph.merge import MergeSession
 from graph.model import EntityRef, NewCard
 
 ROOT = Path(__file__).resolve().parent.parent
 NOW = "2025-03-01T00:00:00Z"
-
-
-@pytest.fixture
-def db(tmp_path):
-    d = open_db(tmp_path / "agent.db")
-    yield d
-    d.close()
 
 
 def test_normalization():

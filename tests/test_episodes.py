@@ -4,15 +4,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from consolidate.store import open_db
 from graph import episodes as ep
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
-
-
-@pytest.fixture
-def db(tmp_path):
-    return open_db(tmp_path / "agent.db")
 
 
 def consolidate_session(db, n, *, confidence=ep.OFFLINE_CONFIDENCE, summary=None):

@@ -3,7 +3,6 @@
 import json
 from datetime import datetime, timezone
 
-import pytest
 from click.testing import CliRunner
 
 from consolidate.commands import build_cli
@@ -36,13 +35,6 @@ def counts(db):
     return {t: db.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in
             ("cards", "evidence", "card_sessions", "card_entities", "entities", "entity_aliases",
              "relation_statements", "relations", "forgotten")}
-
-
-@pytest.fixture
-def db(tmp_path):
-    d = open_db(tmp_path / "agent.db")
-    yield d
-    d.close()
 
 
 def test_forget_card_then_merge_the_same_card_again_is_refused(db):

@@ -4,21 +4,12 @@ import json
 import os
 from datetime import datetime, timedelta, timezone
 
-import pytest
 
-from consolidate.store import open_db
 from graph import lifecycle
 from graph.merge import MergeSession
 from graph.model import NewCard
 
 T0 = datetime(2025, 1, 1, 9, 0, tzinfo=timezone.utc)
-
-
-@pytest.fixture
-def db(tmp_path):
-    d = open_db(tmp_path / "agent.db")
-    yield d
-    d.close()
 
 
 def note(statement, session, at):

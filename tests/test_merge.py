@@ -17,13 +17,6 @@ from conftest import SHARED_MODEL
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
 
 
-@pytest.fixture
-def db(tmp_path):
-    d = open_db(tmp_path / "agent.db")
-    yield d
-    d.close()
-
-
 @pytest.fixture(scope="module")
 def model():
     if not SHARED_MODEL.exists():

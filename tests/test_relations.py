@@ -5,19 +5,11 @@ from itertools import permutations
 
 import pytest
 
-from consolidate.store import open_db
 from graph import lifecycle
 from graph.merge import MergeSession
 from graph.model import EntityRef, NewCard, RelationRef
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
-
-
-@pytest.fixture
-def db(tmp_path):
-    d = open_db(tmp_path / "agent.db")
-    yield d
-    d.close()
 
 
 def fact(statement, session, said_at, relations, entities=()):

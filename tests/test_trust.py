@@ -36,11 +36,6 @@ def conf(db, cid):
     return db.conn.execute("SELECT confidence FROM cards WHERE id = ?", (cid,)).fetchone()[0]
 
 
-@pytest.fixture
-def db(tmp_path):
-    return open_db(tmp_path / "agent.db")
-
-
 # --- confidence ------------------------------------------------------------------------------------
 
 def test_decay_and_restore_over_many_sessions(db):
