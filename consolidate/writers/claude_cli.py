@@ -117,15 +117,15 @@ class ClaudeCliWriter:
             if proc.returncode != 0 and not isinstance(data, dict):
                 detail = (proc.stderr or "")[-300:]
                 if _AUTH.search(detail):
-                    raise _Auth(f"claude exited {proc.returncode}: not logged in or credentials refused "
+                    raise _CliError("auth", f"claude exited {proc.returncode}: not logged in or credentials refused "
                                 "(run `claude` once to log in)")
                 if _TRANSIENT.search(detail):
                     raise Transient(f"claude exited {proc.returncode} (transient)")
-                raise _Failed(f"claude exited {proc.returncode}")
+                raise _CliError("failed", f"claude exited {proc.returncode}")
             if not isinstance(data, dict):
-                raise _Malformed("claude printed no JSON result")
+                raise _CliError("malformed", "claude printed no JSON result")
             if data.get("is_error") and _AUTH.search(str(data.get("result", ""))):
-                raise _Auth("claude: not logged in or credentials refused (run `claude` once to log in)")
+                raise _CliError("auth", "claude: not logged in or credentials refused (run `claude` once to log in)")
             if data.get("is_error") and _TRANSIENT.search(str(data.get("result", ""))):
                 raise Transient(f"claude error: {data.get('subtype', 'error')}")
             return data
@@ -135,14 +135,8 @@ class ClaudeCliWriter:
         except Transient as exc:
             result.error = WriteError("transient", f"{exc} after {self.retry.attempts} attempts", retryable=True)
             return result
-        except _Malformed as exc:
-            result.error = WriteError("malformed", str(exc))
-            return result
-        except _Failed as exc:
-            result.error = WriteError("failed", str(exc))
-            return result
-        except _Auth as exc:
-            result.error = WriteError("auth", str(exc))
+        except _CliError as exc:
+            result.error = WriteError(exc.kind, str(exc))
             return result
         except ReverieError as exc:
             result.error = WriteError("failed", str(exc))
@@ -177,13 +171,10 @@ class ClaudeCliWriter:
         return result
 
 
-class _Malformed(Exception):
-    pass
+class _CliError(Exception):
+    """A call that will not succeed by retrying it now; `kind` is its WriteError kind
+    (malformed | failed | auth)."""
 
-
-class _Failed(Exception):
-    pass
-
-
-class _Auth(Exception):
-    pass
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
