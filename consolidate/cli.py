@@ -30,7 +30,18 @@ def main(argv: list[str] | None = None) -> None:
     if hook is not None:
         from .hook import run_hook
 
-        sys.exit(run_hook(hook[0], hook[1]))
+        code = run_hook(hook[0], hook[1])
+        if argv is None:
+            # A hook process: what it printed is flushed and what it recorded is closed, so skip the
+            # interpreter's teardown (freeing every module: ~3 ms of the hook's budget).
+            import os
+
+            try:
+                sys.stdout.flush()
+            except BaseException:  # noqa: BLE001  (fail open: a closed pipe is not an error)
+                pass
+            os._exit(code)
+        sys.exit(code)
     from .commands import build_cli
 
     build_cli().main(args=args, prog_name="reverie")

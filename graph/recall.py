@@ -87,7 +87,6 @@ if TYPE_CHECKING:
 else:
     Protocol = object   # PromptEmbedder is a structural type for readers and type checkers only
 
-from . import episodes as _episodes
 from . import trust as _trust
 from .text import NAME_SEP as _SEP
 from .text import NAME_STRIP as _STRIP
@@ -443,14 +442,31 @@ _MONTHS["sept"] = 9
 _MON = r"(?P<m>January|February|March|April|May|June|July|August|September|October|November|December|" \
        r"Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?"
 _YEAR = r"(?P<y>(?:19|20)\d\d)"
-_DATE_PATTERNS = (
-    re.compile(r"\b(?P<iso>(?:19|20)\d\d-[01]\d-[0-3]\d)\b"),
-    re.compile(r"\b" + _MON + r"\s+(?P<d>[0-3]?\d)(?:st|nd|rd|th)?\b(?:,?\s+" + _YEAR + r"\b)?"),
-    re.compile(r"\b(?P<d>[0-3]?\d)(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MON + r"\b(?:,?\s+" + _YEAR + r"\b)?"),
-    re.compile(r"\b" + _MON + r",?\s+" + _YEAR + r"\b"),
-    re.compile(r"\b(?:in|during|since|until|of|last|this|next|early|late|mid)[\s-]+" + _MON + r"\b"),
-    re.compile(r"\b(?:in|during|since|of|for)\s+" + _YEAR + r"\b"),
+_DATE_SOURCES = (
+    r"\b(?P<iso>(?:19|20)\d\d-[01]\d-[0-3]\d)\b",
+    r"\b" + _MON + r"\s+(?P<d>[0-3]?\d)(?:st|nd|rd|th)?\b(?:,?\s+" + _YEAR + r"\b)?",
+    r"\b(?P<d>[0-3]?\d)(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MON + r"\b(?:,?\s+" + _YEAR + r"\b)?",
+    r"\b" + _MON + r",?\s+" + _YEAR + r"\b",
+    r"\b(?:in|during|since|until|of|last|this|next|early|late|mid)[\s-]+" + _MON + r"\b",
+    r"\b(?:in|during|since|of|for)\s+" + _YEAR + r"\b",
 )
+
+#: Every date pattern needs a year (19xx/20xx) or a month name, which starts with one of these.
+_DATE_HINTS = ("19", "20", "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_DATE_COMPILED: list = []
+
+
+def _may_name_date(text: str) -> bool:
+    """False only when no date pattern can match `text` (so most prompts never compile them)."""
+    return any(h in text for h in _DATE_HINTS)
+
+
+def _date_patterns() -> list:
+    """The compiled date patterns, compiled on first use (~1 ms: not paid by a hook whose prompt
+    names no date)."""
+    if not _DATE_COMPILED:
+        _DATE_COMPILED.extend(re.compile(src) for src in _DATE_SOURCES)
+    return _DATE_COMPILED
 
 
 def prompt_dates(prompt: str) -> list[tuple[str, str]]:
@@ -459,7 +475,9 @@ def prompt_dates(prompt: str) -> list[tuple[str, str]]:
     month of any year ("in June": first = last = '-06'), a year. Capitalised month names only."""
     out: list[tuple[str, str]] = []
     taken: list[tuple[int, int]] = []
-    for rx in _DATE_PATTERNS:
+    if not _may_name_date(prompt):
+        return out
+    for rx in _date_patterns():
         for m in rx.finditer(prompt[:MAX_PROMPT_CHARS]):
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue
@@ -928,6 +946,8 @@ def recall(db_path: str | os.PathLike, prompt: str, *, session: str | None = Non
             standing = [c for c in standing if c["id"] not in hidden]
             for c in standing:
                 c.update({k: ann["cards"][c["id"]][k] for k in ("confidence", "maturity")})
+            from . import episodes as _episodes   # the primer only: ~0.5 ms of every prompt's import
+
             recent = _episodes.recent_context(conn)
         elif prompt.strip():
             named = match_entities(conn, prompt)
