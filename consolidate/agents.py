@@ -18,17 +18,19 @@ directories as the indexer saw them after redaction.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
 import re
-from pathlib import Path
 TYPE_CHECKING = False  # typing costs the hook path ~1.5 ms
 if TYPE_CHECKING:
     from typing import Any, Iterator
 
 from . import settings as _settings
-from .paths import agent_db_path, agents_dir
+from .paths import AGENT_DB, AGENTS_DIR, agent_db_path, in_home
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the hook path imports this module
+if TYPE_CHECKING:
+    from pathlib import Path
 
 REGISTRY_NAME = "agents.json"
 _SLUG_MAX = 40
@@ -36,6 +38,8 @@ _ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
 
 def registry_path(home: Path) -> Path:
+    from pathlib import Path
+
     return Path(home) / REGISTRY_NAME
 
 
@@ -58,10 +62,11 @@ def _norm_dir(path: str) -> str:
     return p
 
 
-def load_registry(home: Path) -> dict[str, Any]:
+def load_registry(home: str | Path) -> dict[str, Any]:
     """The registry (empty when absent or unreadable)."""
     try:
-        data = json.loads(registry_path(home).read_text(encoding="utf-8"))
+        with open(in_home(home, REGISTRY_NAME), encoding="utf-8") as fh:
+            data = json.loads(fh.read())
     except (OSError, ValueError):
         return {"version": 1, "agents": {}}
     if not isinstance(data, dict) or not isinstance(data.get("agents"), dict):
@@ -132,7 +137,6 @@ def agent_for_cwd(home: Path, cwd: str) -> str | None:
     only, two small JSON reads; the hook path calls it). Disabled agents are still returned: what
     exists stays readable (see `is_disabled`)."""
     try:
-        home = Path(home)
         return resolve(cwd, _settings.load_settings(home), load_registry(home))
     except Exception:  # noqa: BLE001  (the hook fails open)
         return None
@@ -144,7 +148,7 @@ def disabled_agents(settings: dict) -> set[str]:
 
 
 def is_disabled(home: Path, agent_id: str) -> bool:
-    return agent_id in disabled_agents(_settings.load_settings(Path(home)))
+    return agent_id in disabled_agents(_settings.load_settings(home))
 
 
 def _registry_lock(home: Path):
@@ -156,6 +160,9 @@ def _registry_lock(home: Path):
 
 
 def _registry_locked(home: Path) -> Iterator[None]:
+    from pathlib import Path
+
+    home = Path(home)
     home.mkdir(parents=True, exist_ok=True)
     lock_path = home / (REGISTRY_NAME + ".lock")
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -201,6 +208,8 @@ def assign_agent(home: Path, cwd: str, settings: dict | None = None) -> str:
     registered directory joins that directory's agent (see `resolve`; not recorded). Safe against a
     concurrent indexer: the read-modify-write runs under the registry lock.
     """
+    from pathlib import Path
+
     home = Path(home)
     settings = settings if settings is not None else _settings.load_settings(home)
     cwd_n = _norm_dir(cwd)
@@ -230,19 +239,21 @@ def _mapped_ids(settings: dict) -> set[str]:
 
 def _existing_dirs(home: Path) -> set[str]:
     try:
-        return {e.name for e in os.scandir(agents_dir(home)) if e.is_dir()}
+        return {e.name for e in os.scandir(in_home(home, AGENTS_DIR)) if e.is_dir()}
     except OSError:
         return set()
 
 
 def _now() -> str:
+    import datetime as _dt  # not on the hook path
+
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def known_agent_ids(home: Path) -> list[str]:
     """Ids in the registry plus any agent folder holding an agent.db, sorted."""
     ids = set(load_registry(home).get("agents", {}))
-    ids |= {i for i in _existing_dirs(home) if agent_db_path(home, i).exists()}
+    ids |= {i for i in _existing_dirs(home) if os.path.exists(in_home(home, AGENTS_DIR, i, AGENT_DB))}
     return sorted(ids)
 
 
@@ -250,6 +261,8 @@ def list_agents(home: Path) -> list[dict[str, Any]]:
     """One dict per agent: id, cwd (first directory), cwds, conversations, messages, first, last
     (timestamps), transcripts_on_disk (main session files of this agent still on disk), disabled,
     db_bytes. Read-only: an agent without a db lists zeros."""
+    from pathlib import Path
+
     from .index import agent_stats  # SQL of the index lives in consolidate.index
 
     home = Path(home)

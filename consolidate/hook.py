@@ -25,12 +25,13 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
+
 TYPE_CHECKING = False  # typing costs the hook path ~1.5 ms
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
-from .paths import ENV_CHILD_GUARD, agent_db_path, recall_log_path, resolve_home, secrets_dir
+from .paths import AGENT_DB, AGENTS_DIR, CACHE_DIR, ENV_CHILD_GUARD, RECALL_LOG, SECRETS_DIR, home_dir, in_home
 
 EVENTS = {"session-start": ("SessionStart", "primer"), "user-prompt-submit": ("UserPromptSubmit", "prompt")}
 #: Seconds a hook may take before it gives up silently (settings `recall.hook_deadline_s`); below the
@@ -76,13 +77,14 @@ def _arm(seconds: float):
         return timer.cancel
 
 
-def append_recall_log(path: Path, entry: dict[str, Any], max_bytes: int = RECALL_LOG_MAX_BYTES) -> None:
+def append_recall_log(path: str | Path, entry: dict[str, Any], max_bytes: int = RECALL_LOG_MAX_BYTES) -> None:
     """Append one JSON line; first rotate `path` to `path.1` when it has reached `max_bytes`.
     Rotation and append happen under an advisory lock (where fcntl exists), so concurrent hooks
     neither interleave lines nor rotate twice."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = os.fspath(path)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     line = (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-    lock_fd = os.open(str(path) + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    lock_fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
             import fcntl
@@ -91,12 +93,12 @@ def append_recall_log(path: Path, entry: dict[str, Any], max_bytes: int = RECALL
         except ImportError:  # pragma: no cover  (Windows)
             pass
         try:
-            if path.stat().st_size >= max_bytes:
+            if os.stat(path).st_size >= max_bytes:
                 # shift .1 -> .2 first, so two rotations between consolidations lose nothing
                 # (graph.lifecycle.read_recall_events follows numbered siblings by identity)
-                older = path.with_name(path.name + ".1")
-                if older.exists():
-                    os.replace(older, path.with_name(path.name + ".2"))
+                older = path + ".1"
+                if os.path.exists(older):
+                    os.replace(older, path + ".2")
                 os.replace(path, older)
         except FileNotFoundError:
             pass
@@ -134,7 +136,7 @@ class Injection:
 
     __slots__ = ("agent", "db", "kind", "session", "result", "text", "output", "entry", "_pending", "_home")
 
-    def __init__(self, home: Path, agent: str, db: Path, kind: str, session: str | None,
+    def __init__(self, home: str | Path, agent: str, db: str, kind: str, session: str | None,
                  result: dict[str, Any]) -> None:
         from graph.recall import recalled_ids
 
@@ -160,10 +162,10 @@ class Injection:
             record_session(self.db, self.session, self._pending)
             self._pending = None
         if log:
-            append_recall_log(recall_log_path(self._home, self.agent), self.entry)
+            append_recall_log(in_home(self._home, AGENTS_DIR, self.agent, RECALL_LOG), self.entry)
 
 
-def recall_for_agent(home: Path, agent: str, kind: str, prompt: str = "", *, session: str | None = None,
+def recall_for_agent(home: str | Path, agent: str, kind: str, prompt: str = "", *, session: str | None = None,
                      reset_session: bool = False, settings: dict[str, Any] | None = None) -> Injection:
     """The one recall both the hook and `reverie recall` run: the agent's db (which must exist),
     budgets, embedding model and feedback half-life from settings, the remembered-secret check.
@@ -174,15 +176,14 @@ def recall_for_agent(home: Path, agent: str, kind: str, prompt: str = "", *, ses
     from graph.recall import Budgets, recall, record_session
     from graph.recall_embed import prompt_embedder
 
-    home = Path(home)
     settings = settings if settings is not None else settings_mod.load_settings(home)
-    db = agent_db_path(home, agent)
+    db = in_home(home, AGENTS_DIR, agent, AGENT_DB)
     scrub = secret_scrubber(home)
     if scrub is None:
         raise ScrubberUnavailable()
     if session and reset_session:
         record_session(db, session, None, reset_session=True)
-    embedder = prompt_embedder(settings_mod.get(settings, "embedding_model"), home / "cache")
+    embedder = prompt_embedder(settings_mod.get(settings, "embedding_model"), in_home(home, CACHE_DIR))
     result = recall(db, prompt or "", session=session, kind=kind,
                     budgets=Budgets.from_settings(settings_mod.get(settings, "recall", {})),
                     embedder=embedder, scrub=scrub, agent=agent, record=False,
@@ -190,7 +191,7 @@ def recall_for_agent(home: Path, agent: str, kind: str, prompt: str = "", *, ses
     return Injection(home, agent, db, kind, session, result)
 
 
-def prepare_injection(event: str, data: dict[str, Any], home: Path, settings: dict[str, Any] | None = None,
+def prepare_injection(event: str, data: dict[str, Any], home: str | Path, settings: dict[str, Any] | None = None,
                       ) -> Injection | None:
     """The injection for one hook call, not yet recorded, or None when nothing is to be injected
     (bad input, unknown cwd, switched-off agent, no database, nothing relevant, no secret check).
@@ -208,7 +209,7 @@ def prepare_injection(event: str, data: dict[str, Any], home: Path, settings: di
     agent = agents.resolve(cwd, settings, agents.load_registry(home))
     if not agent or agent in agents.disabled_agents(settings) or not agents.valid_agent_id(agent):
         return None
-    if not agent_db_path(home, agent).is_file():
+    if not os.path.isfile(in_home(home, AGENTS_DIR, agent, AGENT_DB)):
         return None
     prompt = data.get("prompt") if kind == "prompt" else ""
     if kind == "prompt" and (not isinstance(prompt, str) or not prompt.strip()):
@@ -222,7 +223,7 @@ def prepare_injection(event: str, data: dict[str, Any], home: Path, settings: di
     return injection if injection.text else None
 
 
-def build_injection(event: str, data: dict[str, Any], home: Path, settings: dict[str, Any] | None = None,
+def build_injection(event: str, data: dict[str, Any], home: str | Path, settings: dict[str, Any] | None = None,
                     ) -> tuple[dict[str, Any], str, dict[str, Any]] | None:
     """(hook output, agent id, recall-log entry) for a caller that shows the text right away (the
     demo): like `prepare_injection`, then recorded as shown and logged. None when nothing is to be
@@ -234,12 +235,12 @@ def build_injection(event: str, data: dict[str, Any], home: Path, settings: dict
     return injection.output, injection.agent, injection.entry
 
 
-def secret_scrubber(home: Path):
+def secret_scrubber(home: str | Path):
     """`text -> text` with remembered secrets removed, or None when the check is unavailable."""
     try:
         from redact.memory import SecretMemory
 
-        memory = SecretMemory(secrets_dir(home))
+        memory = SecretMemory(in_home(home, SECRETS_DIR))
     except Exception:  # noqa: BLE001
         return None
 
@@ -277,7 +278,7 @@ def run_hook(event: str, home: str | None) -> int:
     started = time.monotonic()
     disarm = None
     try:
-        home_path = resolve_home(home)
+        home_path = home_dir(home)
         from . import settings as settings_mod
 
         settings = settings_mod.load_settings(home_path)
@@ -311,151 +312,3 @@ def run_hook(event: str, home: str | None) -> int:
 
         logging.getLogger(__name__).debug("recording the injection failed", exc_info=True)
     return 0
-
-
-# ---------------------------------------------------------------------------------------------
-# `reverie hook install` (not on the hook path: its imports stay inside the functions)
-
-#: (Claude Code event, our event, matcher or None, timeout in seconds)
-HOOK_EVENTS = (
-    ("SessionStart", "session-start", "startup|resume|clear|compact", 10),
-    ("UserPromptSubmit", "user-prompt-submit", None, 5),
-)
-
-
-def default_settings_file() -> Path:
-    """Claude Code's user settings: $CLAUDE_CONFIG_DIR/settings.json, else ~/.claude/settings.json."""
-    cfg = os.environ.get("CLAUDE_CONFIG_DIR")
-    return (Path(cfg).expanduser() if cfg else Path.home() / ".claude") / "settings.json"
-
-
-def reverie_executable() -> str:
-    """Absolute path of the `reverie` console script running now, else the one on PATH."""
-    import shutil
-
-    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
-    if argv0 is not None and argv0.name in ("reverie", "reverie.exe"):
-        found = argv0 if argv0.is_absolute() or os.sep in str(argv0) else shutil.which(str(argv0))
-        if found:
-            return str(Path(found).absolute())
-    found = shutil.which("reverie")
-    if found:
-        return str(Path(found).absolute())
-    beside = Path(sys.executable).with_name("reverie")
-    if beside.exists():
-        return str(beside)
-    from .errors import ReverieError
-
-    raise ReverieError("Cannot find the `reverie` executable: install reverie (`pip install -e .`) "
-                       "so that `reverie` is on PATH, then run `reverie hook install` again.")
-
-
-def hook_command(home: Path) -> str:
-    """The command prefix the hooks run: `<abs reverie> [--home HOME]` (--home when the home is
-    not the platform default, since Claude Code will not pass our environment)."""
-    import shlex
-
-    from .paths import _platform_data_dir
-
-    parts = [reverie_executable()]
-    if Path(home) != _platform_data_dir():
-        parts += ["--home", str(home)]
-    return " ".join(shlex.quote(p) for p in parts)
-
-
-def _is_ours(command: Any, event: str) -> bool:
-    """Whether a settings hook command runs our `event`: shell words (shlex, so a quoted path with
-    spaces is one word) ending in `hook EVENT`, starting with a `reverie` executable (also when an
-    older install left the path unquoted: `/opt/my tools/reverie hook EVENT`)."""
-    if not isinstance(command, str):
-        return False
-    import shlex
-
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
-    if len(words) < 3 or words[-2:] != ["hook", event]:
-        return False
-    if Path(words[0]).name in ("reverie", "reverie.exe"):
-        return True
-    raw = command.split()   # an unquoted path with spaces: its pieces come before any option
-    for i, word in enumerate(raw[:-2]):
-        if word.startswith("-"):
-            return False
-        if Path(word).name in ("reverie", "reverie.exe"):
-            return i > 0 and os.path.isabs(raw[0])
-    return False
-
-
-def merge_hooks(settings: dict[str, Any], command: str) -> dict[str, Any]:
-    """`settings` with our two hooks (and only one copy of each); everything else kept as it was."""
-    import copy
-
-    out = copy.deepcopy(settings)
-    hooks = out.get("hooks")
-    if hooks is None:
-        hooks = out["hooks"] = {}
-    if not isinstance(hooks, dict):
-        from .errors import ReverieError
-
-        raise ReverieError("The settings file's \"hooks\" is not an object: fix it by hand, then run "
-                           "`reverie hook install` again.")
-    for cc_event, event, matcher, timeout in HOOK_EVENTS:
-        groups = hooks.get(cc_event)
-        if not isinstance(groups, list):
-            groups = []
-        kept = []
-        for group in groups:
-            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
-                inner = [h for h in group["hooks"] if not (isinstance(h, dict) and _is_ours(h.get("command"), event))]
-                if not inner and group["hooks"]:
-                    continue   # the group held only our old hook
-                group = {**group, "hooks": inner}
-            kept.append(group)
-        ours: dict[str, Any] = {"hooks": [{"type": "command", "command": f"{command} hook {event}", "timeout": timeout}]}
-        if matcher:
-            ours = {"matcher": matcher, **ours}
-        kept.append(ours)
-        hooks[cc_event] = kept
-    return out
-
-
-def install(path: Path, command: str) -> dict[str, Any]:
-    """Merge our hooks into the settings file at `path` (created if absent). The previous file is
-    copied to `<name>.reverie-backup-<UTC time>` first; nothing is written when nothing changes."""
-    import shutil
-    from graph.files import write_json_atomic
-
-    from .errors import ReverieError
-
-    path = Path(path)
-    existing: dict[str, Any] = {}
-    raw = None
-    if path.exists():
-        raw = path.read_text(encoding="utf-8")
-        try:
-            existing = json.loads(raw) if raw.strip() else {}
-        except ValueError as exc:
-            raise ReverieError(f"{path} is not valid JSON ({exc}): fix it (or move it away), then run "
-                               "`reverie hook install` again.") from None
-        if not isinstance(existing, dict):
-            raise ReverieError(f"{path} does not hold a JSON object: fix it, then run `reverie hook install` again.")
-    merged = merge_hooks(existing, command)
-    summary = {"settings": str(path), "command": command, "events": [e[0] for e in HOOK_EVENTS],
-               "changed": merged != existing or raw is None, "backup": None}
-    if not summary["changed"]:
-        return summary
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if raw is not None:
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        backup = path.with_name(f"{path.name}.reverie-backup-{stamp}")
-        n = 1
-        while backup.exists():
-            n += 1
-            backup = path.with_name(f"{path.name}.reverie-backup-{stamp}-{n}")
-        shutil.copy2(path, backup)
-        summary["backup"] = str(backup)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-    write_json_atomic(path, merged, mode=mode)
-    return summary

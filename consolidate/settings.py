@@ -9,12 +9,15 @@ from __future__ import annotations
 import copy
 import json
 import os
-from pathlib import Path
 TYPE_CHECKING = False  # typing costs the hook path ~1.5 ms
 if TYPE_CHECKING:
     from typing import Any
 
-from .paths import settings_path
+from .paths import SETTINGS_FILE, in_home, settings_path
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the hook path imports this module
+if TYPE_CHECKING:
+    from pathlib import Path
 
 DEFAULTS: dict[str, Any] = {
     # Card writer used when `--writer` is not given: offline | anthropic | claude-cli.
@@ -83,11 +86,11 @@ def _deep_merge(base: dict, override: dict) -> dict:
     return out
 
 
-def load_settings(home: Path) -> dict[str, Any]:
+def load_settings(home: str | Path) -> dict[str, Any]:
     """Defaults merged with `<home>/settings.json` (ignored if absent or not a JSON object)."""
-    path = settings_path(home)
     try:
-        user = json.loads(path.read_text(encoding="utf-8"))
+        with open(in_home(home, SETTINGS_FILE), encoding="utf-8") as fh:
+            user = json.loads(fh.read())
         if not isinstance(user, dict):
             user = {}
     except (OSError, ValueError):

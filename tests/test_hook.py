@@ -15,7 +15,9 @@ from click.testing import CliRunner
 
 from consolidate.commands import build_cli
 from consolidate import hook as hook_mod
-from consolidate.hook import append_recall_log, merge_hooks
+from consolidate import hook_install
+from consolidate.hook import append_recall_log
+from consolidate.hook_install import merge_hooks
 from consolidate.paths import recall_log_path, secrets_dir
 from consolidate.settings import set_value
 from graph.recall import MARKER, recall
@@ -284,8 +286,8 @@ def test_plugin_hook_runs_reverie_when_it_is_on_path(command, tmp_path):
 
 
 def test_hook_install_with_a_space_in_the_reverie_path_keeps_one_entry_per_event(monkeypatch, reverie_home):
-    monkeypatch.setattr(hook_mod, "reverie_executable", lambda: "/opt/my tools/reverie")
-    command = hook_mod.hook_command(reverie_home)
+    monkeypatch.setattr(hook_install, "reverie_executable", lambda: "/opt/my tools/reverie")
+    command = hook_install.hook_command(reverie_home)
     assert command == f"'/opt/my tools/reverie' --home {reverie_home}"
     once = merge_hooks({}, command)
     twice = merge_hooks(once, command)

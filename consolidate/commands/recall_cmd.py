@@ -91,7 +91,7 @@ def register(cli: click.Group) -> None:
     def hook_install(app, settings_file: str | None, as_json: bool) -> None:
         """Add reverie's SessionStart and UserPromptSubmit hooks to a Claude Code settings.json
         (backup first; idempotent; other hooks kept)."""
-        from ..hook import default_settings_file, hook_command, install
+        from ..hook_install import default_settings_file, hook_command, install
 
         path = Path(settings_file).expanduser() if settings_file else default_settings_file()
         summary = install(path, hook_command(app.home))
