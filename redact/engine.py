@@ -6,6 +6,9 @@ Set): build it once per process and reuse it.
 Invariants:
   * The presidio `AnalyzerEngine` runs a `NoOpNlpEngine` (no spaCy model, nothing downloaded) and an
     explicit `RecognizerRegistry` holding only our recognizers (no predefined PII recognizers).
+    It is presidio's engine minus the steps that do nothing for exact recognizers (NLP pass,
+    context enhancement, score threshold, quadratic de-duplication: see `_lean_analyzer_class`);
+    overlapping spans are unioned by `merge_spans` instead, in O(n log n).
   * Our recognizers (`SecretRecognizer`, one per category) run RE2 (linear-time) patterns behind a
     prefilter: one RE2 Set pass over the text names the rules that can match; a text where none
     can skips presidio entirely, so `redact()` on ordinary text costs almost nothing, and
@@ -24,7 +27,6 @@ Invariants:
 from __future__ import annotations
 
 import bisect
-import hmac
 import logging
 import os
 from collections.abc import Iterable
@@ -33,7 +35,7 @@ from pathlib import Path
 
 from . import shapes
 from .memory import REPLACEMENT as REMEMBERED_REPLACEMENT
-from .memory import SecretMemory
+from .memory import SecretMemory, _hmac_pads
 from .scanner import Scanner, Span, merge_spans
 
 logger = logging.getLogger(__name__)
@@ -54,7 +56,7 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finding:
     """One redacted value: its type (the replacement label), span in the input, rule, hash prefix."""
 
@@ -68,7 +70,7 @@ class Finding:
         return asdict(self)
 
 
-@dataclass
+@dataclass(slots=True)
 class Redaction:
     """Redacted text plus what was removed (never the values)."""
 
@@ -112,11 +114,14 @@ def _secret_recognizer_class():
             return None
 
         def analyze(self, text, entities, nlp_artifacts=None, regex_flags=None):
-            batch = self.owner._batch
+            owner = self.owner
+            batch = owner._batch
             if batch is not None and batch[0] is text:
                 segments = batch[1]  # a batch joined by `Redactor._detect_batch`: scan each text alone
             else:
-                fired, data = self.owner._fired_for(text)
+                fired, data = owner._fired_for(text)
+                if fired.isdisjoint(self.rule_ids):
+                    return []  # the usual answer: none of this category's rules fired
                 segments = ((0, text, data, fired),)
             entity = self.entity
             rule_ids = self.rule_ids
@@ -153,17 +158,71 @@ def _no_context_enhancer():
     return NoContextEnhancer()
 
 
+def _lean_analyzer_class():
+    """presidio's `AnalyzerEngine`, minus the steps that do nothing for exact secret recognizers.
+
+    `analyze(text, language, entities)` runs the registry's recognizers for those entities (looked
+    up once, again whenever the registry changes) and returns their results as they are. Skipped:
+    the NLP pass (the engine is `NoOpNlpEngine`: empty artifacts, which our recognizers ignore),
+    context enhancement (our scores are exact, never raised by nearby words), the score threshold
+    (every result scores 1.0), and `remove_duplicates` (quadratic in the results of a call; the
+    caller unions overlapping spans itself with `merge_spans`, O(n log n), and gives each merged
+    span a deterministic label, where presidio's set() kept an arbitrary one of two equal spans).
+    A call using any other parameter (allow lists, ad-hoc recognizers, context words, thresholds,
+    decision process, precomputed artifacts) goes through presidio's full `analyze`.
+    """
+    from presidio_analyzer import AnalyzerEngine
+
+    class LeanAnalyzerEngine(AnalyzerEngine):
+        _lean_key: tuple | None = None
+        _lean_recognizers: list = []
+
+        def analyze(self, text, language, entities=None, correlation_id=None, score_threshold=None,
+                    return_decision_process=False, ad_hoc_recognizers=None, context=None,
+                    allow_list=None, allow_list_match="exact", regex_flags=None, nlp_artifacts=None,
+                    **kwargs):
+            if (correlation_id or score_threshold is not None or return_decision_process
+                    or ad_hoc_recognizers or context or allow_list or nlp_artifacts is not None
+                    or kwargs or not entities or self.log_decision_process):
+                full = {} if regex_flags is None else {"regex_flags": regex_flags}
+                return super().analyze(
+                    text, language, entities, correlation_id=correlation_id,
+                    score_threshold=score_threshold, return_decision_process=return_decision_process,
+                    ad_hoc_recognizers=ad_hoc_recognizers, context=context, allow_list=allow_list,
+                    allow_list_match=allow_list_match, nlp_artifacts=nlp_artifacts, **full, **kwargs)
+            key = (language, tuple(entities), tuple(self.registry.recognizers))
+            if key != self._lean_key:
+                # in entity-type order: the order presidio's de-duplication leaves results in, which
+                # decides the label `merge_spans` keeps for two equal spans of different categories
+                self._lean_recognizers = sorted(
+                    self.registry.get_recognizers(language=language, entities=entities),
+                    key=lambda r: sorted(r.supported_entities))
+                self._lean_key = key
+            results = []
+            for recognizer in self._lean_recognizers:
+                if not recognizer.is_loaded:
+                    recognizer.load()
+                    recognizer.is_loaded = True
+                found = recognizer.analyze(text=text, entities=entities, nlp_artifacts=None)
+                if found:
+                    results.extend(found)
+            return results
+
+    return LeanAnalyzerEngine
+
+
 class Redactor:
     """Detects and removes secrets. Heavy: build once per process."""
 
     def __init__(self, secrets_dir: Path | str | None = None, *, learn: bool = True) -> None:
-        from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
+        from presidio_analyzer import RecognizerRegistry
         from presidio_analyzer.nlp_engine import NoOpNlpEngine
 
         self.scanner = Scanner.shared()
         self.memory = SecretMemory(secrets_dir) if secrets_dir is not None else None
         self.learn = learn and self.memory is not None
         self._process_key = os.urandom(32)
+        self._process_pads = _hmac_pads(self._process_key)
         self._current: tuple[str, frozenset[int], bytes] | None = None
         # (joined text, ((offset, text, data, fired), ...)) while `_detect_batch` runs presidio
         self._batch: tuple[str, tuple[tuple[int, str, bytes, frozenset[int]], ...]] | None = None
@@ -172,7 +231,7 @@ class Redactor:
         registry = RecognizerRegistry(recognizers=self.recognizers, supported_languages=[LANGUAGE])
         nlp = NoOpNlpEngine(models=[{"lang_code": LANGUAGE, "model_name": "noop"}])
         nlp.load()
-        self.analyzer = AnalyzerEngine(registry=registry, nlp_engine=nlp, supported_languages=[LANGUAGE],
+        self.analyzer = _lean_analyzer_class()(registry=registry, nlp_engine=nlp, supported_languages=[LANGUAGE],
                                        context_aware_enhancer=_no_context_enhancer())
         self.entities = [f"SECRET_{cat}" for cat in CATEGORIES]
 
@@ -192,7 +251,11 @@ class Redactor:
                 return self.memory.hash_prefix(value)
             except OSError:
                 pass
-        return hmac.digest(self._process_key, value.encode("utf-8", "surrogatepass"), "sha256").hex()[:8]
+        inner = self._process_pads[0].copy()  # HMAC-SHA256 under a per-process key (see redact.memory)
+        inner.update(value.encode("utf-8", "surrogatepass"))
+        outer = self._process_pads[1].copy()
+        outer.update(inner.digest())
+        return outer.hexdigest()[:8]
 
     def detect(self, text: str, data: bytes | None = None) -> list[Span]:
         """Detector spans (merged), without memory; presidio runs only when the prefilter Set fired.
@@ -204,6 +267,10 @@ class Redactor:
         fired = self.scanner.fired(data)
         if not fired:
             return []
+        return self._detect_fired(text, data, fired)
+
+    def _detect_fired(self, text: str, data: bytes, fired: frozenset[int]) -> list[Span]:
+        """`detect` once the prefilter named the rules `fired` (not empty) for `text`."""
         self._current = (text, fired, data)
         try:
             results = self.analyzer.analyze(text=text, language=LANGUAGE, entities=self.entities)
@@ -221,8 +288,8 @@ class Redactor:
         presidio analyzes the texts joined with "\n", but each of our recognizers scans every text
         of the batch on its own (its own bytes, its own fired rules) and shifts the spans by the
         text's offset, so no span crosses two texts and each text gets exactly what `detect` gives
-        it alone (presidio's de-duplication only merges results contained in one another, which
-        spans of different texts never are). Spans are mapped back by offset.
+        it alone (results are only merged when they overlap, which spans of different texts never
+        do). Spans are mapped back by offset.
         """
         if not items:
             return []
@@ -295,11 +362,19 @@ class Redactor:
 
     def redact(self, text: str) -> Redaction:
         """Redact one text. Never raises on odd input (bytes are decoded, None becomes '')."""
-        text = _as_text(text)
+        if text.__class__ is not str:
+            text = _as_text(text)
         if len(text) < MIN_SECRET_TEXT:
             return Redaction(text)  # too short to hold any key/value or token we detect or remember
-        spans, creds = self._detect_values(text)
-        learned = self._learn(creds)
+        data = text.encode("utf-8", "surrogatepass")
+        fired = self.scanner.fired(data)
+        if fired:
+            spans, creds = self._with_values(text, self._detect_fired(text, data, fired))
+            learned = self._learn(creds)
+        else:  # no rule can match: the common case, nothing more to do for detection
+            spans, learned = [], 0
+            if self.memory is None:
+                return Redaction(text)
         mem: list[tuple[int, int]] = []
         if self.memory is not None:
             try:
@@ -322,7 +397,7 @@ class Redactor:
         comes first, a value learned from any text of the batch is also removed from the texts
         before it, which `redact` one by one cannot do; otherwise the results are the same.
         """
-        items = [_as_text(t) for t in texts]
+        items = [t if t.__class__ is str else _as_text(t) for t in texts]
         datas = [t.encode("utf-8", "surrogatepass") if len(t) >= MIN_SECRET_TEXT else b"" for t in items]
         spans: dict[int, list[Span]] = {}
         learned: dict[int, int] = {}
@@ -339,19 +414,18 @@ class Redactor:
                 n = self._learn(creds)
                 if n:
                     learned[i] = n
-        mems: list[list[tuple[int, int]]] | None = None
+        mems: dict[int, list[tuple[int, int]]] = {}
         if self.memory is not None:
             try:
-                mems = self.memory.find_many(items)
+                mems = self.memory.find_sparse(items)
             except Exception:
                 logger.exception("could not read remembered secrets")
-        out = []
-        for i, t in enumerate(items):
-            mem = mems[i] if mems is not None else []
-            if i in spans or mem:
-                out.append(self._render(t, spans.get(i, []), mem, learned.get(i, 0)))
-            else:
-                out.append(Redaction(t, [], learned.get(i, 0)))
+        # the usual text holds nothing: one object each, then the few with findings are rendered
+        out = [Redaction(t, [], 0) for t in items]
+        for i in spans.keys() | mems.keys():
+            out[i] = self._render(items[i], spans.get(i, []), mems.get(i, []), learned.get(i, 0))
+        for i, n in learned.items():
+            out[i].learned = n
         return out
 
     def scrub(self, text: str) -> tuple[str, int]:

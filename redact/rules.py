@@ -6,6 +6,23 @@ whole batch of texts) tells which rules can match at all, and only those rules' 
 run. Rules are written per provider or per shape, never per test case; gitleaks' and
 detect-secrets' public rule sets were the source of the provider prefixes and lengths.
 
+Redacting and remembering are separate decisions (the product's policy):
+  * Redacting: a value in an unmistakable credential slot is redacted even when its body looks like
+    a placeholder: a provider's own prefix (`AKC`, `AP[0-9A-F]` of Artifactory, `SK`/`AC` + 32 of
+    Twilio, `npm_`, `xox?-` of Slack), a Slack webhook path, the value right after a Cloudant or AWS
+    secret-key name, a PEM block, a quoted value of several words assigned to a key whose own
+    word is a password, passphrase, secret or API key. Redacting a placeholder costs the reader
+    nothing; leaving a real value in such a slot leaks it. Token rules opt in with the option
+    `placeholder_ok=True` (`redact.scanner._h_token` then yields a value that `shapes.is_placeholder`
+    or `shapes.is_typed_sequence` flags instead of dropping it; every other check still applies to
+    values that are not placeholders). Rules without that option, and every generic
+    `KEY=value` rule, still leave placeholders (`API_KEY=your-api-key`, `AKIAXXXXXXXXXXXXXXXX`,
+    `AIzaSyabcdefghij...`) alone: there the slot is not unmistakable and a placeholder is the
+    likely reading.
+  * Remembering: only `shapes.credential_like` values are remembered (no placeholder, no typed
+    sequence, no whitespace, ...), whatever rule found them. So `AP6xxxxxxxxxx`, `npm_xxxxxxxxxxx`
+    or a passphrase of several words are redacted where they are seen and never remembered.
+
 Writing a pattern: avoid a broad character class with a bounded count in front of the distinctive
 part (`[A-Za-z0-9]{14}` before `.atlasv1`): the Set loosens counts to `+`, but leading broad classes still
 multiply the states of the combined automaton. Prefer a literal prefix.
@@ -83,15 +100,60 @@ def _tok(name: str, label: str, pattern: str, min_entropy: float = 0.0, **option
     return Rule(name, label, pattern, "token", min_entropy, options)
 
 
+def _key_word(*words: str) -> str:
+    """`words` as the last word of a key: lower, UPPER or Capitalized after a non-alphanumeric
+    character or the start (`password`, `db_password`, `DB-PASSWORD`, `Password`, `apiKey`), or
+    Capitalized as a camelCase hump (`dbPassword`, `clientApiKey`); never glued to lower-case
+    letters (`someotherpassword`). A word's parts are written with `_` between them and may be
+    joined by `_`, `-` or nothing (`api_key`, `api-key`, `apikey`)."""
+    bare, hump = [], []
+    for word in words:
+        parts = word.split("_")
+        sep = r"[_\-]?"
+        bare.append(sep.join(parts))
+        bare.append(sep.join(p.upper() for p in parts))
+        if len(parts) > 1:
+            bare.append(parts[0] + "".join(p.capitalize() for p in parts[1:]))  # apiKey
+        hump.append("".join(p.capitalize() for p in parts))  # Password, dbPassword, ApiKey
+    return r"(?:(?:^|[^A-Za-z0-9])(?:" + "|".join(bare + hump) + r")|[a-z0-9](?:" + "|".join(hump) + "))"
+
+
+# Passphrases: a quoted value of several words (`password = "correct horse battery staple"`)
+# counts only where the key's own word names the secret: the key is words joined by `_ . -` or
+# camelCase humps (`db_password`, `dbPassword`, `DB_PASSWORD`; not `someotherpassword`), the secret
+# word comes last or is followed only by qualifiers that still name it (`password_confirm`,
+# `password_admin`, `password_super_secure`, `password2`), so messages about a password
+# (`password_error = "Too short"`, `secret_name: "db creds"`) do not count. Templates and format
+# strings (`${A} ${B}`, `%s %s`, `{user} {pw}`, `<your password>`) are code, not values.
+_KEY_QUALIFIERS = (
+    "admin|root|super|superuser|user|db|new|old|current|confirm|confirmation|again|repeat|retype|"
+    "plain|plaintext|clear|cleartext|secure|strong|default|initial|master|main|temp|tmp"
+)
+_PASSPHRASE_TAIL = (
+    r"(?:[_.\-]?(?i:" + _KEY_QUALIFIERS + r"))*[0-9]*[\"'\]]?[ \t]*(?::=|=>|=|:)[ \t]*[\"']"
+    r"([^\s\"'\\${}%<>][^\"'\\\n${}%<>]{0,60}[ \t][^\"'\\\n${}%<>]{0,60})[\"']"
+)
+
+
 RULES: tuple[Rule, ...] = (
     # --- private keys -----------------------------------------------------------------------
+    # A block up to its END line; without one (truncated output), the body must start on the next
+    # line or, on the header's own line, be base64 right away: prose that names the header
+    # ("starts with -----BEGIN PRIVATE KEY----- and ends with ...") is not a key.
     Rule(
         "private-key", "private_key",
         r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
         r"(?:[\s\S]*?-----END[ A-Z0-9_-]{0,100}(?:PRIVATE KEY(?: BLOCK)?)?-----"
-        r"|(?:[A-Za-z0-9+/=:,.\- \t\r\n]|\\[nrt])*)",
+        r"|[ \t]*(?:\r?\n|\\[rn])(?:[A-Za-z0-9+/=:,.\- \t\r\n]|\\[nrt])*|[ \t]?[A-Za-z0-9+/=]+)",
         "pem",
     ),
+    # A PEM header, a line break, a body line: a private key block whatever its body says
+    # (`yabba dabba doo`, `MIIE...`), unlike the rule above which wants a key-sized body. Templates
+    # (`{body}`, `$KEY`, `" + b64 + "`) do not start with a base64 character and stay.
+    _tok("private-key-block", "private_key",
+         r"(-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*"
+         r"[A-Za-z0-9+/=][^\r\n\\\"'`]{3,})",
+         allow_filler=True, placeholder_ok=True),
     Rule(
         "putty-private-key", "private_key",
         r"PuTTY-User-Key-File-\d: [\s\S]*?Private-MAC: [0-9a-fA-F]+", "pem",
@@ -100,6 +162,12 @@ RULES: tuple[Rule, ...] = (
     _tok("aws-access-key-id", "aws_access_key",
          r"\b((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16})\b", exclude_suffix="EXAMPLE",
          allow_filler=True),
+    # the secret half of an AWS key pair: exactly 40 base64 characters right after an AWS secret or
+    # access key name (AWS's documented example value included: the slot is unmistakable)
+    _tok("aws-secret-key", "aws_secret_key",
+         r"(?i:aws)[A-Za-z0-9_.\-]{0,30}(?i:secret|access)[A-Za-z0-9_.\-]{0,30}[\"'\]]?[ \t]*"
+         r"(?::=|=>|=|:)[ \t]*[\"'`]?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)",
+         min_entropy=3.0, placeholder_ok=True),
     # short-lived keys are a presigned URL in base64: it starts with base64("bedrock.amazonaws.com")
     _tok("aws-bedrock-key", "aws_bedrock_key",
          r"\b(ABSK[A-Za-z0-9+/]{100,}={0,2}|bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t[A-Za-z0-9+/]{20,}={0,2})"),
@@ -122,11 +190,16 @@ RULES: tuple[Rule, ...] = (
     _tok("slack-token", "slack_token",
          r"\b(xoxb-[0-9]{10,13}-[0-9]{10,13}[A-Za-z0-9\-]*|xoxb-[0-9]{8,14}-[A-Za-z0-9]{18,26}"
          r"|xox[pe](?:-[0-9]{6,13}){3}-[A-Za-z0-9\-]{16,34}|xox[os]-\d+-\d+-\d+-[A-Fa-f\d]+"
-         r"|xox[ar]-(?:\d-)?[0-9A-Za-z]{8,48}|xox[abposr]-(?:\d-)?(?:\d{6,}-)+[a-z0-9]{8,}|xoxe\.xox[bp]-\d-[A-Za-z0-9]{140,}|xoxe-\d-[A-Za-z0-9]{120,})",
-         min_entropy=2.5),
+         # digit groups first: leftmost-first alternation would end the short xox[ar] form at the
+         # first dash (`xoxa-511111111`); the id groups repeat digits, so no dominance check
+         r"|xox[abposr]-(?:\d-)?(?:\d{6,}-)+[a-z0-9]{8,}|xox[ar]-(?:\d-)?[0-9A-Za-z]{8,48}"
+         r"|xoxe\.xox[bp]-\d-[A-Za-z0-9]{140,}|xoxe-\d-[A-Za-z0-9]{120,})",
+         min_entropy=2.5, allow_filler=True, placeholder_ok=True),
     _tok("slack-app-token", "slack_token", r"\b(xapp-\d-[A-Za-z0-9]+-\d+-[A-Za-z0-9]+)"),
+    # the whole path after the host is the credential (`hooks.slack.com/[REDACTED:webhook]`)
     _tok("slack-webhook", "webhook",
-         r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9+/_\-]{20,120})"),
+         r"hooks\.slack\.com/((?:services|workflows|triggers)/[A-Za-z0-9+/_\-]{20,120})",
+         placeholder_ok=True),
     _tok("discord-webhook", "webhook",
          r"discord(?:app)?\.com/api/webhooks/(\d{5,30}/[A-Za-z0-9_\-]{30,120})"),
     _tok("teams-webhook", "webhook",
@@ -141,11 +214,13 @@ RULES: tuple[Rule, ...] = (
     _tok("google-api-key", "google_api_key", r"\b(AIza[0-9A-Za-z_\-]{35})"),
     _tok("google-oauth", "google_oauth",
          r"\b(GOCSPX-[0-9A-Za-z_\-]{20,40}|ya29\.[0-9A-Za-z_\-]{20,})"),
-    _tok("twilio-key", "twilio_key", r"\b((?:SK|AC)[0-9a-fA-F]{32})\b", min_entropy=2.5),
+    # API key SID (SK) and account SID (AC): 32 hex; `ACxxxx...` is the documentation's own form
+    _tok("twilio-key", "twilio_key", r"\b((?:SK|AC)[0-9a-fA-FxX]{32})\b", min_entropy=2.5,
+         placeholder_ok=True),
     _tok("sendgrid-key", "sendgrid_key", r"\b(SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64})"),
     _tok("mailgun-key", "mailgun_key", r"\b((?:pub)?key-[0-9a-zA-Z]{32})\b"),
     _tok("mailchimp-key", "mailchimp_key", r"\b([0-9a-f]{32}-us\d{1,2})\b"),
-    _tok("npm-token", "npm_token", r"\b(npm_[A-Za-z0-9]{36})\b"),
+    _tok("npm-token", "npm_token", r"\b(npm_(?:[A-Za-z0-9]{36}|[xX]{8,36}))\b", placeholder_ok=True),
     _tok("pypi-token", "pypi_token", r"\b(pypi-AgE[A-Za-z0-9_\-]{50,})"),
     _tok("rubygems-token", "rubygems_token", r"\b(rubygems_[a-f0-9]{48})"),
     _tok("huggingface-token", "huggingface_token",
@@ -167,6 +242,14 @@ RULES: tuple[Rule, ...] = (
     _tok("age-secret-key", "age_key", r"(AGE-SECRET-KEY-1[0-9A-Z]{58})", allow_filler=True),
     _tok("artifactory-key", "artifactory_key",
          r"\b(AKCp[A-Za-z0-9]{60,80}|cmVmd[A-Za-z0-9]{55,70})\b", min_entropy=3.0),
+    # JFrog's other prefixes: API keys `AKC...`, encrypted passwords `AP` + a hex digit, standing
+    # alone (not after a base64 character: inside a blob `/APx...` is chance). The body is long and
+    # random (part numbers such as `AP1234567890` are not), or the filler of a documentation
+    # placeholder at the lengths detect-secrets gives (`AKC` + 10, `AP6` + 8).
+    _tok("artifactory-token", "artifactory_key",
+         r"(?:^|[^A-Za-z0-9_+/])(AKC(?:[A-Za-z0-9]{20,}|[xX]{10,})|AP[0-9A-F](?:[A-Za-z0-9]{20,}|[xX]{8,}))"
+         r"(?:[^A-Za-z0-9_+/=]|$)",
+         min_entropy=3.5, needs_digit=True, placeholder_ok=True),
     _tok("atlassian-token", "atlassian_token", r"\b(AT[AC]TT3[A-Za-z0-9_\-=]{100,})"),
     _tok("azure-ad-client-secret", "azure_secret",
          r"(?:^|[\\'\"`\s>=:(,)])([a-zA-Z0-9_~.]{3}\dQ~[a-zA-Z0-9_~.\-]{31,34})(?:$|[\\'\"`\s<),])",
@@ -243,11 +326,21 @@ RULES: tuple[Rule, ...] = (
          r"\b((?:sc|ext|scauth|authress)_[a-z0-9]{5,30}\.[a-z0-9]{4,6}\.acc[_\-][a-z0-9\-]{10,32}\.[a-z0-9+/_=\-]{30,120})"),
     _tok("discord-bot-token", "discord_token",
          r"\b([MNO][A-Za-z0-9_\-]{23,25}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38})\b", min_entropy=3.5),
+    # Cloudant legacy API keys: 24 lower-case letters right after a Cloudant key name
+    _tok("cloudant-key", "cloudant_key",
+         r"(?i:cloudant)[A-Za-z0-9_.\-]{0,20}(?i:key|api)[\"'\]]?[ \t]*(?::=|=>|=|:)[ \t]*[\"'`]?"
+         r"([a-z]{24})(?:[^A-Za-z0-9]|$)",
+         min_entropy=3.0, placeholder_ok=True),
     _tok("softlayer-url", "softlayer_key",
          r"api\.softlayer\.com/(?:soap|rest)/v3(?:\.1)?/([a-z0-9]{64})"),
     _tok("plaid-token", "plaid_token",
          r"\b(access-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"),
     # --- credentials in URLs, connection strings, headers, commands ----------------------------
+    # one rule (one label) for every key word: a second Set entry cost ~2% of the prefilter pass
+    _tok("passphrase", "password",
+         _key_word("password", "passwd", "pass_phrase", "pwd", "secret", "api_key", "secret_key",
+                   "access_key") + _PASSPHRASE_TAIL,
+         placeholder_ok=True),
     Rule("url-userinfo", "password",
          r"\b[A-Za-z][A-Za-z0-9+.\-]*://([^\s:@/\"'<>\\]*):([^\s@/\"'<>\\]+)@", "userinfo"),
     Rule("url-query-secret", "password",

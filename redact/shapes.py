@@ -4,6 +4,15 @@ Invariants: every function here is linear in the length of its input and never r
 string (binary garbage, lone surrogates, empty). The hook path imports this module through
 `redact.memory`, so it must stay free of third-party imports.
 
+Redacting and remembering are separate decisions. What is *redacted* is decided by the rules
+(`redact.rules`, see its docstring): a value in an unmistakable credential slot (a provider's own
+prefix such as `AKC`, `SK`/`AC` + 32, `xoxb-`, `npm_`; a Slack webhook path; a PEM block; a quoted
+value of several words after a password key) is redacted even when `is_placeholder` says its body
+is a placeholder, because redacting a placeholder costs the reader nothing while leaving a real
+value leaks it. What is *remembered* (and then removed anywhere later, with no context) is decided
+here alone, and placeholders are never remembered, whatever rule found them: `AP6xxxxxxxxxx`,
+`npm_xxxxxxxxxxx` or `"correct horse battery staple"` are redacted where seen, not remembered.
+
 The rule for "looks like a credential" (what may be *remembered*) is `credential_like`:
   * 8 to 512 characters, no whitespace, no quote or angle-bracket characters;
   * not a placeholder (`is_placeholder`: `xxxx`, `****`, `<token>`, `${VAR}`, `$VAR`, `%VAR%`,

@@ -56,9 +56,9 @@ def test_env_dump_keeps_keys_and_harmless_values(redactor):
     out = redactor.redact(text)
     assert out.text == (
         "PORT=8080\nLOG_LEVEL=debug\nDB_PASSWORD=[REDACTED:password]\nGITHUB_TOKEN=[REDACTED:github_token]\n"
-        "AWS_ACCESS_KEY_ID=[REDACTED:aws_access_key]\nAWS_SECRET_ACCESS_KEY=[REDACTED:secret]\nNODE_ENV=production\n"
+        "AWS_ACCESS_KEY_ID=[REDACTED:aws_access_key]\nAWS_SECRET_ACCESS_KEY=[REDACTED:aws_secret_key]\nNODE_ENV=production\n"
     )
-    assert [f.type for f in out.findings] == ["password", "github_token", "aws_access_key", "secret"]
+    assert [f.type for f in out.findings] == ["password", "github_token", "aws_access_key", "aws_secret_key"]
 
 
 def test_curl_headers_and_user(redactor):
@@ -384,3 +384,191 @@ def test_access_key_ids_and_provider_ids(redactor):
         'const MessageBirdClientID = "[REDACTED:token]"')
     # other *_id keys stay metadata
     assert redactor.redact(f"key_id = {key_id}\nuser_id = {key_id}").findings == []
+
+
+# --- unmistakable slots: redacted even with a placeholder body, never remembered -------------------
+
+ARTIFACTORY_KEY = "AKCp" + rand(69)
+ARTIFACTORY_PASSWORD = "AP3" + rand(44)
+TWILIO_SID = "AC" + rand(32, HEX)
+CLOUDANT_KEY = rand(24, string.ascii_lowercase)
+
+
+def test_artifactory_keys_and_encrypted_passwords(redactor):
+    text = (
+        f'curl -H "X-JFrog-Art-Api: {ARTIFACTORY_KEY}" https://acme.jfrog.io/artifactory/api/repositories\n'
+        f"<password>{ARTIFACTORY_PASSWORD}</password>\n"
+        "# docs: set X-JFrog-Art-Api: AKCxxxxxxxxxx or artifactory:_password=AP6xxxxxxxxxx\n"
+        "testAKCwithinsomeirrelevantstring artifactory:_password=AP6xxxxxx\n"
+    )
+    assert redactor.redact_text(text) == (
+        'curl -H "X-JFrog-Art-Api: [REDACTED:artifactory_key]" https://acme.jfrog.io/artifactory/api/repositories\n'
+        "<password>[REDACTED:artifactory_key]</password>\n"
+        "# docs: set X-JFrog-Art-Api: [REDACTED:artifactory_key] or artifactory:_password=[REDACTED:artifactory_key]\n"
+        "testAKCwithinsomeirrelevantstring artifactory:_password=AP6xxxxxx\n"
+    )
+    # inside a base64 blob `/AP3...` is chance, not a JFrog password
+    blob = rand(30, ALNUM + "+/") + "/AP3" + rand(20) + "+" + rand(30, ALNUM + "+/")
+    assert redactor.redact(f"image data: {blob}").findings == []
+
+
+def test_twilio_slack_npm_placeholders_in_their_own_slots(redactor):
+    text = (
+        f"TWILIO_ACCOUNT_SID={TWILIO_SID}\n"
+        "# from the Twilio docs: client = Client('ACxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx', auth_token)\n"
+        "SLACK_WEBHOOK_URL=https://hooks.slack.com/services/Txxxxxxxx/Bxxxxxxxx/xxxxxxxxxxxxxxxxxxxxxxxx\n"
+        "$ cat ~/.npmrc\n//registry.npmjs.org/:_authToken=npm_xxxxxxxxxxx\n"
+    )
+    assert redactor.redact_text(text) == (
+        "TWILIO_ACCOUNT_SID=[REDACTED:twilio_key]\n"
+        "# from the Twilio docs: client = Client('[REDACTED:twilio_key]', auth_token)\n"
+        "SLACK_WEBHOOK_URL=https://hooks.slack.com/[REDACTED:webhook]\n"
+        "$ cat ~/.npmrc\n//registry.npmjs.org/:_authToken=[REDACTED:npm_token]\n"
+    )
+
+
+def test_slack_tokens_with_digit_groups_and_webhook_paths(redactor):
+    team, user, bot = "5" + "1" * 8, "3" + "1" * 10, "3" + "1" * 12
+    legacy = f"xoxa-2-{team}-{user}-{bot}-{rand(18, HEX)}"
+    upper = string.ascii_uppercase + string.digits
+    hook = f"T{rand(8, upper)}/B{rand(10, upper)}/{rand(24)}"
+    text = (
+        f'{{"ok": true, "access_token": "{legacy}", "scope": "identify,bot"}}\n'
+        f"curl -X POST -d '{{\"text\": \"deployed\"}}' https://hooks.slack.com/services/{hook}\n"
+    )
+    assert redactor.redact_text(text) == (
+        '{"ok": true, "access_token": "[REDACTED:slack_token]", "scope": "identify,bot"}\n'
+        "curl -X POST -d '{\"text\": \"deployed\"}' https://hooks.slack.com/[REDACTED:webhook]\n"
+    )
+
+
+def test_private_key_block_with_any_body(redactor):
+    text = "some text here\n-----BEGIN PRIVATE KEY-----\nyabba dabba doo"
+    out = redactor.redact(text)
+    assert out.text == "some text here\n[REDACTED:private_key]"
+    assert [(f.type, f.rule) for f in out.findings] == [("private_key", "private-key-block")]
+    # JSON-escaped newline (a tool result stored as a JSON string), a truncated example body
+    escaped = '{"content": "-----BEGIN RSA PRIVATE KEY-----\\nMIIE...\\n-----END RSA PRIVATE KEY-----"}'
+    assert redactor.redact_text(escaped) == '{"content": "[REDACTED:private_key]\\n-----END RSA PRIVATE KEY-----"}'
+    # code that handles keys, and prose that names the header, keep their text
+    code = (
+        'if line.strip() == "-----BEGIN PRIVATE KEY-----":\n'
+        'pem = "-----BEGIN PRIVATE KEY-----\\n" + body + "\\n-----END PRIVATE KEY-----\\n"\n'
+        'pem = f"-----BEGIN PRIVATE KEY-----\\n{body}\\n-----END PRIVATE KEY-----"\n'
+        "-----BEGIN PRIVATE KEY-----\n$PRIVATE_KEY\n"
+        "A key file starts with -----BEGIN PRIVATE KEY----- and ends with the END line.\n"
+    )
+    out = redactor.redact(code)
+    assert (out.text, out.findings) == (code, [])
+
+
+def test_passphrases_of_several_words_after_a_password_key(redactor):
+    text = (
+        'password = "correct horse battery staple"\n'
+        "db:\n  admin_password: 'open sesame please'\n"
+        '{"newPassword": "tr0ub4dor and 3", "passwordConfirm": "tr0ub4dor and 3"}\n'
+        'my_password_super_secure = "value with quotes and spaces"\n'
+        "api_key: 'value with quotes and spaces'\n"
+        'SECRET_KEY = "not so secret words"\n'
+    )
+    assert redactor.redact_text(text) == (
+        'password = "[REDACTED:password]"\n'
+        "db:\n  admin_password: '[REDACTED:password]'\n"
+        '{"newPassword": "[REDACTED:password]", "passwordConfirm": "[REDACTED:password]"}\n'
+        'my_password_super_secure = "[REDACTED:password]"\n'
+        "api_key: '[REDACTED:password]'\n"
+        'SECRET_KEY = "[REDACTED:password]"\n'
+    )
+
+
+def test_sentences_about_passwords_are_not_passphrases(redactor):
+    text = (
+        'password_error = "Too short, try again"\n'
+        'PASSWORD_TOO_SHORT = "Must be at least 8 characters"\n'
+        'someotherpassword = "doesnt start right"\n'
+        'secret_name: "db creds for staging"\n'
+        'password = "%s %s" % (user, pw)\n'
+        'password = "${DB_USER} ${DB_PASS}"\n'
+        'password: "<your password here>"\n'
+        'if password == "two words":\n'
+        "the password reset flow sends a link; the secret: keep it short\n"
+        'label = "Password" placeholder = "Enter a password"\n'
+    )
+    out = redactor.redact(text)
+    assert (out.text, out.findings) == (text, [])
+
+
+def test_cloudant_and_aws_secret_slots(redactor):
+    text = (
+        f'cloudant_api_key = "{CLOUDANT_KEY}"\n'
+        'cloudant_key = "abcdefghijabcdefghijabcd"\n'
+        'aws_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"\n'
+        'aws_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEYa"\n'
+    )
+    assert redactor.redact_text(text) == (
+        'cloudant_api_key = "[REDACTED:cloudant_key]"\n'
+        'cloudant_key = "[REDACTED:cloudant_key]"\n'
+        'aws_access_key = "[REDACTED:aws_secret_key]"\n'
+        'aws_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEYa"\n'
+    )
+
+
+def test_placeholders_in_unmistakable_slots_are_redacted_but_never_remembered(tmp_path):
+    r = Redactor(tmp_path / "s")
+    placeholders = [
+        "AKCxxxxxxxxxx", "AP6xxxxxxxxxx", "ACxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "npm_xxxxxxxxxxx",
+        "services/Txxxxxxxx/Bxxxxxxxx/xxxxxxxxxxxxxxxxxxxxxxxx", "abcdefghijabcdefghijabcd",
+        "xoxb-123456789012-123456789012-xxxxxxxxxxxxxxxxxxxxxxxx",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "value with quotes and spaces",
+    ]
+    text = (
+        "X-JFrog-Art-Api: AKCxxxxxxxxxx\nartifactory:_password=AP6xxxxxxxxxx\n"
+        "TWILIO_ACCOUNT_SID=ACxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n//registry.npmjs.org/:_authToken=npm_xxxxxxxxxxx\n"
+        "https://hooks.slack.com/services/Txxxxxxxx/Bxxxxxxxx/xxxxxxxxxxxxxxxxxxxxxxxx\n"
+        "SLACK_BOT_TOKEN=xoxb-123456789012-123456789012-xxxxxxxxxxxxxxxxxxxxxxxx\n"
+        'cloudant_key = "abcdefghijabcdefghijabcd"\n'
+        'aws_secret_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"\n'
+        'password = "value with quotes and spaces"\n'
+        "-----BEGIN PRIVATE KEY-----\nyabba dabba doo\n"
+    )
+    out = r.redact(text)
+    assert out.text == (
+        "X-JFrog-Art-Api: [REDACTED:artifactory_key]\nartifactory:_password=[REDACTED:artifactory_key]\n"
+        "TWILIO_ACCOUNT_SID=[REDACTED:twilio_key]\n//registry.npmjs.org/:_authToken=[REDACTED:npm_token]\n"
+        "https://hooks.slack.com/[REDACTED:webhook]\n"
+        "SLACK_BOT_TOKEN=[REDACTED:slack_token]\n"
+        'cloudant_key = "[REDACTED:cloudant_key]"\n'
+        'aws_secret_access_key = "[REDACTED:aws_secret_key]"\n'
+        'password = "[REDACTED:password]"\n'
+        "[REDACTED:private_key]\n"
+    )
+    assert (out.learned, r.memory.count()) == (0, 0)
+    # nothing was learned, so the same placeholders elsewhere, with no slot around them, stay
+    prose = "the docs write " + ", ".join(placeholders)
+    assert r.memory.scrub(prose) == (prose, 0)
+    # the same rules on real values do remember them (the contrast that makes the test able to fail)
+    real = r.redact(f"X-JFrog-Art-Api: {ARTIFACTORY_PASSWORD}\nTWILIO_ACCOUNT_SID={TWILIO_SID}\n")
+    assert real.text == "X-JFrog-Art-Api: [REDACTED:artifactory_key]\nTWILIO_ACCOUNT_SID=[REDACTED:twilio_key]\n"
+    assert (real.learned, r.memory.count()) == (2, 2)
+    assert r.memory.scrub(f"later: {TWILIO_SID} alone") == ("later: [REDACTED:remembered] alone", 1)
+
+
+def test_passphrase_keys_in_every_case_style(redactor):
+    text = (
+        'Password = "open sesame now"\n'                 # a C# property
+        '{"clientApiKey": "two words here"}\n'
+        "DB-PASSWORD: 'horse battery staple'\n"
+        'export PASSPHRASE="correct horse battery"\n'
+    )
+    assert redactor.redact_text(text) == (
+        'Password = "[REDACTED:password]"\n'
+        '{"clientApiKey": "[REDACTED:password]"}\n'
+        "DB-PASSWORD: '[REDACTED:password]'\n"
+        'export PASSPHRASE="[REDACTED:password]"\n'
+    )
+
+
+def test_artifactory_prefixes_need_a_long_random_body(redactor):
+    text = "part AP1234567890 shipped, batch APB2024112900123, AKC registration AKC12345678\n"
+    out = redactor.redact(text)
+    assert (out.text, out.findings) == (text, [])

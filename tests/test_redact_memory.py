@@ -163,3 +163,99 @@ def test_memory_module_imports_light():
             "print(sorted(m for m in ('sqlite3', 'logging', 'datetime', 'redact.shapes') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# --- the keyed hash and the lookup caches ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["s3cr3tP@ss!", "é-ünï-cödé-7x9", "a" * 64 + "Z9", "\udcff-lone-surrogate-9Q", ""])
+def test_digest_is_exactly_hmac_sha256_under_the_key(tmp_path, value):
+    """The precomputed-pad HMAC gives what `hmac.new(key, value, sha256)` gives, so hashes.db files
+    written by any version (which used hmac.digest) still match."""
+    import hashlib
+    import hmac
+
+    mem = SecretMemory(tmp_path / "s")
+    expected = hmac.new(mem.key, value.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
+    assert mem.digest(value) == expected
+    assert mem.hash_prefix(value) == expected.hex()[:8]
+
+
+def test_hashes_written_with_hmac_module_are_found(tmp_path):
+    """A hashes.db whose rows were written as plain `hmac.digest(key, value, 'sha256')` (the earlier
+    implementation) is read as it is: no migration, every value found alone."""
+    import hmac
+
+    mem = SecretMemory(tmp_path / "s")
+    values = [rand(14), "p@ss-" + rand(12), "é" + rand(20)]
+    conn = mem.conn
+    conn.executemany("INSERT INTO secrets (h, n, first_at) VALUES (?, ?, 'x')",
+                     [(hmac.digest(mem.key, v.encode("utf-8", "surrogatepass"), "sha256"), len(v)) for v in values])
+    conn.executemany("INSERT OR IGNORE INTO lengths (n) VALUES (?)", [(len(v),) for v in values])
+    conn.execute("UPDATE meta SET v = v + 1 WHERE k = 'generation'")
+    mem.close()
+    fresh = SecretMemory(tmp_path / "s")
+    text = f"a={values[0]} user:{values[1]}@db and \"{values[2]}\""
+    assert fresh.scrub(text) == ("a=[REDACTED:remembered] user:[REDACTED:remembered]@db and \"[REDACTED:remembered]\"", 3)
+
+
+def test_runs_are_the_runs_of_the_run_regex():
+    """`_runs` (split at C speed) cuts exactly where `_RUN_RE` does, Unicode whitespace included."""
+    from redact.memory import _RUN_RE, _runs
+
+    texts = ["plain words and a long_token_value=abc123xyz", "x\u00a0nbsp-separated-token\u2003em-space-run",
+             "ctl\x1cseparated-runs\x1fhere-too and \x85nel-char-run", '"quoted-value-1234"<tag-value-5678>`tick-value-9012`',
+             "tabs\tand\nnewlines\r\nand\x0bvt\x0cff-run-long", "é ünïcödé-rün-välüe-long", ""]
+    for t in texts:
+        assert {r for r in _runs(t) if len(r) >= 8} == set(_RUN_RE.findall(t)), t
+
+
+def test_text_seen_clean_is_checked_again_once_a_secret_is_learned(tmp_path, monkeypatch):
+    """The cache of runs known to hold no secret is emptied when secrets arrive, from this instance
+    or from another process (another instance here), so a run seen before is caught afterwards."""
+    from redact import memory as memory_mod
+
+    monkeypatch.setattr(memory_mod, "_REFRESH_SECONDS", 0.0)
+    mem = SecretMemory(tmp_path / "s")
+    mem.remember([rand(16)])  # something remembered, so lookups run and cache
+    first, second = "tok=" + rand(18), "url=https://h/" + rand(20)
+    text = f"run {first} and {second}"
+    assert mem.scrub(text) == (text, 0)
+    assert mem.scrub(text) == (text, 0)  # now from the clean-run cache
+    mem.remember([first.split("=", 1)[1]])
+    assert mem.scrub(text) == (f"run tok=[REDACTED:remembered] and {second}", 1)
+    other = SecretMemory(tmp_path / "s")
+    other.remember([second.rsplit("/", 1)[1]])
+    assert mem.scrub(text) == ("run tok=[REDACTED:remembered] and url=https://h/[REDACTED:remembered]", 2)
+    assert mem.find_many(["x", text]) == [[], mem.find(text)]
+
+
+def test_long_runs_with_many_separators_found_and_cached(tmp_path):
+    """A run longer than any secret, made of many pieces (a minified line), is examined once: the
+    remembered piece inside it is found, the second lookup answers the same from the caches."""
+    mem = SecretMemory(tmp_path / "s")
+    value = "k9" + rand(22)
+    mem.remember([value])
+    run = ",".join(f"f{i}:{rand(6)}" for i in range(400)) + f",key:{value}," + ",".join(f"g{i}" for i in range(50))
+    text = f"before {run} after"
+    out, n = mem.scrub(text)
+    assert (n, value in out, out.count("[REDACTED:remembered]")) == (1, False, 1)
+    assert mem.scrub(text) == (out, 1)
+    assert mem.find_sparse(["nothing here", text, "x"]) == {1: mem.find(text)}
+
+
+def test_scrub_path_loads_no_openssl_hmac(tmp_path):
+    """The hook path (import, then scrub with a store present) hashes with the builtin SHA-256:
+    `hmac`, `hashlib` and OpenSSL's `_hashlib` stay unloaded."""
+    import subprocess
+    import sys
+
+    mem = SecretMemory(tmp_path / "s")
+    value = rand(18)
+    mem.remember([value])
+    mem.close()
+    code = ("import sys; from redact.memory import SecretMemory; "
+            f"print(SecretMemory({str(tmp_path / 's')!r}).scrub('x {value} y')[1], "
+            "sorted(m for m in ('hmac', 'hashlib', '_hashlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1 []"
