@@ -16,8 +16,15 @@
 3. The shared Claude Code fixtures (../shared/fixtures/claude-code), indexed and consolidated offline:
    per conversation the passages, candidates and cards written, then the totals and the rejected share
    (rejected / (written + rejected)). `--cards` also prints the card statements.
+4. `--misses N`: N evidence turns the classifier drops and N other turns it keeps at the settings
+   threshold, from the development split only (the held-out conversations stay unread), every
+   k-th one so the sample is spread and repeatable; texts go through the redactor before printing.
 
-    python bench/consolidate_bench.py [--conversations 200] [--turns 40] [--repeat 3] [--cards]
+LoCoMo turns are cut per session, as the pipeline sees the converted transcripts (one transcript per
+session): a session's first turn has no previous turn. The weights of the user-turn score are
+refitted by bench/classifier_fit.py.
+
+    python bench/consolidate_bench.py [--conversations 200] [--turns 40] [--repeat 3] [--cards] [--misses N]
 """
 
 from __future__ import annotations
@@ -105,7 +112,9 @@ def bench_throughput(conversations: int, turns: int) -> dict:
 
 def locomo_passages() -> list[tuple[int, str, bool, object]]:
     """(sample index, sample id, is_evidence, passage or None) per LoCoMo turn, in file order. Turns are
-    cut into passages exactly as the pipeline cuts the converted transcripts (all user messages)."""
+    cut into passages exactly as the pipeline cuts the converted transcripts: every LoCoMo session is
+    one transcript (one conversation), every turn a user message, so a session's first turn has no
+    context and every later one the turn before it."""
     from bench import locomo
     from consolidate.passages import Msg, cut_passages
 
@@ -114,11 +123,15 @@ def locomo_passages() -> list[tuple[int, str, bool, object]]:
     out = []
     for n, sample in enumerate(locomo.load(LOCOMO)):
         ev = locomo.evidence_ids(sample)
-        turns = list(locomo.iter_turns(sample))
-        msgs = [Msg(id=i + 1, role="user", timestamp=t.timestamp, texts=[t.text]) for i, t in enumerate(turns)]
-        by_id = {p.message_id: p for p in cut_passages(sample["sample_id"], msgs).passages}
-        for i, t in enumerate(turns):
-            out.append((n, sample["sample_id"], t.dia_id in ev, by_id.get(i + 1)))
+        sessions: dict[int, list] = {}
+        for t in locomo.iter_turns(sample):
+            sessions.setdefault(t.session, []).append(t)
+        for session, turns in sessions.items():
+            msgs = [Msg(id=i + 1, role="user", timestamp=t.timestamp, texts=[t.text]) for i, t in enumerate(turns)]
+            conv = locomo.session_id(sample["sample_id"], session)
+            by_id = {p.message_id: p for p in cut_passages(conv, msgs).passages}
+            for i, t in enumerate(turns):
+                out.append((n, sample["sample_id"], t.dia_id in ev, by_id.get(i + 1)))
     return out
 
 
@@ -170,6 +183,32 @@ def bench_locomo(thresholds: list[float]) -> dict:
         out["ranked"][name] = _ranked(sc)
         out["counts"][name] = (len(sc), sum(1 for e, _ in sc if e))
     return out
+
+
+def locomo_misses(n: int, threshold: float) -> tuple[list[tuple[float, str, str]], list[tuple[float, str, str]]]:
+    """(dropped evidence turns, kept other turns) of the development split at `threshold`, `n` of each,
+    spread evenly over the split: (keep, previous turn's tail, the turn), texts redacted."""
+    from consolidate.classify import classify
+    from redact.engine import Redactor
+
+    dropped, kept = [], []
+    for i, _sid, is_ev, p in locomo_passages():
+        if i >= DEV_SAMPLES or p is None:
+            continue
+        j = classify(p)
+        k = j.keep if j.category != "none" else 0.0
+        if is_ev and k < threshold:
+            dropped.append((k, p.context[-100:], p.text))
+        elif not is_ev and k >= threshold:
+            kept.append((k, p.context[-100:], p.text))
+    red = Redactor(None)
+
+    def pick(rows: list) -> list:
+        rows = rows[::max(1, len(rows) // n)][:n] if n > 0 else []
+        texts = red.redact_many([t for _, c, x in rows for t in (c, x)])
+        return [(k, texts[2 * i].text, texts[2 * i + 1].text) for i, (k, _, _) in enumerate(rows)]
+
+    return pick(dropped), pick(kept)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,6 +312,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--turns", type=int, default=40)
     ap.add_argument("--repeat", type=int, default=3, help="rounds of the classifier-only timing (best is shown)")
     ap.add_argument("--cards", action="store_true", help="print the cards written for each fixture conversation")
+    ap.add_argument("--misses", type=int, default=0, metavar="N",
+                    help="print N dropped evidence turns and N kept other turns of the LoCoMo dev split")
     args = ap.parse_args(argv)
     from consolidate.settings import DEFAULTS
 
@@ -314,6 +355,17 @@ def main(argv: list[str] | None = None) -> None:
               "".join(f"{loco['ranked'][n][0]:>19.3f}" for n in names))
         print(f"{'turns kept to hold 90% of evidence':<44}" +
               "".join(f"{loco['ranked'][n][1]:>19.3f}" for n in names))
+
+    if loco and args.misses:
+        dropped, kept = locomo_misses(args.misses, thr)
+        for title, rows in ((f"evidence turns dropped at {thr:.2f} (dev split)", dropped),
+                            (f"other turns kept at {thr:.2f} (dev split)", kept)):
+            print()
+            print(title)
+            for k, ctx, text in rows:
+                print(f"  {k:.2f}  {text[:240]}")
+                if ctx:
+                    print(f"        after: ...{ctx[-80:]}")
 
     if fx:
         print()

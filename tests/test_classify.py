@@ -95,8 +95,8 @@ def test_speaker_label_sentences_and_facts():
 
 
 def test_an_answer_to_a_question_is_more_likely_kept():
-    """The previous human turn (passage context) asking a question raises the answer's keep; a
-    context that asks nothing changes nothing."""
+    """The previous human turn (passage context) asking a question raises the answer's keep over the
+    same turn after a statement that uses the same words (so novelty is equal)."""
     from consolidate.classify import answers_question
 
     text = "Caroline: It was great, the kids loved the lake."
@@ -104,11 +104,54 @@ def test_an_answer_to_a_question_is_more_likely_kept():
     asked = Passage(key="user:2", kind="user", text=text, conversation="c", message_id=2, timestamp="",
                     context="Melanie: How was the camping trip?", context_id=1)
     told = Passage(key="user:2", kind="user", text=text, conversation="c", message_id=2, timestamp="",
-                   context="Melanie: I went camping too.", context_id=1)
+                   context="Melanie: I went on a camping trip.", context_id=1)
     assert [answers_question(p) for p in (alone, asked, told)] == [False, True, False]
     a, b, c = classify(alone), classify(asked), classify(told)
-    assert b.keep > a.keep and a.keep == c.keep
-    assert (b.category, a.category) == ("fact", "fact")
+    assert b.keep > c.keep
+    assert (a.category, b.category, c.category) == ("fact", "fact", "fact")
+
+
+def _user(text, context="", previous_reply=""):
+    return Passage(key="user:2", kind="user", text=text, conversation="c", message_id=2, timestamp="",
+                   context=context, context_id=1 if context else 0, previous_reply=previous_reply)
+
+
+def test_content_words_and_novelty():
+    from consolidate.classify import content_words, novelty
+
+    assert content_words("Caroline went hiking; the hikes were long, and I loved this trail!") == {
+        "caroline", "went", "hiking", "hike", "long", "loved", "trail"}
+    words = content_words("We hiked the Dolomites and the trail was long.")
+    assert words == {"hiked", "dolomite", "trail", "long"}
+    assert novelty(words, "") == 1.0
+    assert novelty(words, "How long was the trail?") == 0.5
+    assert novelty(words, "The Dolomites trail was long, they hiked it.") == 0.0
+    assert novelty(set(), "anything") == 0.0
+
+
+def test_opening_a_conversation():
+    """A turn nothing was said before opens the conversation; one after another human turn or after the
+    agent's reply does not. Opening raises keep, all else equal."""
+    from consolidate.classify import opens_conversation, user_turn_features, USER_TERMS
+
+    text = "Sam: I started a pottery class in Porto last week."
+    first, after_turn, after_reply = _user(text), _user(text, context="Priya: Hi Sam!"), _user(text, previous_reply="Hi!")
+    assert [opens_conversation(p) for p in (first, after_turn, after_reply)] == [True, False, False]
+    assert [user_turn_features(p)[USER_TERMS.index("opens")] for p in (first, after_turn, after_reply)] == [1.0, 0.0, 0.0]
+    assert classify(first).keep > classify(after_reply).keep
+    assert classify(_user("ok", previous_reply="Done.")).category == "none"
+
+
+def test_user_turn_features_whole_row():
+    from consolidate.classify import USER_TERMS, USER_WEIGHTS, user_turn_features
+
+    p = _user("Priya: I adopted a beagle named Biscuit last March! Do you have pets?",
+              context="Sam: Anything new with you?")
+    f = dict(zip(USER_TERMS, (round(v, 3) for v in user_turn_features(p))))
+    assert f == {"bias": 1.0, "facts": 1.0, "specifics": 2.0, "log_words": 2.197, "chatter_share": 0.5,
+                 "named": 0.0, "cues": 0.0, "correction": 0.0, "short": 0.0, "answers": 1.0, "opens": 0.0,
+                 "novelty": 1.0, "asks_back": 1.0, "you_share": 0.083, "log_content": 2.079}
+    assert len(USER_WEIGHTS) == len(USER_TERMS)
 
 
 def test_hyphenated_english_compounds_are_not_entities():
