@@ -2,6 +2,7 @@
 
     python bench/recall_bench.py latency [--cards 100000 --entities 10000 --statements 300000]
     python bench/recall_bench.py locomo [--locomo ../shared/bench/locomo/locomo10.json]
+    python bench/recall_bench.py misses [--split dev] [--tokens 500] [--category N] [--show 20]
 
 latency: builds (once, cached under --work) a synthetic agent straight into the graph schema with
 SQL: 100k cards with model2vec vectors, 10k entities (+aliases), 300k relation statements and the
@@ -26,12 +27,18 @@ bench budgets `Budgets().scaled(chars)` (item caps raised so the character budge
 
 Tables are printed for the dev split (the five conversations the recall and writer heuristics were
 tuned on: DEV_SAMPLES), the held-out five, and all ten.
+
+misses: on the agents `locomo` built (same --work; revived copies), why recall misses evidence, per
+question of one split at one budget: every evidence turn recall did not inject is "no card" (no
+card cites it: the writer's ceiling), "not a candidate" (no card citing it is among the ranked
+candidates) or "rank R" (the best card citing it ranked R while N cards were injected: the
+ranking or the budget). Prints the first --show questions with misses (question, answer, named
+entities, the top of the ranking, each missed turn and the cards citing it) and the counts.
 """
 
 from __future__ import annotations
 
 import argparse
-import array
 import json
 import math
 import os
@@ -438,7 +445,7 @@ def locomo_quality(args: argparse.Namespace) -> None:
 
     from bench import locomo
     from graph.embed import Model2VecEmbedder
-    from graph.recall import Budgets, recall
+    from graph.recall import recall
     from graph.recall_embed import LexicalLite, LiteEmbedder
 
     work = Path(args.work)
@@ -508,8 +515,7 @@ def locomo_quality(args: argparse.Namespace) -> None:
             for tokens in budgets_tokens:
                 chars = tokens * 4
                 got = {"bm25 turns": _cut(turns, bm25, chars), "bm25+m2v rrf turns": _cut(turns, rrf, chars)}
-                b = Budgets().scaled(chars)
-                b = Budgets(**{**b.as_dict(), "standing_items": 50, "notes_items": 50, "entities": 8})
+                b = _budgets_for(tokens)
                 for label, path, e in (("recall", revived, vec_embedder), ("recall, lifecycle as is", db, vec_embedder),
                                        ("recall, no vectors", revived, None)):
                     out = recall(path, question, budgets=b, embedder=e)
@@ -544,6 +550,101 @@ def locomo_quality(args: argparse.Namespace) -> None:
                 print(f"{m:<26}{row}{size}")
 
 
+def _budgets_for(tokens: int):
+    """The bench budgets: `Budgets().scaled(chars)` with item caps raised so characters bind."""
+    from graph.recall import Budgets
+
+    b = Budgets().scaled(tokens * 4)
+    return Budgets(**{**b.as_dict(), "standing_items": 50, "notes_items": 50, "entities": 8})
+
+
+def locomo_misses(args: argparse.Namespace) -> None:
+    import re
+
+    from bench import locomo
+    from graph.recall import connect_readonly, match_entities, nearest_cards, recall
+    from graph.recall_embed import LexicalLite, LiteEmbedder
+
+    work = Path(args.work)
+    if not (work / "locomo-home" / "agents").exists():
+        sys.exit(f"no LoCoMo agents under {work}: run `recall_bench.py locomo --work {work}` first")
+    lite = LiteEmbedder(MODEL, work / "cache")
+    budgets = _budgets_for(args.tokens)
+    counts = {"evidence turns": 0, "found": 0, "no card": 0, "not a candidate": 0, "ranked too low": 0}
+    shares: list[float] = []
+    shown = 0
+    for sample in locomo.load(args.locomo):
+        sid = sample["sample_id"]
+        if (args.split == "dev") != (sid in DEV_SAMPLES) and args.split != "all":
+            continue
+        db = work / "locomo-home" / "agents" / sid / "agent.db"
+        if not db.exists():
+            continue
+        revived = _revived_copy(db, work / "locomo-revived" / f"{sid}.db")
+        cites, behind = _card_turns(revived)
+        by_turn: dict[str, set[int]] = {}
+        for cid, turns in cites.items():
+            for t in turns:
+                by_turn.setdefault(t, set()).add(cid)
+        conn = connect_readonly(revived)
+        stored = conn.execute("SELECT value FROM graph_meta WHERE key = 'embedder'").fetchone()
+        emb = lite if stored and stored[0] == lite.id else LexicalLite()
+        statements = dict(conn.execute("SELECT id, statement FROM cards"))
+        text = {t.dia_id: t.text for t in locomo.iter_turns(sample)}
+        for qa in sample["qa"]:
+            cat = qa.get("category")
+            if cat not in (1, 2, 3, 4) or (args.category and cat != args.category):
+                continue
+            gold = {p for ev in qa.get("evidence") or [] for p in re.split(r"[;,\s]+", ev)} & set(text)
+            if not gold:
+                continue
+            question = qa["question"]
+            out = recall(revived, question, budgets=budgets, embedder=emb)
+            ids = [c["id"] for c in out["standing"]] + [c["id"] for c in out["notes"]]
+            for ent in out["entities"]:
+                for r in ent["relations"]:
+                    ids.extend(behind.get((r["subject"], r["verb"], r["object"]), ()))
+            got = set().union(*(cites.get(i, set()) for i in ids)) if ids else set()
+            named = match_entities(conn, question)
+            ranking = nearest_cards(conn, question, [e["id"] for e in named], embedder=emb, limit=10_000,
+                                    min_relative=0.0)
+            rank = {c["id"]: i for i, c in enumerate(ranking, start=1)}
+            shares.append(len(got & gold) / len(gold))
+            lines = []
+            for turn in sorted(gold):
+                counts["evidence turns"] += 1
+                if turn in got:
+                    counts["found"] += 1
+                    continue
+                citing = by_turn.get(turn, set())
+                ranks = sorted(rank[c] for c in citing if c in rank)
+                if not citing:
+                    counts["no card"] += 1
+                    why = "no card"
+                elif not ranks:
+                    counts["not a candidate"] += 1
+                    why = "not a candidate"
+                else:
+                    counts["ranked too low"] += 1
+                    why = f"rank {ranks[0]}, {len(ids)} cards injected"
+                lines.append(f"    missed {turn} ({why}): {text[turn][:140]}")
+                for cid in sorted(citing, key=lambda c: rank.get(c, 10**9))[:2]:
+                    lines.append(f"      card #{cid} rank {rank.get(cid, '-')}: {statements[cid][:140]}")
+            if lines and shown < args.show:
+                shown += 1
+                print(f"\n[{sid}, category {cat}] {question} -> {qa.get('answer')!s}"
+                      f"   named: {[e['name'] for e in named]}")
+                for i, c in enumerate(ranking[:5], start=1):
+                    print(f"    {i}. #{c['id']} {c['score']:.3f} {c['statement'][:130]}")
+                print("\n".join(lines))
+        conn.close()
+    if not shares:
+        print("no questions")
+        return
+    print(f"\n{args.split}, {args.tokens} tokens: {len(shares)} questions, evidence recall "
+          f"{statistics.mean(shares):.3f}; evidence turns: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="what", required=True)
@@ -562,6 +663,14 @@ def main(argv: list[str] | None = None) -> None:
     loc.add_argument("--work", default="/tmp/reverie-recall-bench")
     loc.add_argument("--rebuild", action="store_true")
     loc.set_defaults(fn=locomo_quality)
+    mis = sub.add_parser("misses", help="why recall misses evidence on LoCoMo (after `locomo`)")
+    mis.add_argument("--locomo", default=str(SHARED / "bench" / "locomo" / "locomo10.json"))
+    mis.add_argument("--work", default="/tmp/reverie-recall-bench")
+    mis.add_argument("--split", choices=("dev", "held-out", "all"), default="dev")
+    mis.add_argument("--tokens", type=int, default=500)
+    mis.add_argument("--category", type=int, choices=(1, 2, 3, 4))
+    mis.add_argument("--show", type=int, default=20, help="questions with misses to print")
+    mis.set_defaults(fn=locomo_misses)
     args = ap.parse_args(argv)
     args.fn(args)
 

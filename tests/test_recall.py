@@ -489,9 +489,34 @@ def test_a_memory_from_the_same_moment_of_a_conversation_joins_its_neighbour(sto
     monkeypatch.setattr(recall_mod, "NEIGHBOUR_TOP", 0)
     alone = recall(store.path, prompt)
 
+    own = _own_scores(store.path, prompt, monkeypatch)
+
     assert [n["id"] for n in alone["notes"]] == [asked]
     assert [n["id"] for n in out["notes"]] == [asked, answer]
-    assert out["notes"][1]["score"] == pytest.approx(recall_mod.NEIGHBOUR_SHARE * out["notes"][0]["score"], abs=1e-3)
+    _assert_interpolated(out, own, asked, answer)
+
+
+def _own_scores(path, prompt: str, monkeypatch) -> dict[int, float]:
+    """Every active card's score for `prompt` without the neighbour lift."""
+    import graph.recall as recall_mod
+
+    with monkeypatch.context() as m:
+        m.setattr(recall_mod, "NEIGHBOUR_TOP", 0)
+        conn = recall_mod.connect_readonly(path)
+        try:
+            return {c["id"]: c["score"] for c in recall_mod.nearest_cards(conn, prompt, [], min_relative=0.0)}
+        finally:
+            conn.close()
+
+
+def _assert_interpolated(out: dict, own: dict[int, float], asked: int, answer: int) -> None:
+    """The answer (the asked card's neighbour, both fresh cards of the same strength) scores
+    NEIGHBOUR_SHARE of the asked card's score plus the rest of its own."""
+    import graph.recall as recall_mod
+
+    share = recall_mod.NEIGHBOUR_SHARE
+    assert own.get(answer, 0.0) < own[asked] == out["notes"][0]["score"]
+    assert out["notes"][1]["score"] == pytest.approx(share * own[asked] + (1 - share) * own.get(answer, 0.0), abs=1e-3)
 
 
 def _moment(store) -> tuple[int, int, str]:
@@ -524,7 +549,7 @@ def test_the_neighbour_lift_runs_on_a_store_of_any_size_through_the_evidence_pos
     assert [row[3] for row in plan] == [
         "SEARCH evidence USING COVERING INDEX evidence_position (conversation=? AND message_from>? AND message_from<?)"]
     assert [n["id"] for n in out["notes"]] == [asked, answer]
-    assert out["notes"][1]["score"] == pytest.approx(recall_mod.NEIGHBOUR_SHARE * out["notes"][0]["score"], abs=1e-3)
+    _assert_interpolated(out, _own_scores(store.path, prompt, monkeypatch), asked, answer)
 
 
 def test_a_large_store_not_yet_migrated_to_the_evidence_index_skips_the_neighbour_lift(store, monkeypatch):
@@ -558,3 +583,76 @@ def test_the_neighbour_lift_reaches_back_no_further_than_its_lookback(store, mon
 
     assert [n["id"] for n in far_start["notes"]] == [asked]
     assert [n["id"] for n in within["notes"]] == [asked, answer]
+
+
+def test_a_card_about_another_thing_of_the_kind_the_prompt_names_ranks_below_one_about_it(store, monkeypatch):
+    import graph.recall as recall_mod
+
+    billing = store.entity("billing")
+    auth = store.entity("auth")
+    redis = store.entity("redis", "concept")
+    # Same words, same length: only who the card is about differs (ties go to the older card).
+    about_auth = store.card("auth retries failed webhooks three times, billing said", entities=(auth, billing))
+    about_billing = store.card("billing retries failed webhooks three times, auth said", entities=(billing, auth))
+    # A loose type (concept) tells no siblings: a card led by another concept is left alone.
+    loose = store.card("redis retries failed webhooks, a queue said", entities=(redis,))
+    # A card stating a relation with the named entity is about it too, whatever comes first.
+    related = store.card("auth retries failed webhooks for billing", entities=(auth, billing))
+    store.say(auth, "calls", billing, card=related)
+    prompt = "How many times does billing retry failed webhooks?"
+
+    factor = recall_mod.SIBLING_FACTOR
+    out = recall(store.path, prompt)
+    monkeypatch.setattr(recall_mod, "SIBLING_FACTOR", 1.0)
+    plain = recall(store.path, prompt)
+
+    assert [n["id"] for n in plain["notes"]] == [about_auth, about_billing, related, loose]
+    assert [n["id"] for n in out["notes"]] == [about_billing, related, about_auth, loose]
+    scores = {n["id"]: n["score"] for n in out["notes"]}
+    plain_scores = {n["id"]: n["score"] for n in plain["notes"]}
+    assert set(scores) == {about_auth, about_billing, loose, related}
+    assert scores == {about_billing: plain_scores[about_billing], loose: plain_scores[loose],
+                      related: plain_scores[related],
+                      about_auth: pytest.approx(factor * plain_scores[about_auth], abs=1e-3)}
+    assert 0 < factor < 1
+
+
+def test_strength_reorders_close_matches_by_its_square_root(store):
+    import graph.recall as recall_mod
+    from graph.trust import strength
+
+    sure = store.card("the deploy script needs the staging token")
+    unsure = store.card("the deploy script needs the staging token")
+    with store.conn:
+        store.conn.execute("UPDATE cards SET confidence = 1.0, original_confidence = 1.0 WHERE id = ?", (sure,))
+        store.conn.execute("UPDATE cards SET confidence = 0.5, original_confidence = 0.5 WHERE id = ?", (unsure,))
+
+    out = recall(store.path, "what does the deploy script need?")
+
+    assert recall_mod.STRENGTH_EXP == 0.5
+    assert [n["id"] for n in out["notes"]] == [sure, unsure]
+    assert out["notes"][1]["score"] == pytest.approx(
+        out["notes"][0]["score"] * (strength(1, 0.5) / strength(1, 1.0)) ** 0.5, abs=1e-3)
+
+
+def test_a_neighbour_of_zero_strength_is_not_lifted_into_the_notes(store, monkeypatch):
+    import graph.recall as recall_mod
+
+    asked = store.card("We watched the meteor shower from the campsite.")
+    answer = store.card("It was tiny and awe-inspiring under that sky.")
+    with store.conn:
+        store.conn.executemany(
+            "INSERT INTO evidence(card_id, conversation, message_from, message_to, said_at, passage) "
+            "VALUES (?, 'conv-1', ?, ?, '2026-01-10T10:00:00Z', '')", [(asked, 10, 10), (answer, 11, 11)])
+    # A large store: the answer shares no word with the prompt, so only the lift brings it in.
+    monkeypatch.setattr(recall_mod, "FULL_SCAN_MAX_CARDS", 1)
+    prompt = "how did watching the meteor shower make you feel?"
+    lifted = recall(store.path, prompt)
+    with store.conn:
+        store.conn.execute("UPDATE cards SET confidence = 0 WHERE id = ?", (answer,))
+    zero = recall(store.path, prompt)
+
+    assert [(n["id"], n["score"]) for n in lifted["notes"]] == [
+        (asked, lifted["notes"][0]["score"]),
+        (answer, pytest.approx(recall_mod.NEIGHBOUR_SHARE * lifted["notes"][0]["score"], abs=1e-3))]
+    assert [n["id"] for n in zero["notes"]] == [asked] and zero["warnings"] == []
