@@ -596,21 +596,21 @@ FIXED_TERMS = frozenset({"named", "cues", "correction"})
 #: Share of development turns the settings threshold (0.5) keeps after the fit's bias shift.
 KEEP_TARGET = 0.395
 USER_WEIGHTS: tuple[float, ...] = (
-    -2.295,  # bias (fitted, then shifted to KEEP_TARGET)
-    0.237,   # per first-person fact sentence, up to 3 (fitted)
-    1.226,   # per specific: time reference, number, proper name, title, up to 5 (fitted)
+    -2.356,  # bias (fitted, then shifted to KEEP_TARGET)
+    0.240,   # per first-person fact sentence, up to 3 (fitted)
+    1.237,   # per specific: time reference, number, proper name, title, up to 5 (fitted)
     0.285,   # log(1 + words of the fact and neutral sentences) (fitted)
-    -0.633,  # share of chatter and ask (question, request) sentences (fitted)
+    -0.611,  # share of chatter and ask (question, request) sentences (fitted)
     0.350,   # per named technical thing, up to 3 (fixed)
     1.000,   # cue logits, capped at CUES_MAX (fixed)
     2.500,   # a correction of the agent's previous reply (fixed)
-    0.393,   # fewer than 4 words (fitted)
-    0.871,   # the turn answers a question the previous human turn asked (`answers_question`) (fitted)
-    0.700,   # the turn opens the conversation: nothing said before it (`opens_conversation`) (fitted)
-    0.201,   # share of its content words the previous turn did not use (`novelty`) (fitted)
-    -0.237,  # the turn ends by asking the other person something (fitted)
-    -1.763,  # share of its words that address the listener (you, your, ...) (fitted)
-    0.444,   # log(1 + content words), words of 4+ letters that are not function words (fitted)
+    0.409,   # fewer than 4 words (fitted)
+    0.848,   # the turn answers a question the previous human turn asked (`answers_question`) (fitted)
+    0.590,   # the turn opens the conversation: nothing said before it (`opens_conversation`) (fitted)
+    0.289,   # share of its content words the previous turn did not use (`novelty`) (fitted)
+    -0.214,  # the turn ends by asking the other person something (fitted)
+    -1.946,  # share of its words that address the listener (you, your, ...) (fitted)
+    0.441,   # log(1 + content words), words of 4+ letters that are not function words (fitted)
 )
 CUE_LOGIT = {1.0: 2.2, 0.9: 1.8}   # strong cues; weaker cues give 4 x their weight
 CUES_MAX = 4.0
@@ -669,8 +669,10 @@ def content_words(text: str) -> set[str]:
 
 def opens_conversation(passage: Passage) -> bool:
     """True for a human turn nothing was said before (no previous human turn, no agent reply): the
-    opening of a chat session ("Hey! Guess what, I just ...") or the first prompt of a coding
-    session, which states the task."""
+    opening of a chat session ("Hey! Guess what, I just ..."), or the first prompt of a coding
+    session. The term counts only for an opening with a first-person fact and no more questions or
+    requests than facts: "I'm new on billing-api. Set up the dev environment and tell me how the
+    service fits together." states the task, which is not memory."""
     return passage.kind == "user" and not passage.context and not passage.previous_reply
 
 
@@ -708,7 +710,7 @@ def user_features(passage: Passage, body: str, st: Statements, cues: list[Cue], 
         1.0 if correction else 0.0,
         1.0 if len(words) < 4 and not correction else 0.0,
         1.0 if answers_question(passage) else 0.0,
-        1.0 if opens_conversation(passage) else 0.0,
+        1.0 if opens_conversation(passage) and st.questions <= st.facts else 0.0,
         novelty(content, passage.context or passage.previous_reply),
         1.0 if _ASKS.search(body) else 0.0,
         len(_SECOND_PERSON.findall(body)) / len(words) if words else 0.0,

@@ -294,7 +294,7 @@ def test_session_state_prunes_old_and_excess_files(tmp_path):
     state.save([1], [2])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new-session.json"]
     odd = SessionState(tmp_path, "../../etc/passwd")
-    assert odd.path.parent == tmp_path and odd.path.name != "passwd.json"
+    assert os.path.dirname(odd.path) == str(tmp_path) and os.path.basename(odd.path) != "passwd.json"
 
 
 WRITER = textwrap.dedent("""
