@@ -77,7 +77,6 @@ Invariants:
 
 from __future__ import annotations
 
-import array
 import datetime as _dt
 import json
 import math
@@ -255,10 +254,15 @@ def _sessions_dir(db_path: str | os.PathLike) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(os.fspath(db_path))), "recall-sessions")
 
 
+#: A new session's first save prunes the folder's stale session files at most this often.
+PRUNE_EVERY_S = 600
+
+
 class SessionState:
     """Which cards and entities a session was already given. One JSON file per session in
     `state_dir` ({"cards": [...], "entities": [...]}), written atomically; files older than
-    `max_age_days` or beyond the `max_files` newest are deleted when a new session starts."""
+    `max_age_days` or beyond the `max_files` newest are deleted when a new session starts (at most
+    once per PRUNE_EVERY_S: sessions started in between may add a few files beyond `max_files`)."""
 
     def __init__(self, state_dir: str | os.PathLike, session: str, *, max_files: int = 500, max_age_days: int = 14,
                  max_ids: int = 5000, now: float | None = None) -> None:
@@ -297,8 +301,24 @@ class SessionState:
             fh.write(json.dumps(data))
         os.replace(tmp, self.path)
         self.exists = True
-        if new_file:
+        if new_file and self._prune_due():
             self.prune()
+
+    def _prune_due(self) -> bool:
+        """True at most once per PRUNE_EVERY_S per folder (a marker file's mtime says when the last
+        prune ran): a prune stats every session file, ~1 ms of a hook at 500 files."""
+        marker = os.path.join(self.dir, ".pruned")
+        try:
+            if time.time() - os.stat(marker).st_mtime < PRUNE_EVERY_S:
+                return False
+        except OSError:
+            pass
+        try:
+            with open(marker, "w"):
+                pass
+        except OSError:
+            pass
+        return True
 
     def prune(self) -> int:
         """Delete stale session files; returns how many."""
@@ -597,7 +617,7 @@ def _fts_query(conn: sqlite3.Connection, terms: list[str], *, common: float = CO
 def _cosine(query: list[float] | dict[int, float], blob: bytes) -> float:
     """Dot product of a unit query vector (dense list, or sparse {index: value}) with a stored
     float32 unit vector."""
-    vec = array.array("f", blob)
+    vec = memoryview(blob).cast("f")   # native float32 (little-endian stores, see graph.embed)
     if isinstance(query, dict):
         return sum(v * vec[i] for i, v in query.items())
     return sum(map(operator.mul, query, vec))

@@ -292,7 +292,16 @@ def test_session_state_prunes_old_and_excess_files(tmp_path):
         os.utime(p, (1_000_000 + i, 1_000_000 + i))
     state = SessionState(tmp_path, "new-session", max_files=3, max_age_days=14)
     state.save([1], [2])
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["new-session.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".pruned", "new-session.json"]
+    # Pruning is throttled: a session started right after leaves an old file alone ...
+    (tmp_path / "old-9.json").write_text("{}")
+    os.utime(tmp_path / "old-9.json", (1_000_000, 1_000_000))
+    SessionState(tmp_path, "second", max_files=3, max_age_days=14).save([3], [])
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".pruned", "new-session.json", "old-9.json", "second.json"]
+    # ... and the first new session once PRUNE_EVERY_S has passed removes it.
+    os.utime(tmp_path / ".pruned", (1_000_000, 1_000_000))
+    SessionState(tmp_path, "third", max_files=3, max_age_days=14).save([4], [])
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".pruned", "new-session.json", "second.json", "third.json"]
     odd = SessionState(tmp_path, "../../etc/passwd")
     assert os.path.dirname(odd.path) == str(tmp_path) and os.path.basename(odd.path) != "passwd.json"
 
