@@ -114,9 +114,13 @@ def report(name: str, X, y, groups, gated, weights, dev_samples: int) -> None:
     print(f"{'':<10}" + "".join(f"{a[0]:>10.3f}{a[1]:>9.3f}{r[0]:>8.3f}{r[1]:>9.3f}" for a, r in rows.values()))
 
 
-def write_weights(weights: list[float]) -> None:
-    """Rewrite the numbers of the USER_WEIGHTS table in classify.py, one per line, comments kept."""
+def write_weights(weights: list[float], target: float) -> None:
+    """Rewrite the numbers of the USER_WEIGHTS table in classify.py, one per line, comments kept,
+    and `KEEP_TARGET` (the share of dev turns the bias was shifted to keep)."""
     src = CLASSIFY.read_text(encoding="utf-8")
+    src, n = re.subn(r"^KEEP_TARGET = [0-9.]+$", f"KEEP_TARGET = {target:g}", src, count=1, flags=re.M)
+    if n != 1:
+        raise SystemExit("KEEP_TARGET not found in consolidate/classify.py")
     m = re.search(r"USER_WEIGHTS: tuple\[float, \.\.\.\] = \(\n(.*?)\n\)", src, re.S)
     if not m:
         raise SystemExit("USER_WEIGHTS table not found in consolidate/classify.py")
@@ -169,7 +173,7 @@ def main(argv: list[str] | None = None) -> None:
     report("current", X, y, g, gate, current, DEV_SAMPLES)
     report("fitted", X, y, g, gate, new, DEV_SAMPLES)
     if args.write:
-        write_weights([round(w, 3) for w in new])
+        write_weights([round(w, 3) for w in new], args.target)
         print(f"\nwrote {CLASSIFY.relative_to(ROOT)}")
 
 

@@ -790,6 +790,18 @@ def nearest_cards(conn: sqlite3.Connection, prompt: str, entity_ids: list[int], 
     return out
 
 
+def _word_at(text: str, word: str) -> int:
+    """Index of the first whole-word occurrence of `word` in `text` (no letter or digit right before
+    or after it: "art" is not in "started"), or -1."""
+    at = text.find(word)
+    while at >= 0:
+        end = at + len(word)
+        if (at == 0 or not text[at - 1].isalnum()) and (end == len(text) or not text[end].isalnum()):
+            return at
+        at = text.find(word, at + 1)
+    return -1
+
+
 def _about_sibling(conn: sqlite3.Connection, cands: dict[int, "_Candidate"], entity_ids: list[int]) -> set[int]:
     """Candidates about another thing of the same kind as one the prompt names: the first entity of
     a named entity's type that the card's statement mentions is not a named one ("what did Melanie
@@ -815,7 +827,7 @@ def _about_sibling(conn: sqlite3.Connection, cands: dict[int, "_Candidate"], ent
         text = cands[cid].card["statement"].casefold()
         first_named, first_other, named_hidden = None, None, False
         for eid, name in ents:
-            at = text.find(name.casefold()) if name else -1
+            at = _word_at(text, name.casefold()) if name else -1
             if eid in wanted:
                 if at < 0:
                     named_hidden = True

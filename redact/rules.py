@@ -144,7 +144,9 @@ RULES: tuple[Rule, ...] = (
         "private-key", "private_key",
         r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
         r"(?:[\s\S]*?-----END[ A-Z0-9_-]{0,100}(?:PRIVATE KEY(?: BLOCK)?)?-----"
-        r"|[ \t]*(?:\r?\n|\\[rn])(?:[A-Za-z0-9+/=:,.\- \t\r\n]|\\[nrt])*|[ \t]?[A-Za-z0-9+/=]+)",
+        # (a key printed on one line, flattened or clipped: every base64 run of the body goes)
+        r"|[ \t]*(?:\r?\n|\\[rn])(?:[A-Za-z0-9+/=:,.\- \t\r\n]|\\[nrt])*"
+        r"|[ \t]*[A-Za-z0-9+/=]{16,}(?:[ \t]+[A-Za-z0-9+/=]{4,})*)",
         "pem",
     ),
     # A PEM header, a line break, a body line: a private key block whatever its body says
@@ -196,9 +198,10 @@ RULES: tuple[Rule, ...] = (
          r"|xoxe\.xox[bp]-\d-[A-Za-z0-9]{140,}|xoxe-\d-[A-Za-z0-9]{120,})",
          min_entropy=2.5, allow_filler=True, placeholder_ok=True),
     _tok("slack-app-token", "slack_token", r"\b(xapp-\d-[A-Za-z0-9]+-\d+-[A-Za-z0-9]+)"),
-    # the whole path after the host is the credential (`hooks.slack.com/[REDACTED:webhook]`)
+    # the path after services/ (workflows/, triggers/) is the credential, and what is remembered:
+    # found again alone (`T0.../B0.../xyz`), it goes too
     _tok("slack-webhook", "webhook",
-         r"hooks\.slack\.com/((?:services|workflows|triggers)/[A-Za-z0-9+/_\-]{20,120})",
+         r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9+/_\-]{20,120})",
          placeholder_ok=True),
     _tok("discord-webhook", "webhook",
          r"discord(?:app)?\.com/api/webhooks/(\d{5,30}/[A-Za-z0-9_\-]{30,120})"),

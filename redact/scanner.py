@@ -264,7 +264,7 @@ def _raw_match(rx):
     `finditer` calls it too, then builds a Python match object per hit and re-reads each group
     through several wrapper calls. A wrapper without it gets an equivalent built on `search`."""
     raw = getattr(getattr(rx, "_regexp", None), "Match", None)
-    if raw is not None:
+    if raw is not None and _unanchored() is not None:   # the raw call needs RE2's anchor enum too
         return raw
 
     def match(anchor, data, pos, endpos):

@@ -127,6 +127,21 @@ def test_content_words_and_novelty():
     assert novelty(words, "How long was the trail?") == 0.5
     assert novelty(words, "The Dolomites trail was long, they hiked it.") == 0.0
     assert novelty(set(), "anything") == 0.0
+    # Letters of any script are words; digits and underscores are not.
+    assert content_words("Wir waren in München beim Töpferkurs, room_42 ready") == {
+        "waren", "münchen", "beim", "töpferkur", "room", "ready"}
+
+
+@pytest.mark.parametrize("text", [
+    "Tick the box: change `[  ]` to `[x]` in TODO.md when done",
+    "I always write `(  )` around it",
+    "`   ` and `\t` are both blank",
+])
+def test_blank_backticked_names_are_no_names(text):
+    """A backticked run of punctuation and spaces is no named thing (it once crashed the classifier
+    and with it every consolidation of the agent)."""
+    assert all(n.name.strip() for n in named_things(text))
+    assert classify(_user(text)).keep >= 0.0
 
 
 def test_opening_a_conversation():

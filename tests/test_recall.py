@@ -665,3 +665,11 @@ def test_a_neighbour_of_zero_strength_is_not_lifted_into_the_notes(store, monkey
         (asked, lifted["notes"][0]["score"]),
         (answer, pytest.approx(recall_mod.NEIGHBOUR_SHARE * lifted["notes"][0]["score"], abs=1e-3))]
     assert [n["id"] for n in zero["notes"]] == [asked] and zero["warnings"] == []
+
+
+def test_sibling_check_matches_whole_words_only():
+    """A short name inside a longer word ("art" in "started") is not a mention of it."""
+    from graph.recall import _word_at
+
+    assert [_word_at(t, "art") for t in ("i started pottery; melanie joined", "art class", "melanie and art.",
+                                         "the art-show", "martial arts")] == [-1, 0, 12, 4, -1]

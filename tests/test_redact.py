@@ -422,7 +422,7 @@ def test_twilio_slack_npm_placeholders_in_their_own_slots(redactor):
     assert redactor.redact_text(text) == (
         "TWILIO_ACCOUNT_SID=[REDACTED:twilio_key]\n"
         "# from the Twilio docs: client = Client('[REDACTED:twilio_key]', auth_token)\n"
-        "SLACK_WEBHOOK_URL=https://hooks.slack.com/[REDACTED:webhook]\n"
+        "SLACK_WEBHOOK_URL=https://hooks.slack.com/services/[REDACTED:webhook]\n"
         "$ cat ~/.npmrc\n//registry.npmjs.org/:_authToken=[REDACTED:npm_token]\n"
     )
 
@@ -438,8 +438,27 @@ def test_slack_tokens_with_digit_groups_and_webhook_paths(redactor):
     )
     assert redactor.redact_text(text) == (
         '{"ok": true, "access_token": "[REDACTED:slack_token]", "scope": "identify,bot"}\n'
-        "curl -X POST -d '{\"text\": \"deployed\"}' https://hooks.slack.com/[REDACTED:webhook]\n"
+        "curl -X POST -d '{\"text\": \"deployed\"}' https://hooks.slack.com/services/[REDACTED:webhook]\n"
     )
+
+
+def test_a_webhook_path_learned_once_is_removed_alone(tmp_path):
+    upper = string.ascii_uppercase + string.digits
+    hook = f"T{rand(8, upper)}/B{rand(10, upper)}/{rand(24)}"
+    red = Redactor(tmp_path / "secrets")
+    red.redact(f"curl -X POST https://hooks.slack.com/services/{hook}")
+    later = f"the secret part of the webhook is {hook} (from the team wiki)"
+    assert red.redact_text(later) == "the secret part of the webhook is [REDACTED:remembered] (from the team wiki)"
+
+
+def test_a_private_key_flattened_onto_one_line_is_removed_whole(redactor):
+    """`echo $KEY` without quotes prints the key on one line; a clipped tool result has no END line."""
+    lines = [rand(64, ALNUM + "+/") for _ in range(6)]
+    flat = "$ echo $DEPLOY_KEY\n-----BEGIN RSA PRIVATE KEY----- " + " ".join(lines) + " ...[clipped]"
+    out = redactor.redact_text(flat)
+    assert out == "$ echo $DEPLOY_KEY\n[REDACTED:private_key] ...[clipped]"
+    spaced = "-----BEGIN RSA PRIVATE KEY-----  " + "".join(lines)
+    assert redactor.redact_text(spaced) == "[REDACTED:private_key]"
 
 
 def test_private_key_block_with_any_body(redactor):
@@ -535,7 +554,7 @@ def test_placeholders_in_unmistakable_slots_are_redacted_but_never_remembered(tm
     assert out.text == (
         "X-JFrog-Art-Api: [REDACTED:artifactory_key]\nartifactory:_password=[REDACTED:artifactory_key]\n"
         "TWILIO_ACCOUNT_SID=[REDACTED:twilio_key]\n//registry.npmjs.org/:_authToken=[REDACTED:npm_token]\n"
-        "https://hooks.slack.com/[REDACTED:webhook]\n"
+        "https://hooks.slack.com/services/[REDACTED:webhook]\n"
         "SLACK_BOT_TOKEN=[REDACTED:slack_token]\n"
         'cloudant_key = "[REDACTED:cloudant_key]"\n'
         'aws_secret_access_key = "[REDACTED:aws_secret_key]"\n'
