@@ -101,15 +101,15 @@ def _index_job(runner: Runner, scheduler) -> None:
         runner.index(force=True)
         if scheduler.running and not runner.stop.is_set():
             sync_nightly_jobs(scheduler, runner)
-    except Exception:  # noqa: BLE001 - a job must never take the daemon down
-        log.exception("index job failed")
+    except Exception as exc:  # noqa: BLE001 - a job must never take the daemon down
+        runner.describe_error("index job", exc)   # scrubbed: the raw message may hold a secret
 
 
 def _pass_job(runner: Runner, reason: str) -> None:
     try:
         runner.consolidation_pass(reason=reason)
-    except Exception:  # noqa: BLE001
-        log.exception("consolidation pass failed")
+    except Exception as exc:  # noqa: BLE001
+        runner.describe_error("consolidation pass", exc)
 
 
 def run_daemon(runner: Runner, *, install_signals: bool = True, banner: str = "") -> int:

@@ -2,10 +2,10 @@
 
 Usage::
 
-    from schedules.lock import AgentLock, Busy
+    from schedules.lock import LOCK_NAME, AgentLock, Busy
 
     try:
-        with AgentLock(agent_dir / "lock", owner="consolidate --now"):
+        with AgentLock(agent_dir / LOCK_NAME, owner="consolidate --now"):
             ...  # consolidate the agent
     except Busy as busy:
         print(busy)  # names the holder (pid, host, since when) and what to do
@@ -38,6 +38,9 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+
+#: The lock file's name in an agent's folder (`<home>/agents/<id>/lock`).
+LOCK_NAME = "lock"
 
 try:  # POSIX
     import fcntl

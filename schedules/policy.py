@@ -30,8 +30,6 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 UTC = timezone.utc
-TRIGGERS = ("nightly", "backfill", "now")
-_TRUE = {"1", "true", "yes", "on", "y"}
 _FALSE = {"", "0", "false", "no", "off", "n"}
 
 
@@ -83,12 +81,7 @@ def _int_in(value: Any, key: str, lo: int, hi: int) -> int:
 
 def env_flag(value: str | None) -> bool:
     """`$REVERIE_PAUSE`: 1/true/yes/on pause, unset/empty/0/false/no/off do not; anything else pauses."""
-    if value is None:
-        return False
-    v = value.strip().lower()
-    if v in _FALSE:
-        return False
-    return True
+    return value is not None and value.strip().lower() not in _FALSE
 
 
 def resolve_tz(name: str | None) -> tzinfo:
@@ -214,13 +207,13 @@ class AgentState:
 
     def to_dict(self) -> dict:
         return {
-            "last_started_at": _iso(self.last_started_at),
-            "last_finished_at": _iso(self.last_finished_at),
+            "last_started_at": iso(self.last_started_at),
+            "last_finished_at": iso(self.last_finished_at),
             "last_trigger": self.last_trigger,
             "last_result": self.last_result,
             "last_progress": self.last_progress,
             "backlog": self.backlog,
-            "nightly_for": _iso(self.nightly_for),
+            "nightly_for": iso(self.nightly_for),
             "skip_night": self.skip_night,
             "history": list(self.history),
         }
@@ -242,15 +235,11 @@ class AgentState:
         )
 
 
-def _iso(dt: datetime | None) -> str | None:
+def iso(dt: datetime | None) -> str | None:
+    """UTC ISO-8601 with a Z, or None."""
     if dt is None:
         return None
     return dt.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def iso(dt: datetime | None) -> str | None:
-    """UTC ISO-8601 with a Z, or None."""
-    return _iso(dt)
 
 
 def parse_iso(value: Any) -> datetime | None:
@@ -459,12 +448,12 @@ def apply_outcome(
       progress makes the agent sit out the rest of `night`.
     - a nightly run records the occurrence it served, so it is not repeated that night.
     """
-    entry = {"at": _iso(started), "trigger": trigger, "result": result}
+    entry = {"at": iso(started), "trigger": trigger, "result": result}
     if busy:
         return replace(state, last_result=result, history=(state.history + (entry,))[-HISTORY_KEEP:])
     new_backlog = state.backlog if backlog is None else backlog
     made_progress = progress or (state.backlog and backlog is False)
-    entry.update({"finished": _iso(finished), "progress": made_progress, "backlog": new_backlog})
+    entry.update({"finished": iso(finished), "progress": made_progress, "backlog": new_backlog})
     nxt = replace(
         state,
         last_started_at=started,

@@ -156,7 +156,9 @@ class Runner:
         text = " ".join(text.split())
         return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
 
-    def _describe_error(self, what: str, exc: BaseException) -> str:
+    def describe_error(self, what: str, exc: BaseException) -> str:
+        """Log `what failed` with the exception's type, its scrubbed message (`clean`) and its frames
+        (code locations only), never the raw message; returns the one-line error for state/results."""
         msg = self.clean(str(exc))
         frames = "".join(traceback.format_tb(exc.__traceback__)).rstrip()
         log.error("%s failed: %s: %s\n%s", what, type(exc).__name__, msg, frames)
@@ -184,7 +186,7 @@ class Runner:
         try:
             specs = list(self.jobs.list_agents())
         except Exception as exc:  # noqa: BLE001
-            self._describe_error("listing agents", exc)
+            self.describe_error("listing agents", exc)
             return []
         out = []
         for spec in specs:
@@ -213,7 +215,7 @@ class Runner:
                 result = self.clean(str(self.jobs.index_all() or "done"))
                 log.info("index finished: %s", result)
             except Exception as exc:  # noqa: BLE001
-                result = self._describe_error("index", exc)
+                result = self.describe_error("index", exc)
             self.state.record_index(now, result)
         return result
 
@@ -234,7 +236,7 @@ class Runner:
             result = self.clean(f"busy: {exc}")
         except Exception as exc:  # noqa: BLE001
             error, progress, backlog = True, False, None
-            result = self._describe_error(f"consolidation of {agent}", exc)
+            result = self.describe_error(f"consolidation of {agent}", exc)
         finished = self.now()
         new = self.state.update_agent(agent, lambda old: policy.apply_outcome(
             old, trigger=trigger, started=started, finished=finished, result=result, progress=progress,
@@ -253,7 +255,8 @@ class Runner:
         """Run due nightly runs, then backfill, one at a time, until nothing is due, the window
         closes, or `stop` is set. Returns (runs, why it stopped or None).
 
-        `index_between`: also index when due between runs (a long tick keeps the index hourly).
+        `index_between`: also index when due between runs (a long tick keeps the index hourly); the
+        caller checks the index before the pass.
         """
         runs: list[RunRecord] = []
         busy: set[str] = set()
@@ -262,7 +265,7 @@ class Runner:
         try:
             with self._track():
                 while not self.stop.is_set():
-                    if index_between:
+                    if index_between and runs:  # the first index check is the caller's (tick)
                         self.index()
                     cfg = self.load_config()
                     now = self.now()

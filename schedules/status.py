@@ -10,10 +10,8 @@ from datetime import datetime
 from pathlib import Path
 
 from . import policy
-from .lock import read_holder
+from .lock import LOCK_NAME, read_holder
 from .runner import Runner
-
-LOCK_NAME = "lock"
 
 
 def _local(dt: datetime | None, cfg: policy.ScheduleConfig) -> str | None:

@@ -368,7 +368,7 @@ def installed(spec: UnitSpec, targets: Targets, *, run: Runner = run_command) ->
     """Which systems have our files/line for this home (cron only checked when crontab exists)."""
     found = []
     res = run(["crontab", "-l"], None)
-    if res.returncode == 0 and any(line.rstrip().endswith(spec.cron_marker) for line in res.stdout.splitlines()):
+    if res.returncode == 0 and _without_marker(res.stdout, spec.cron_marker)[1]:
         found.append("cron")
     if targets.plist_path(spec).exists():
         found.append("launchd")

@@ -3,9 +3,12 @@ pause and consolidate-now, busy agents, state, status; the APScheduler jobs' tri
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 from datetime import datetime, time, timedelta, timezone
 from pathlib import Path
+from typing import Iterator
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -70,6 +73,26 @@ class FakeApp:
 
     def jobs(self) -> Jobs:
         return Jobs(list_agents=self.list_agents, index_all=self.index_all, consolidate=self.consolidate)
+
+
+@contextlib.contextmanager
+def held_by_another_thread(path: Path, *, owner: str) -> Iterator[None]:
+    """`path`'s AgentLock held by another thread (another run, or a daemon) for the with-block."""
+    holding, release = threading.Event(), threading.Event()
+
+    def hold():
+        with AgentLock(path, owner=owner):
+            holding.set()
+            release.wait(30)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    holding.wait(30)
+    try:
+        yield
+    finally:
+        release.set()
+        t.join()
 
 
 def ok(backlog: bool) -> RunOutcome:
@@ -304,23 +327,8 @@ def test_consolidate_now_ignores_the_window_but_not_the_lock(tmp_path):
                     now=clock)
     assert [(r.trigger, r.busy, r.progress) for r in runner.run_now(["a"])] == [("now", False, True)]
 
-    import threading
-
-    holding, release = threading.Event(), threading.Event()
-
-    def other_run():
-        with AgentLock(agent_dir / "lock", owner="schedule nightly"):
-            holding.set()
-            release.wait(30)
-
-    t = threading.Thread(target=other_run)
-    t.start()
-    holding.wait(30)
-    try:
+    with held_by_another_thread(agent_dir / "lock", owner="schedule nightly"):
         rec = runner.run_now(["a"])[0]
-    finally:
-        release.set()
-        t.join()
     assert (rec.trigger, rec.busy, rec.progress, rec.error) == ("now", True, False, False)
     assert rec.result.startswith(f"busy: {agent_dir / 'lock'} is held by pid ")
     st = runner.state.agent_states()["a"]
@@ -510,24 +518,9 @@ def test_a_tick_does_nothing_while_another_scheduler_runs(tmp_path):
     clock = Clock(at(2026, 6, 10, 2, 0))
     app = FakeApp(tmp_path, clock, {"a": [NOTHING]})
     runner = make_runner(tmp_path, clock, app)
-    import threading
-
-    held, done = threading.Event(), threading.Event()
-
-    def daemon():
-        with AgentLock(runner.scheduler_lock, owner="schedule run"):
-            held.set()
-            done.wait(30)
-
-    t = threading.Thread(target=daemon)
-    t.start()
-    held.wait(30)
-    try:
+    with held_by_another_thread(runner.scheduler_lock, owner="schedule run"):
         report = runner.tick()
         data = status_report(runner)
-    finally:
-        done.set()
-        t.join()
     assert report.skipped.startswith("another scheduler is running (pid ") and report.skipped.endswith("(schedule run))")
     assert (report.index, report.runs, app.calls, app.indexed) == (None, [], [], [])
     assert data["scheduler"]["running"] is True and data["scheduler"]["owner"] == "schedule run"
@@ -650,3 +643,30 @@ def test_a_run_that_only_hits_a_usage_limit_is_no_progress(reverie_home, tmp_pat
         progress=False, backlog=True,
         result="0 cards from 0 passages in 0 conversations; 1 error (first: transient: "
                "claude exited 1 (transient) after 2 attempts); backlog left")
+
+
+def test_daemon_jobs_log_failures_scrubbed(tmp_path, caplog, monkeypatch):
+    """A daemon job failing outside the runner's own guards (here `index` itself raises) logs the
+    error through the runner's scrubber, never the raw message."""
+    from schedules.daemon import _index_job, _pass_job
+
+    clock = Clock(at(2026, 6, 10, 2, 0))
+    secret = "hunter2-" + "z7P"
+    jobs = FakeApp(tmp_path, clock, {}).jobs()
+    jobs.scrub = lambda text: text.replace(secret, "[REDACTED]")
+    runner = Runner(jobs, load_config=lambda: config_from_settings(BASE),
+                    state=StateStore(tmp_path / "state.json"), now=clock)
+
+    def boom(*args, **kwargs):
+        raise RuntimeError(f"token {secret} rejected")
+
+    monkeypatch.setattr(runner, "index", boom)
+    monkeypatch.setattr(runner, "consolidation_pass", boom)
+    caplog.set_level("ERROR")
+    _index_job(runner, scheduler=None)
+    _pass_job(runner, "nightly a")
+    assert [r.getMessage().split("\n")[0] for r in caplog.records] == [
+        "index job failed: RuntimeError: token [REDACTED] rejected",
+        "consolidation pass failed: RuntimeError: token [REDACTED] rejected",
+    ]
+    assert secret not in caplog.text
