@@ -25,6 +25,14 @@ def emit_json(data) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
+def emit(data, as_json: bool, render) -> None:
+    """`data` as JSON with --json, else the text `render(data)`."""
+    if as_json:
+        emit_json(data)
+    else:
+        click.echo(render(data))
+
+
 class ReverieGroup(click.Group):
     def invoke(self, ctx: click.Context):
         try:

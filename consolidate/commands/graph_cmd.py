@@ -70,16 +70,20 @@ def register(cli: click.Group) -> None:
 
         from graph import forget  # noqa: PLC0415
         from graph.model import utc_iso  # noqa: PLC0415
+        from graph.trust import UnknownCard, card_row  # noqa: PLC0415
 
         agent_id, db = open_agent(app.home, agent)
         now = utc_iso(datetime.now(timezone.utc))
         try:
-            card = None
+            card_id = None
             if target.lstrip("#").isdigit():
-                card = db.conn.execute("SELECT id FROM cards WHERE id = ?", (int(target.lstrip("#")),)).fetchone()
-            if card is not None:
-                counts = forget.forget_cards(db, [card[0]], now=now)
-                what = {"kind": "card", "id": card[0]}
+                try:
+                    card_id = card_row(db, int(target.lstrip("#")))["id"]
+                except UnknownCard:
+                    pass
+            if card_id is not None:
+                counts = forget.forget_cards(db, [card_id], now=now)
+                what = {"kind": "card", "id": card_id}
             else:
                 ent = _entity(db, target, agent_id)
                 counts = forget.forget_entity(db, ent["id"], now=now)

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from ..errors import ReverieError
-from . import emit_json, pass_app
+from . import emit, emit_json, pass_app
 
 SECRET_KEYS = {"anthropic.api_key"}
 
@@ -56,12 +56,12 @@ def _default_for(dotted: str) -> tuple[bool, Any]:
 
     node: Any = DEFAULTS
     parts = dotted.split(".")
-    for i, part in enumerate(parts):
+    for part in parts:
         if not isinstance(node, dict):
             return False, None
         if part not in node:
             # Free-form sections (an empty {} default) accept new keys; agents.map is set whole.
-            return (node == {} and dotted.split(".")[:2] != ["agents", "map"]), None
+            return (node == {} and parts[:2] != ["agents", "map"]), None
         node = node[part]
     return True, node
 
@@ -87,9 +87,7 @@ def _check_value(key: str, value: Any, default: Any) -> None:
         if not isinstance(value, dict) or not all(isinstance(k, str) and Path(k).is_absolute() for k in value):
             raise ReverieError("agents.map is an object of absolute directory -> agent id, e.g. "
                                "reverie settings set agents.map '{\"/home/me/work/api\": \"api\"}'")
-    if key == "agents.map":
-        ids = value.values()
-        bad = [i for i in ids if not (isinstance(i, str) and valid_agent_id(i))]
+        bad = [i for i in value.values() if not (isinstance(i, str) and valid_agent_id(i))]
         if bad:
             raise ReverieError(f"Invalid agent id(s) {bad}: use lowercase letters, digits, '.', '_' and '-'.")
     if key == "agents.disabled" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
@@ -114,11 +112,7 @@ def register(cli: click.Group) -> None:
         """Index new transcript lines (incremental; redacted before storage)."""
         from ..index import index_all
 
-        summary = index_all(app.home, projects_dir)
-        if as_json:
-            emit_json(summary)
-        else:
-            click.echo(_render_index(summary))
+        emit(index_all(app.home, projects_dir), as_json, _render_index)
 
     @cli.command("agents")
     @click.option("--json", "as_json", is_flag=True, help="Print the agents as JSON.")
@@ -127,11 +121,7 @@ def register(cli: click.Group) -> None:
         """List agents: conversations, messages, first/last activity, transcripts still on disk."""
         from ..agents import list_agents
 
-        rows = list_agents(app.home)
-        if as_json:
-            emit_json(rows)
-        else:
-            click.echo(_render_agents(rows))
+        emit(list_agents(app.home), as_json, _render_agents)
 
     @cli.group("show")
     def show_group() -> None:
@@ -146,11 +136,7 @@ def register(cli: click.Group) -> None:
         """Rebuild a conversation from the index, in order (works after the transcript is deleted)."""
         from ..conversation import rebuild, render
 
-        conv = rebuild(app.home, conversation_id, agent)
-        if as_json:
-            emit_json(conv)
-        else:
-            click.echo(render(conv))
+        emit(rebuild(app.home, conversation_id, agent), as_json, render)
 
     @cli.command("doctor")
     @click.option("--projects-dir", type=click.Path(file_okay=False, path_type=Path), default=None)
@@ -160,11 +146,7 @@ def register(cli: click.Group) -> None:
         """Home, agents, db sizes, schema versions, and which optional parts are available."""
         from ..doctor import diagnose, render
 
-        report = diagnose(app.home, projects_dir)
-        if as_json:
-            emit_json(report)
-        else:
-            click.echo(render(report))
+        emit(diagnose(app.home, projects_dir), as_json, render)
 
     @cli.group("settings")
     def settings_group() -> None:

@@ -24,7 +24,7 @@ from typing import Any
 import click
 
 from ..errors import ReverieError
-from . import emit_json, pass_app
+from . import emit, emit_json, pass_app
 
 log = logging.getLogger(__name__)
 
@@ -116,23 +116,18 @@ def build_jobs(home: Path):
     from schedules.lock import Busy
     from schedules.runner import AgentSpec, Jobs, RunOutcome
 
+    from ..agents import disabled_agents, known_agent_ids
     from ..errors import AgentBusy
-    from ..paths import agent_dir
-    from ..settings import get, load_settings
-
-    from ..agents import list_agents as agent_rows
     from ..index import index_all as run_index
+    from ..paths import agent_dir
     from ..pipeline import consolidate_agent
+    from ..settings import load_settings
 
     def list_agents() -> list[AgentSpec]:
-        rows = agent_rows(home)
-        disabled = set(get(load_settings(home), "agents.disabled", []) or [])
-        specs = []
-        for row in rows:
-            agent_id = row["id"] if isinstance(row, dict) else str(row)
-            off = bool(row.get("disabled", agent_id in disabled)) if isinstance(row, dict) else agent_id in disabled
-            specs.append(AgentSpec(id=agent_id, dir=agent_dir(home, agent_id), enabled=not off))
-        return specs
+        # The ids and switches only: `agents.list_agents` would also open every agent.db for its counts.
+        disabled = disabled_agents(load_settings(home))
+        return [AgentSpec(id=agent_id, dir=agent_dir(home, agent_id), enabled=agent_id not in disabled)
+                for agent_id in known_agent_ids(home)]
 
     def index_all() -> str:
         summary = run_index(home) or {}
@@ -308,11 +303,8 @@ def register(cli: click.Group) -> None:
         from schedules.units import Targets, installed
 
         runner = build_runner(app.home, strict=True)
-        data = status_report(runner, installed=installed(_unit_spec(app.home), Targets.default()))
-        if as_json:
-            emit_json(data)
-        else:
-            click.echo(format_status(data))
+        emit(status_report(runner, installed=installed(_unit_spec(app.home), Targets.default())), as_json,
+             format_status)
 
     @schedule.command("install")
     @click.option("--system", type=SYSTEM_CHOICE, default=None,

@@ -88,37 +88,28 @@ def register(cli: click.Group) -> None:
         if result["inverted_to"]:
             click.echo(f"card {card_id} was inverted into anti-pattern card {result['inverted_to']} (AVOID: ...)")
 
-    def _pin(app: AppContext, card_id: int, agent: str | None, as_json: bool, pinned: bool) -> None:
-        from graph import trust  # noqa: PLC0415
+    def _pin_command(name: str, pinned: bool, help_text: str) -> None:
+        @cli.command(name, help=help_text)
+        @click.argument("card_id", type=int)
+        @click.option("--agent", default=None, help=_AGENT_HELP)
+        @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+        @pass_app
+        def _pin(app: AppContext, card_id: int, agent: str | None, as_json: bool) -> None:
+            from graph import trust  # noqa: PLC0415
 
-        agent, db = open_agent(app.home, agent)
-        _card(db, card_id, agent)
-        with trust.transaction(db):
-            result = trust.set_pinned(db, card_id, pinned)
-        result["agent"] = agent
-        if as_json:
-            emit_json(result)
-        else:
-            state = "pinned" if pinned else "unpinned"
-            click.echo(f"card {card_id} {state}" + ("" if result["changed"] else " (already)"))
+            agent, db = open_agent(app.home, agent)
+            _card(db, card_id, agent)
+            with trust.transaction(db):
+                result = trust.set_pinned(db, card_id, pinned)
+            result["agent"] = agent
+            if as_json:
+                emit_json(result)
+            else:
+                state = "pinned" if pinned else "unpinned"
+                click.echo(f"card {card_id} {state}" + ("" if result["changed"] else " (already)"))
 
-    @cli.command("pin")
-    @click.argument("card_id", type=int)
-    @click.option("--agent", default=None, help=_AGENT_HELP)
-    @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-    @pass_app
-    def pin_cmd(app: AppContext, card_id: int, agent: str | None, as_json: bool) -> None:
-        """Pin a memory: its maturity and confidence never move, maintenance keeps it."""
-        _pin(app, card_id, agent, as_json, True)
-
-    @cli.command("unpin")
-    @click.argument("card_id", type=int)
-    @click.option("--agent", default=None, help=_AGENT_HELP)
-    @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-    @pass_app
-    def unpin_cmd(app: AppContext, card_id: int, agent: str | None, as_json: bool) -> None:
-        """Unpin a memory."""
-        _pin(app, card_id, agent, as_json, False)
+    _pin_command("pin", True, "Pin a memory: its maturity and confidence never move, maintenance keeps it.")
+    _pin_command("unpin", False, "Unpin a memory.")
 
     @cli.command("export")
     @click.option("--markdown", "directory", required=True, type=click.Path(file_okay=False),
