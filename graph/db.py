@@ -13,6 +13,23 @@ if TYPE_CHECKING:
 _savepoints = itertools.count(1)
 
 
+def connect_readonly(db_path: Any, busy_timeout_s: float = 0.25, *,
+                     check_same_thread: bool = False) -> sqlite3.Connection:
+    """A read-only connection (`mode=ro`, `query_only`) that never creates the file (raises
+    FileNotFoundError when it is missing) and waits at most `busy_timeout_s` for a lock. The path is
+    escaped for the URI, so a home whose path holds `?`, `#` or `%` opens the right file."""
+    import os
+
+    path = os.fspath(db_path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(path)
+    uri_path = path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    conn = sqlite3.connect(f"file:{uri_path}?mode=ro", uri=True, timeout=busy_timeout_s,
+                           check_same_thread=check_same_thread)
+    conn.execute("PRAGMA query_only = 1")
+    return conn
+
+
 def connection(db: Any) -> sqlite3.Connection:
     """The sqlite3 connection of a `sqlite_utils.Database` (or the connection itself)."""
     return db if isinstance(db, sqlite3.Connection) else db.conn

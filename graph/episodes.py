@@ -26,6 +26,7 @@ TYPE_CHECKING = False  # typing costs the hook path ~1.5 ms
 if TYPE_CHECKING:
     from typing import Any, Iterable
 
+from graph.db import connect_readonly
 from graph.trust import (
     DECAY_STEP,
     RESTORE_STEP,
@@ -255,8 +256,8 @@ def format_recent_context(rows: list[dict[str, Any]]) -> str:
 def read_recent_context(db_path: str | Path, *, limit: int = RECENT_LIMIT) -> list[dict[str, Any]]:
     """Open the agent db read-only and return `recent_context`; any error yields [] (fail open)."""
     try:
-        conn = sqlite3.connect(f"file:{Path(db_path)}?mode=ro", uri=True, timeout=0.2)
-    except sqlite3.Error:
+        conn = connect_readonly(db_path, 0.2, check_same_thread=True)
+    except (sqlite3.Error, OSError):
         return []
     try:
         return recent_context(conn, limit=limit)

@@ -155,10 +155,6 @@ def _maintenance_section(conn, target: str | None, limit: int | None) -> list[st
     return lines
 
 
-def _write(path: Path, text: str) -> None:
-    write_text_atomic(path, text)
-
-
 def export_markdown(db: Any, directory: str | Path, *, agent: str, now: datetime | None = None) -> dict[str, Any]:
     """Write semantic.md, episodic.md, archive.md and the manifest into `directory` (created).
     Deterministic for a given db state apart from the export time in the headers. Returns counts."""
@@ -185,7 +181,7 @@ def export_markdown(db: Any, directory: str | Path, *, agent: str, now: datetime
         lines += ["", _heading(cat), ""]
         lines += [card_line(c) for c in active if c["category"] == cat]
     lines += _maintenance_section(conn, "card", LOG_TAIL)
-    _write(out_dir / SEMANTIC, "\n".join(lines) + "\n")
+    write_text_atomic(out_dir / SEMANTIC, "\n".join(lines) + "\n")
 
     # episodic.md
     lines = [f"# Episodic memory: {agent}", "", f"<!-- reverie:episodic agent={agent} exported={at} -->", "",
@@ -194,7 +190,7 @@ def export_markdown(db: Any, directory: str | Path, *, agent: str, now: datetime
     for e in live_eps:
         lines += ["", episode_heading(e), "", clean_text(e["summary"])]
     lines += _maintenance_section(conn, "episode", LOG_TAIL)
-    _write(out_dir / EPISODIC, "\n".join(lines) + "\n")
+    write_text_atomic(out_dir / EPISODIC, "\n".join(lines) + "\n")
 
     # archive.md
     lines = [f"# Archive: {agent}", "", f"<!-- reverie:archive agent={agent} exported={at} -->", "",
@@ -217,7 +213,7 @@ def export_markdown(db: Any, directory: str | Path, *, agent: str, now: datetime
         lines += [f"- [{_date(e['started_at'])}] [salience: {e['salience']:.2f}] [confidence: {e['confidence']:.2f}] "
                   f"[{e['status']}] [{clean_text(e['session'])}] {clean_text(e['summary'])} <!-- e:{e['id']} -->"]
     lines += _maintenance_section(conn, None, None)
-    _write(out_dir / ARCHIVE, "\n".join(lines) + "\n")
+    write_text_atomic(out_dir / ARCHIVE, "\n".join(lines) + "\n")
 
     manifest = {
         "version": 1, "agent": agent, "exported_at": at,
@@ -226,7 +222,7 @@ def export_markdown(db: Any, directory: str | Path, *, agent: str, now: datetime
         "episodes": {str(e["id"]): {"salience": f"{e['salience']:.2f}", "confidence": f"{e['confidence']:.2f}",
                                     "summary": clean_text(e["summary"])} for e in live_eps},
     }
-    _write(out_dir / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    write_text_atomic(out_dir / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return {"directory": str(out_dir), "cards": len(active), "archived_cards": len(archived),
             "episodes": len(live_eps), "archived_episodes": len(old_eps)}
 

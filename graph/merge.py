@@ -523,9 +523,3 @@ def merge_card(db: Any, card: NewCard, *, now: datetime | str, embedder: Embedde
     session.judge = judge
     return session.merge(card, now=now)
 
-
-def known_entities(db: Any) -> list[tuple[str, str]]:
-    """Names (and aliases) of the agent's entities with their types, for the offline writer."""
-    from .entities import known_entities as _known
-
-    return _known(db)

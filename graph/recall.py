@@ -54,8 +54,8 @@ words or names (small talk has cosines as high as real matches, and a prompt wit
 must get nothing). Above that size only the bounded candidate set (BM25 top 100 + cards of named
 entities) is re-ranked by cosine (a brute-force scan of 100k vectors is impossible without numpy),
 at ~1-2 ms over lexical-only recall. Candidates are ordered by the weighted hybrid in both cases
-(`FUSION`: reciprocal rank fusion of BM25 and cosine ranks was measured worse on LoCoMo, 0.568 vs
-0.609 at 500 tokens, because it loses the entity links and the calibrated lexical floor).
+(reciprocal rank fusion of BM25 and cosine ranks was measured worse on LoCoMo, 0.568 vs 0.609 at
+500 tokens, because it loses the entity links and the calibrated lexical floor).
 
 Text: block headers are one short line each and a memory line is "- statement [#id date]" (the
 category is shown unless it is a plain fact, "N sessions" when more than one): the budget counts
@@ -92,15 +92,14 @@ else:
     Protocol = object   # PromptEmbedder is a structural type for readers and type checkers only
 
 from . import trust as _trust
+from .db import connect_readonly as _connect_readonly
+from .files import write_text_atomic
 from .text import NAME_SEP as _SEP
 from .text import NAME_STRIP as _STRIP
 from .text import NEGATIONS, STOPWORDS, name_tokens, words
 
 MARKER = "[reverie memory]"
 STANDING_CATEGORIES = ("correction", "decision", "preference")
-#: graph.trust.RECURRENCE_MAX_BOOST: recurrence multiplies strength by at most 1 + this (seen in
-#: e^3 ~ 20 sessions), so a memory's relevance by at most (1 + this) ** STRENGTH_EXP.
-STRENGTH_MAX_BOOST = 0.25
 #: Busy timeout of the read-only connection (WAL readers normally never wait at all).
 BUSY_TIMEOUT_S = 0.25
 #: Entity names shorter than this never match (too ambiguous).
@@ -115,7 +114,7 @@ CANDIDATES = 60
 ENTITY_CARDS_SCANNED = 300
 #: FTS query terms at most (the first ones of the prompt).
 MAX_QUERY_TERMS = 24
-#: A term matching more than this share of all cards is too common to search by (see fts_match).
+#: A term matching more than this share of all cards is too common to search by (see fts_query).
 COMMON_SHARE = 0.05
 #: The terms searched by match at most this many cards together (bounds the BM25 cost: on the
 #: 100k-card bench store 8,000 cost the hook 3.4 / 6.3 ms p50 / p95 for the main query, 3,000 cost
@@ -146,11 +145,6 @@ NEIGHBOUR_SHARE = 0.5
 #: passage in practice); at most NEIGHBOUR_ROWS evidence rows are read per window.
 NEIGHBOUR_LOOKBACK = 20
 NEIGHBOUR_ROWS = 200
-#: Reciprocal rank fusion constant (as in the raw-turn baseline): score = sum 1 / (k + rank).
-RRF_K = 60
-#: How candidates are ordered in a full scan: "rrf" (BM25 ranks fused with cosine ranks) or
-#: "linear" (the weighted hybrid used for large stores).
-FUSION = "linear"
 #: Notes are ranked by relevance x strength ** STRENGTH_EXP (graph.trust.strength: recurrence x
 #: confidence x feedback, 0.3-1.56): the square root keeps strength a tie-breaker among close
 #: matches (a fresh card of confidence 0.5 keeps 0.84 of its relevance, not 0.7; one seen in 20
@@ -295,11 +289,7 @@ class SessionState:
         self.entities.update(entities)
         # Bounded: a very long session keeps its most recent ids (ids grow with time).
         data = {"cards": sorted(self.cards)[-self.max_ids:], "entities": sorted(self.entities)[-self.max_ids:]}
-        os.makedirs(self.dir, exist_ok=True)
-        tmp = os.path.join(self.dir, f".{os.path.basename(self.path)}.{os.getpid()}.tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(data))
-        os.replace(tmp, self.path)
+        write_text_atomic(self.path, json.dumps(data))
         self.exists = True
         if new_file and self._prune_due():
             self.prune()
@@ -345,15 +335,8 @@ class SessionState:
 
 
 def connect_readonly(db_path: str | os.PathLike, busy_timeout_s: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
-    """A read-only connection that never creates the file and waits at most `busy_timeout_s`."""
-    path = os.fspath(db_path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(path)
-    uri_path = path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
-    conn = sqlite3.connect(f"file:{uri_path}?mode=ro", uri=True, timeout=busy_timeout_s,
-                           check_same_thread=False)
-    conn.execute("PRAGMA query_only = 1")
-    return conn
+    """`graph.db.connect_readonly` with recall's busy timeout (usable from any thread)."""
+    return _connect_readonly(db_path, busy_timeout_s)
 
 
 def _date(value: str | None) -> str:
@@ -570,21 +553,16 @@ def _phrase(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def fts_match(conn: sqlite3.Connection, terms: list[str], *, common: float = COMMON_SHARE,
-              matched_cap: int = MATCHED_CAP) -> str | None:
-    """The FTS5 query for `terms`, bounded in cost whatever the size of the agent's memory.
+def fts_query(conn: sqlite3.Connection, terms: list[str], *, common: float = COMMON_SHARE,
+              matched_cap: int = MATCHED_CAP) -> tuple[str | None, float]:
+    """(the FTS5 query for `terms`, the BM25 a card matching every term of the prompt once would
+    score: the sum of the terms' idf as FTS5 computes it, from the (capped) document frequencies).
 
-    BM25 ranking costs time per matching card, so terms that match more than `common` of all cards
-    (near-stopwords here) are dropped, and the rarest terms are kept while the cards they match add
-    up to at most `matched_cap`. Document frequencies are counted with a LIMIT, so counting a
-    common term stops early. When every term is common, the two rarest must all match (AND)."""
-    return _fts_query(conn, terms, common=common, matched_cap=matched_cap)[0]
-
-
-def _fts_query(conn: sqlite3.Connection, terms: list[str], *, common: float = COMMON_SHARE,
-               matched_cap: int = MATCHED_CAP) -> tuple[str | None, float]:
-    """(`fts_match`'s query, the BM25 a card matching every term of the prompt once would score):
-    the sum of the terms' idf as FTS5 computes it, from the (capped) document frequencies."""
+    The query is bounded in cost whatever the size of the agent's memory: BM25 ranking costs time
+    per matching card, so terms that match more than `common` of all cards (near-stopwords here)
+    are dropped, and the rarest terms are kept while the cards they match add up to at most
+    `matched_cap`. Document frequencies are counted with a LIMIT, so counting a common term stops
+    early. When every term is common, the two rarest must all match (AND)."""
     if not terms:
         return None, 0.0
     total = conn.execute("SELECT max(rowid) FROM cards_fts").fetchone()[0] or 0
@@ -638,12 +616,13 @@ class _Candidate:
 
     def trust(self, t: Any) -> None:
         """Take the card's trust (a graph.trust.CardTrust, or None for a card without any): its
-        confidence, maturity and warning flag go on the card, its strength multiplies the score.
+        confidence and maturity go on the card, and under `_warning` the trust itself when the card
+        is a warning or contradicted (None otherwise); its strength multiplies the score.
         Strength (graph.trust, docs/trust.md): recurrence x confidence x feedback score; a fresh
         card is 1.0, a deprecated or contradicted one 0 (shown only as a warning line)."""
         self.card["confidence"] = t.confidence if t else 1.0
         self.card["maturity"] = t.maturity if t else "candidate"
-        self.card["_warning"] = bool(t and (t.warning or t.contradicted))
+        self.card["_warning"] = t if t and (t.warning or t.contradicted) else None
         self.strength = (t.strength if t else _trust.strength(self.card["sessions"], 1.0)) ** STRENGTH_EXP
         self.score = self.relevance * self.strength
 
@@ -660,11 +639,16 @@ def nearest_cards(conn: sqlite3.Connection, prompt: str, entity_ids: list[int], 
     qvec = embedder.embed(prompt[:MAX_PROMPT_CHARS]) if embedder is not None else None
     dim = int(getattr(embedder, "dim", 0) or len(qvec)) if qvec is not None else 0
     try:
-        match, full_bm25 = _fts_query(conn, _fts_terms(prompt))
+        match, full_bm25 = fts_query(conn, _fts_terms(prompt))
     except sqlite3.OperationalError as exc:
         if "fts5" not in str(exc).lower() and "syntax" not in str(exc).lower():
             raise
         match, full_bm25 = None, 0.0
+    small = FULL_SCAN_MAX_CARDS > 0 and conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM cards WHERE status = 'active' LIMIT ?)",
+        (FULL_SCAN_MAX_CARDS + 1,)).fetchone()[0] <= FULL_SCAN_MAX_CARDS
+    # A small store's every cosine, computed once (the named entities' cards read theirs from it).
+    scanned = _full_scan(conn, qvec, dim) if qvec is not None and small else None
     if match:
         try:
             rows = conn.execute(
@@ -714,7 +698,9 @@ def nearest_cards(conn: sqlite3.Connection, prompt: str, entity_ids: list[int], 
                 continue
             cand = _Candidate(card=_card(fetched[cid]), entity=sum(idf[e] for e in linked[cid]))
             cand.card["_vector"] = fetched[cid][8]
-            if qvec is not None:
+            if scanned is not None:
+                cand.cosine = scanned.get(cid)
+            elif qvec is not None:
                 blob = fetched[cid][8]
                 cand.cosine = _cosine(qvec, blob) if blob and len(blob) == 4 * dim else None
             extra.append(cand)
@@ -722,12 +708,8 @@ def nearest_cards(conn: sqlite3.Connection, prompt: str, entity_ids: list[int], 
             extra.sort(key=lambda c: -(c.cosine if c.cosine is not None else -1.0))
         for cand in extra[:entity_limit]:
             cands[cand.card["id"]] = cand
-    vec_rank: dict[int, int] | None = None
-    small = FULL_SCAN_MAX_CARDS > 0 and conn.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM cards WHERE status = 'active' LIMIT ?)",
-        (FULL_SCAN_MAX_CARDS + 1,)).fetchone()[0] <= FULL_SCAN_MAX_CARDS
-    if qvec is not None and small:
-        vec_rank = _full_scan(conn, qvec, dim, cands)
+    if scanned is not None:
+        _join_nearest(conn, scanned, cands)
     if not cands:
         return []
     if qvec is not None:
@@ -762,23 +744,10 @@ def nearest_cards(conn: sqlite3.Connection, prompt: str, entity_ids: list[int], 
     top = max(c.relevance for c in cands.values())
     top_score = max(c.score for c in cands.values()) or 1.0
     share = {cid: c.score / top_score for cid, c in cands.items()}
-    if vec_rank is not None and FUSION == "rrf":
-        # Exact hybrid: BM25 ranks fused with cosine ranks over every card (the relevance cut above
-        # still uses the calibrated hybrid relevance, so a prompt matching nothing gets nothing).
-        lex_order = sorted((c for c in cands.values() if c.bm25 < 0), key=lambda c: (c.bm25, c.card["id"]))
-        lex_rank = {c.card["id"]: i for i, c in enumerate(lex_order, start=1)}
-        for cid, c in cands.items():
-            rrf = 0.0
-            if cid in lex_rank:
-                rrf += 1.0 / (RRF_K + lex_rank[cid])
-            if cid in vec_rank:
-                rrf += 1.0 / (RRF_K + vec_rank[cid])
-            rrf *= c.score / c.relevance if c.relevance > 0 else 1.0   # date boost x strength
-            c.score = rrf * (RRF_K + 1) / 2   # 1.0 for a card first by both ranks
     ranked = sorted(cands.values(), key=lambda c: (-c.score, c.card["id"]))
     out = []
     for c in ranked:
-        if c.relevance < min_relative * top or (c.score <= 0 and not c.card.get("_warning")):
+        if c.relevance < min_relative * top or (c.score <= 0 and c.card.get("_warning") is None):
             continue   # too far from the best; or strength 0 (zero confidence) and not a warning
         card = dict(c.card)
         card.pop("_vector", None)
@@ -903,21 +872,20 @@ def _add_neighbours(conn: sqlite3.Connection, cands: dict[int, "_Candidate"], *,
             c.score = c.relevance * c.strength
 
 
-def _full_scan(conn: sqlite3.Connection, qvec: list[float] | dict[int, float], dim: int,
-               cands: dict[int, "_Candidate"]) -> dict[int, int] | None:
+def _full_scan(conn: sqlite3.Connection, qvec: list[float] | dict[int, float], dim: int) -> dict[int, float]:
     """Exact vector search when the agent has at most FULL_SCAN_MAX_CARDS active cards: every
-    active card's cosine to the prompt; the VECTOR_CANDIDATES nearest (cosine >= VECTOR_FLOOR)
-    join `cands` (cosine set). Returns card id -> rank by cosine (1 = nearest) over all scanned
-    cards. The caller checks the store's size first. Reads only committed rows
-    of this connection's snapshot: nothing is cached across calls."""
+    active card's cosine to the prompt (card id -> cosine, cards with a vector of `dim` only). The
+    caller checks the store's size first. Reads only committed rows of this connection's
+    snapshot: nothing is cached across calls."""
     size = 4 * dim
-    scored = []
-    for cid, blob in conn.execute("SELECT id, vector FROM cards WHERE status = 'active' AND vector IS NOT NULL"):
-        if blob and len(blob) == size:
-            scored.append((_cosine(qvec, blob), cid))
-    scored.sort(key=lambda x: (-x[0], x[1]))
-    rank = {cid: i for i, (_, cid) in enumerate(scored, start=1)}
-    cosine = dict((cid, cos) for cos, cid in scored)
+    return {cid: _cosine(qvec, blob)
+            for cid, blob in conn.execute("SELECT id, vector FROM cards WHERE status = 'active' AND vector IS NOT NULL")
+            if blob and len(blob) == size}
+
+
+def _join_nearest(conn: sqlite3.Connection, cosine: dict[int, float], cands: dict[int, "_Candidate"]) -> None:
+    """After a full scan (`cosine`, see `_full_scan`): every candidate gets its cosine, and the
+    VECTOR_CANDIDATES nearest cards (cosine >= VECTOR_FLOOR) join `cands` when it is not empty."""
     for cid, cand in cands.items():
         if cid in cosine:
             cand.cosine = cosine[cid]
@@ -925,8 +893,10 @@ def _full_scan(conn: sqlite3.Connection, qvec: list[float] | dict[int, float], d
     # cosines of small talk to a chatty memory are as high as a real match's (measured: "thanks,
     # that is all for now" scores 0.75 against LoCoMo cards), so a cosine alone cannot tell that a
     # prompt concerns nothing remembered.
-    new = [cid for cos, cid in scored[:VECTOR_CANDIDATES]
-           if cands and cid not in cands and cos >= VECTOR_FLOOR]
+    if not cands:
+        return
+    nearest = sorted(cosine.items(), key=lambda x: (-x[1], x[0]))[:VECTOR_CANDIDATES]
+    new = [cid for cid, cos in nearest if cid not in cands and cos >= VECTOR_FLOOR]
     if new:
         rows = conn.execute(f"SELECT {_CARD_COLS} FROM cards c WHERE c.id IN (SELECT value FROM json_each(?))",
                             (json.dumps(new),)).fetchall()
@@ -934,7 +904,6 @@ def _full_scan(conn: sqlite3.Connection, qvec: list[float] | dict[int, float], d
             cand = _Candidate(card=_card(r))
             cand.cosine = cosine[r[0]]
             cands[r[0]] = cand
-    return rank
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1078,10 +1047,13 @@ def recall(db_path: str | os.PathLike, prompt: str, *, session: str | None = Non
                                  limit=CANDIDATES + len(seen_cards),
                                  min_relative=budgets.min_relative, half_life_days=half_life_days)
             near = [c for c in near if c["id"] not in seen_cards]
-            flagged = [c["id"] for c in near if c.pop("_warning", False)]
+            # Deprecated rules and anti-patterns become warnings, contradicted cards are dropped
+            # (their trust was read by nearest_cards: no second read).
+            flagged = {c["id"]: (c["statement"], t) for c in near if (t := c.pop("_warning", None)) is not None}
             if flagged:
-                warnings = _trust.recall_annotations(conn, flagged, half_life_days=half_life_days)["warnings"]
-                near = [c for c in near if c["id"] not in set(flagged)]
+                warnings = [_trust.warning_entry(cid, statement, t)
+                            for cid, (statement, t) in sorted(flagged.items()) if t.warning]
+                near = [c for c in near if c["id"] not in flagged]
             # A standing memory gets the standing block on a prompt only when it is among the closest
             # (STANDING_RELATIVE of the best score); a looser one competes with the notes.
             standing = sorted((c for c in near if c["category"] in STANDING_CATEGORIES

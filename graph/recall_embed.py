@@ -24,6 +24,8 @@ import struct
 import unicodedata
 import zlib
 
+from .db import connect_readonly
+
 _DTYPES = {"F16": ("e", 2), "F32": ("f", 4), "F64": ("d", 8), "I32": ("i", 4), "I64": ("q", 8)}
 #: Prompt characters embedded at most (a prompt is a question, not a document).
 MAX_CHARS = 4000
@@ -124,7 +126,7 @@ class LiteEmbedder:
         self._cache_path = os.path.join(os.fspath(cache_dir), f"m2v-{key}.db")
         if not os.path.exists(self._cache_path):
             self._build_cache(tok_path)
-        self._db = sqlite3.connect(f"file:{self._cache_path}?mode=ro", uri=True, timeout=0.5)
+        self._db = connect_readonly(self._cache_path, 0.5, check_same_thread=True)
         meta = dict(self._db.execute("SELECT key, value FROM meta"))
         self._cfg = json.loads(meta["config"])
 

@@ -248,7 +248,7 @@ def silent(last_signal_at: Any, now: datetime, days: int = SILENCE_DAYS) -> bool
 
 # --- ranking ----------------------------------------------------------------------------------------
 
-#: Most recurrence multiplies relevance by is 1 + this (graph.recall's STRENGTH_MAX_BOOST).
+#: Most recurrence multiplies strength by is 1 + this (seen in e^3 ~ 20 sessions).
 RECURRENCE_MAX_BOOST = 0.25
 #: Most feedback moves relevance by, either way (score +-6 and beyond).
 FEEDBACK_MAX_BOOST = 0.25
@@ -302,6 +302,12 @@ def warning_text(statement: str, trust: CardTrust) -> str:
     if trust.anti_pattern:
         return statement if is_anti_pattern_text(statement) else anti_pattern_statement(statement)
     return f"Deprecated (reported harmful): {statement}"
+
+
+def warning_entry(card_id: int, statement: str, trust: CardTrust) -> dict[str, Any]:
+    """One entry of recall's `warnings`: {"id", "statement", "kind": "deprecated"|"anti_pattern", "text"}."""
+    return {"id": card_id, "statement": statement, "kind": "anti_pattern" if trust.anti_pattern else "deprecated",
+            "text": warning_text(statement, trust)}
 
 
 def _missing_table(exc: sqlite3.OperationalError) -> bool:
@@ -398,14 +404,7 @@ def recall_annotations(db: Any, card_ids: Iterable[int], *, now: datetime | None
         marks = ",".join("?" * len(chunk))
         for cid, st in conn.execute(f"SELECT id, statement FROM cards WHERE id IN ({marks})", chunk):
             statements[cid] = st
-    warnings = []
-    for cid in ids:
-        t = info[cid]
-        warnings.append({
-            "id": cid, "statement": statements.get(cid, ""),
-            "kind": "anti_pattern" if t.anti_pattern else "deprecated",
-            "text": warning_text(statements.get(cid, ""), t),
-        })
+    warnings = [warning_entry(cid, statements.get(cid, ""), info[cid]) for cid in ids]
     return {
         "cards": {cid: {"confidence": t.confidence, "maturity": t.maturity, "strength": t.strength}
                   for cid, t in info.items()},

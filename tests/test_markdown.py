@@ -50,6 +50,14 @@ def db(tmp_path):
     return db
 
 
+def exported(db, tmp_path, name="semantic.md"):
+    """Export `db` to tmp_path/mem at T0: (the folder, its file `name`, that file's text)."""
+    out = tmp_path / "mem"
+    md.export_markdown(db, out, agent="web", now=T0)
+    path = out / name
+    return out, path, path.read_text()
+
+
 def snapshot(db):
     tables = ["cards", "card_sessions", "card_entities", "card_trust", "feedback", "episodes", "maintenance_log"]
     return {t: db.conn.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall() for t in tables}
@@ -127,10 +135,7 @@ def test_round_trip_without_edits_changes_nothing(db, tmp_path):
 
 
 def test_edit_delete_and_add_applied(db, tmp_path):
-    out = tmp_path / "mem"
-    md.export_markdown(db, out, agent="web", now=T0)
-    path = out / "semantic.md"
-    text = path.read_text()
+    out, path, text = exported(db, tmp_path)
     # Edit card 1, delete card 2, add a line under "lesson" (with a secret that must be redacted).
     text = text.replace("Use pnpm instead of npm in the web repo <!-- c:1 -->",
                         "Use pnpm instead of npm in the web and docs repos <!-- c:1 -->")
@@ -173,10 +178,7 @@ def test_edit_delete_and_add_applied(db, tmp_path):
 
 
 def test_confidence_category_restore_and_duplicates(db, tmp_path):
-    out = tmp_path / "mem"
-    md.export_markdown(db, out, agent="web", now=T0)
-    path = out / "semantic.md"
-    text = path.read_text()
+    out, path, text = exported(db, tmp_path)
     text = text.replace("[0.70] auth-service", "[0.40] auth-service")
     line3 = "- [2026-02-11] [1.00] Deploys go through make ship, never kubectl apply by hand <!-- c:3 -->\n"
     text = text.replace(line3, "").replace("## lesson\n\n", "## lesson\n\n" + line3)
@@ -196,10 +198,7 @@ def test_confidence_category_restore_and_duplicates(db, tmp_path):
 
 
 def test_episode_edit_delete_add(db, tmp_path):
-    out = tmp_path / "mem"
-    md.export_markdown(db, out, agent="web", now=T0)
-    path = out / "episodic.md"
-    text = path.read_text()
+    out, path, text = exported(db, tmp_path, "episodic.md")
     text = text.replace("Worked on: pnpm migration.", "Worked on: the pnpm migration of the web repo.")
     text = text.replace("### [salience: 0.80] [confidence: 0.65] [2026-02-11] [sess-a] <!-- e:1 -->\n\n"
                         "Worked on: the auth-service outage.\n", "")
@@ -307,10 +306,8 @@ def test_old_export_does_not_bring_a_forgotten_card_back(db, tmp_path):
 
 
 def test_new_episode_session_and_date_are_scrubbed(db, tmp_path):
-    out = tmp_path / "mem"
-    md.export_markdown(db, out, agent="web", now=T0)
-    path = out / "episodic.md"
-    text = path.read_text().replace(
+    out, path, text = exported(db, tmp_path, "episodic.md")
+    text = text.replace(
         "### [salience: 1.00]",
         "### [salience: 0.90] [confidence: 0.80] [2026-02-13 sk-live-123456] [deploy sk-live-123456]\n\n"
         "Worked on: rotating sk-live-123456.\n\n### [salience: 1.00]", 1)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from consolidate.store import open_db
-from graph import merge as merge_mod
 from graph import relations
 from graph.embed import Embedder, LexicalEmbedder, Model2VecEmbedder
+from graph.entities import known_entities
 from graph.merge import EVIDENCE_CAP, MergeSession, merge_card
 from graph.model import EntityRef, Evidence, NewCard, RelationRef
 
@@ -222,4 +222,4 @@ def test_known_entities_lists_names_and_aliases(db):
                         entities=[EntityRef("auth-service", "service"), EntityRef("the mini-lola host", "host")]), now=NOW)
     merge_card(db, card("MiniLola has 16 GB of RAM.", "s2", category="fact",
                         entities=[EntityRef("MiniLola", "host")]), now=NOW)
-    assert merge_mod.known_entities(db) == [("mini-lola", "host"), ("MiniLola", "host"), ("auth-service", "service")]
+    assert known_entities(db) == [("mini-lola", "host"), ("MiniLola", "host"), ("auth-service", "service")]

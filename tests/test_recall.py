@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -215,6 +216,28 @@ def test_standing_memories_on_a_prompt_only_when_relevant(store):
     out = recall(store.path, "install the packages with pnpm")
     assert [c["id"] for c in out["standing"]] == [rule]
     assert out["notes"] == []
+
+
+def test_prompt_lists_deprecated_and_anti_pattern_cards_as_warnings_and_hides_contradicted_ones(store):
+    note = store.card("The checkout webhooks retry with backoff.")
+    deprecated = store.card("The checkout webhooks retry without backoff.")
+    anti = store.card("AVOID: Retry the checkout webhooks by hand.", "pattern")
+    contradicted = store.card("The checkout webhooks never retry.")
+    with store.conn:
+        store.conn.executemany(
+            "INSERT INTO card_trust(card_id, maturity, contradicted, updated_at) VALUES (?, ?, ?, '2026-01-10')",
+            [(deprecated, "deprecated", 0), (contradicted, "candidate", 1)])
+
+    out = recall(store.path, "do the checkout webhooks retry?")
+
+    assert out["warnings"] == [
+        {"id": deprecated, "statement": "The checkout webhooks retry without backoff.", "kind": "deprecated"},
+        {"id": anti, "statement": "AVOID: Retry the checkout webhooks by hand.", "kind": "anti_pattern"}]
+    assert [n["id"] for n in out["notes"]] == [note]
+    assert out["text"].splitlines()[:3] == [
+        HEADERS["warnings"],
+        f"- Deprecated (reported harmful): The checkout webhooks retry without backoff. [#{deprecated}]",
+        f"- AVOID: Retry the checkout webhooks by hand. [#{anti}]"]
 
 
 def test_nothing_relevant_injects_nothing_and_records_nothing(store, tmp_path):
@@ -484,15 +507,7 @@ def test_small_talk_gets_nothing_even_when_every_vector_is_scanned(store, tmp_pa
 def test_a_memory_from_the_same_moment_of_a_conversation_joins_its_neighbour(store, monkeypatch):
     import graph.recall as recall_mod
 
-    asked = store.card("We watched the meteor shower from the campsite.")
-    answer = store.card("It was a moment of feeling tiny and in awe of the universe.")
-    later = store.card("Taxes are due in April; it was a moment of dread.")
-    with store.conn:
-        store.conn.executemany(
-            "INSERT INTO evidence(card_id, conversation, message_from, message_to, said_at, passage) "
-            "VALUES (?, 'conv-1', ?, ?, '2026-01-10T10:00:00Z', '')",
-            [(asked, 10, 10), (answer, 12, 12), (later, 40, 41)])
-    prompt = "how did watching the meteor shower make you feel?"
+    asked, answer, prompt = _moment(store)
 
     out = recall(store.path, prompt)
     monkeypatch.setattr(recall_mod, "NEIGHBOUR_TOP", 0)
@@ -673,3 +688,25 @@ def test_sibling_check_matches_whole_words_only():
 
     assert [_word_at(t, "art") for t in ("i started pottery; melanie joined", "art class", "melanie and art.",
                                          "the art-show", "martial arts")] == [-1, 0, 12, 4, -1]
+
+
+def test_read_only_opens_escape_uri_characters_in_the_path(tmp_path):
+    """A home under a folder named with `?`, `#` or `%` still opens its files read-only (the path is
+    escaped for SQLite's URI); a missing file raises and is never created."""
+    from graph.db import connect_readonly
+
+    odd = tmp_path / "my?home#1%20"
+    odd.mkdir()
+    db_path = odd / "agent.db"
+    sqlite3.connect(db_path).execute("CREATE TABLE t (x)").connection.commit()
+    conn = connect_readonly(db_path)
+    assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("t",)]
+    with pytest.raises(sqlite3.OperationalError):
+        conn.execute("INSERT INTO t VALUES (1)")
+    with pytest.raises(FileNotFoundError):
+        connect_readonly(odd / "missing.db")
+    assert not (odd / "missing.db").exists() and not (tmp_path / "my").exists()
+    if MODEL.exists():
+        from graph.recall_embed import LiteEmbedder
+
+        assert LiteEmbedder(MODEL, odd / "cache").embed("the cache layer") is not None

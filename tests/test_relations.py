@@ -17,6 +17,11 @@ def fact(statement, session, said_at, relations, entities=()):
                    entities=list(entities), relations=list(relations))
 
 
+def relate(session, statement, sess, said_at, subject, verb, obj, *, now=NOW):
+    """Merge a fact that states one relation."""
+    session.merge(fact(statement, sess, said_at, [RelationRef(subject, verb, obj)]), now=now)
+
+
 def state(db):
     """(subject, verb, object, holds, weight, since, last_said) of every relation, by names."""
     return [tuple(r) for r in db.conn.execute(
@@ -82,10 +87,10 @@ def test_implicit_end_is_dated_by_the_new_statement(db):
 
 def test_multi_valued_verbs_never_end_implicitly(db):
     session = MergeSession(db)
-    session.merge(fact("billing-worker depends on redis-01.", "s1", "2025-01-01T00:00:00Z",
-                       [RelationRef("billing-worker", "depends_on", "redis-01")]), now=NOW)
-    session.merge(fact("billing-worker depends on postgres-main.", "s2", "2025-02-01T00:00:00Z",
-                       [RelationRef("billing-worker", "depends_on", "postgres-main")]), now=NOW)
+    relate(session, "billing-worker depends on redis-01.", "s1", "2025-01-01T00:00:00Z",
+           "billing-worker", "depends_on", "redis-01")
+    relate(session, "billing-worker depends on postgres-main.", "s2", "2025-02-01T00:00:00Z",
+           "billing-worker", "depends_on", "postgres-main")
     assert state(db) == [
         ("billing-worker", "depends_on", "postgres-main", 1, 1, "2025-02-01", "2025-02-01"),
         ("billing-worker", "depends_on", "redis-01", 1, 1, "2025-01-01", "2025-01-01"),
@@ -94,10 +99,8 @@ def test_multi_valued_verbs_never_end_implicitly(db):
 
 def test_hosts_and_runs_on_share_one_slot(db):
     session = MergeSession(db)
-    session.merge(fact("mini-lola hosts auth-service.", "s1", "2025-01-01T00:00:00Z",
-                       [RelationRef("mini-lola", "hosts", "auth-service")]), now=NOW)
-    session.merge(fact("auth-service runs on prod-k8s.", "s2", "2025-02-01T00:00:00Z",
-                       [RelationRef("auth-service", "runs_on", "prod-k8s")]), now=NOW)
+    relate(session, "mini-lola hosts auth-service.", "s1", "2025-01-01T00:00:00Z", "mini-lola", "hosts", "auth-service")
+    relate(session, "auth-service runs on prod-k8s.", "s2", "2025-02-01T00:00:00Z", "auth-service", "runs_on", "prod-k8s")
     assert state(db) == [
         ("auth-service", "runs_on", "prod-k8s", 1, 1, "2025-02-01", "2025-02-01"),
         ("mini-lola", "hosts", "auth-service", 0, 1, "2025-02-01", "2025-02-01"),
@@ -118,12 +121,12 @@ def test_a_relation_restated_later_holds_again(db):
 def test_weight_counts_distinct_sessions_of_non_faded_cards(db):
     session = MergeSession(db)
     # learned the night after it was said, so by NOW it is older than 30 days on both counts
-    session.merge(fact("The api uses redis-01 for sessions.", "s1", "2024-11-01T00:00:00Z",
-                       [RelationRef("api-server", "uses", "redis-01")]), now=datetime(2024, 11, 2, tzinfo=timezone.utc))
-    session.merge(fact("api-server keeps its sessions in redis-01.", "s2", "2025-02-01T00:00:00Z",
-                       [RelationRef("api-server", "uses", "redis-01")]), now=NOW)
-    session.merge(fact("api-server keeps its sessions in redis-01.", "s2", "2025-02-01T00:00:00Z",
-                       [RelationRef("api-server", "uses", "redis-01")]), now=NOW)
+    relate(session, "The api uses redis-01 for sessions.", "s1", "2024-11-01T00:00:00Z",
+           "api-server", "uses", "redis-01", now=datetime(2024, 11, 2, tzinfo=timezone.utc))
+    relate(session, "api-server keeps its sessions in redis-01.", "s2", "2025-02-01T00:00:00Z",
+           "api-server", "uses", "redis-01")
+    relate(session, "api-server keeps its sessions in redis-01.", "s2", "2025-02-01T00:00:00Z",
+           "api-server", "uses", "redis-01")
     assert state(db) == [("api-server", "uses", "redis-01", 1, 2, "2024-11-01", "2025-02-01")]
     assert lifecycle.fade(db, now=NOW) == [1]
     assert state(db) == [("api-server", "uses", "redis-01", 1, 1, "2024-11-01", "2025-02-01")]
