@@ -21,16 +21,14 @@ from __future__ import annotations
 import json
 import os
 import re
-TYPE_CHECKING = False  # typing costs the hook path ~1.5 ms
-if TYPE_CHECKING:
-    from typing import Any, Iterator
 
 from . import settings as _settings
 from .paths import AGENT_DB, AGENTS_DIR, agent_db_path, in_home
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the hook path imports this module
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the hook path imports this module (typing costs it ~1.5 ms)
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any, Iterator
 
 REGISTRY_NAME = "agents.json"
 _SLUG_MAX = 40
@@ -58,8 +56,7 @@ def _norm_dir(path: str) -> str:
     """Normalise a directory for comparison (no trailing slash, `..` folded; not resolved on disk)."""
     if not path:
         return path
-    p = os.path.normpath(os.path.expanduser(path))
-    return p
+    return os.path.normpath(os.path.expanduser(path))
 
 
 def load_registry(home: str | Path) -> dict[str, Any]:
@@ -250,9 +247,10 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def known_agent_ids(home: Path) -> list[str]:
-    """Ids in the registry plus any agent folder holding an agent.db, sorted."""
-    ids = set(load_registry(home).get("agents", {}))
+def known_agent_ids(home: Path, registry: dict[str, Any] | None = None) -> list[str]:
+    """Ids in the registry (`registry` when the caller has read it) plus any agent folder holding
+    an agent.db, sorted."""
+    ids = set((registry if registry is not None else load_registry(home)).get("agents", {}))
     ids |= {i for i in _existing_dirs(home) if os.path.exists(in_home(home, AGENTS_DIR, i, AGENT_DB))}
     return sorted(ids)
 
@@ -266,10 +264,11 @@ def list_agents(home: Path) -> list[dict[str, Any]]:
     from .index import agent_stats  # SQL of the index lives in consolidate.index
 
     home = Path(home)
-    registry = load_registry(home).get("agents", {})
+    data = load_registry(home)
+    registry = data.get("agents", {})
     disabled = disabled_agents(_settings.load_settings(home))
     out = []
-    for agent_id in known_agent_ids(home):
+    for agent_id in known_agent_ids(home, data):
         entry = registry.get(agent_id) or {}
         cwds = list(entry.get("cwds") or [])
         stats = agent_stats(agent_db_path(home, agent_id))

@@ -291,8 +291,8 @@ CUES: tuple[Cue, ...] = (
     _c("time_ref", r"\b(yesterday|last (week|month|year|night|weekend|summer|friday|time)|next (week|month|year)|"
                    r"tomorrow|this (morning|weekend|week|month|year)|ago|in (19|20)\d\d|since (19|20)\d\d)\b", 0.2, "fact", 0.5),
 )
-#: Cues that a user turn's statement reading (below) replaces; they still rank sentences for the
-#: offline writer and judge assistant/summary passages' categories.
+#: Cues that a user turn's statement reading (below) replaces; `classify` leaves them out for every
+#: passage kind, and they still rank sentences for the offline writer.
 STATEMENT_CUES = frozenset({"personal", "first_person_event", "time_ref"})
 
 _RULE_ADVERB = re.compile(
@@ -612,6 +612,7 @@ USER_WEIGHTS: tuple[float, ...] = (
     -1.937,  # share of its words that address the listener (you, your, ...) (fitted)
     0.443,   # log(1 + content words), words of 4+ letters that are not function words (fitted)
 )
+_NAMED_TERM = USER_TERMS.index("named")
 CUE_LOGIT = {1.0: 2.2, 0.9: 1.8}   # strong cues; weaker cues give 4 x their weight
 CUES_MAX = 4.0
 
@@ -629,7 +630,8 @@ class Judgement:
     named: list[Named] = field(default_factory=list)
 
 
-KIND_PRIOR = {"user": 0.2, "assistant": 0.05, "summary": 0.0}
+#: Prior keep of assistant paragraphs and summaries (`_other_keep`; user turns are scored by `USER_WEIGHTS`).
+KIND_PRIOR = {"assistant": 0.05, "summary": 0.0}
 
 
 _ASKS = re.compile(r"\?[\s\"'”’)\]]*$|\?[\s\"'”’)\]]*(?:\[[^\]]*\][.!]?\s*)$")
@@ -670,9 +672,9 @@ def content_words(text: str) -> set[str]:
 def opens_conversation(passage: Passage) -> bool:
     """True for a human turn nothing was said before (no previous human turn, no agent reply): the
     opening of a chat session ("Hey! Guess what, I just ..."), or the first prompt of a coding
-    session. The term counts only for an opening with a first-person fact and no more questions or
-    requests than facts: "I'm new on billing-api. Set up the dev environment and tell me how the
-    service fits together." states the task, which is not memory."""
+    session. The term counts only for an opening with no more questions or requests than
+    first-person facts (`user_features`): "I'm new on billing-api. Set up the dev environment and
+    tell me how the service fits together." asks more than it states: the task, not memory."""
     return passage.kind == "user" and not passage.context and not passage.previous_reply
 
 
@@ -719,11 +721,20 @@ def user_features(passage: Passage, body: str, st: Statements, cues: list[Cue], 
     )
 
 
+def _read_user_turn(passage: Passage, known: dict[str, str] | None
+                    ) -> tuple[Statements, list[Cue], list[Named], bool, tuple[float, ...]]:
+    """How `classify` reads a user turn: (statements, cues, named things, correction, features).
+    Curly apostrophes read as straight ones; a leading speaker label is read past."""
+    text = passage.text
+    correction = bool(passage.previous_reply and CORRECTION_RE.search(text) and len(text.split()) >= 3)
+    _, body = speaker_label(text.replace("\u2019", "'"))
+    st, cues, named = read_statements(body), _user_cues(body), named_things(body, known)
+    return st, cues, named, correction, user_features(passage, body, st, cues, named, correction)
+
+
 def user_turn_features(passage: Passage, *, known: dict[str, str] | None = None) -> tuple[float, ...]:
     """`user_features` of a user passage, read exactly as `classify` reads it (for the weight fit)."""
-    _, body = speaker_label(passage.text.replace("\u2019", "'"))
-    correction = bool(passage.previous_reply and CORRECTION_RE.search(passage.text) and len(passage.text.split()) >= 3)
-    return user_features(passage, body, read_statements(body), _user_cues(body), named_things(body, known), correction)
+    return _read_user_turn(passage, known)[4]
 
 
 def _user_cues(body: str) -> list[Cue]:
@@ -757,7 +768,7 @@ def _other_keep(passage: Passage, text: str, cues: list[Cue], named: list[Named]
     p = 1.0 - prod
 
     neg = 0.0
-    substantive = [c for c in cues if c.name not in ("time_ref",)] or (named and words >= 12)
+    substantive = cues or (named and words >= 12)
     if CHATTER_START.search(text):
         neg += 0.25 if (words < 15 or not substantive) else 0.05
     if CHATTER_ANY.search(text):
@@ -783,22 +794,16 @@ def classify(passage: Passage, *, known: dict[str, str] | None = None) -> Judgem
     text = passage.text
     user = passage.kind == "user"
     words = len(text.split())
-    correction = bool(user and passage.previous_reply and CORRECTION_RE.search(text) and words >= 3)
     if user:
-        _, body = speaker_label(text.replace("\u2019", "'"))   # curly apostrophes read as straight ones
-        st = read_statements(body)
-        cues = _user_cues(body)
-        named = named_things(body, known)
-        features = user_features(passage, body, st, cues, named, correction)
-        technical = features[USER_TERMS.index("named")]
+        st, cues, named, correction, features = _read_user_turn(passage, known)
+        technical = features[_NAMED_TERM]
         p = _user_keep(features)
     else:
-        st, technical = None, 0.0
-        cues = [c for c in CUES if c.pattern.search(text)]
+        st, technical, correction = None, 0.0, False
         # "never"/"always" in an assistant's narration ("I never got output") is not a rule.
+        cues = [c for c in CUES if c.name not in STATEMENT_CUES and c.pattern.search(text)]
         cues = [c for c in cues if c.name not in ("always", "never", "from_now_on") or
                 re.search(r"\b(always|never)\s+(use|run|call|commit|push|do|put|add|set|keep|write|check|make)\b", text, re.I)]
-        cues = [c for c in cues if c.name not in STATEMENT_CUES]
         named = named_things(text, known)
         p = _other_keep(passage, text, cues, named, words)
 

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from graph.db import connect_readonly
+
 from . import settings as _settings
 from .agents import known_agent_ids, load_registry
 from .paths import agent_db_path, default_projects_dir, settings_path
@@ -31,8 +33,8 @@ def _schema_versions(db_path: Path) -> dict[str, list[str]]:
     from .store import schema_versions
 
     try:
-        conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=5)
-    except sqlite3.Error:
+        conn = connect_readonly(db_path, 5.0, check_same_thread=True)
+    except (sqlite3.Error, OSError):
         return {}
     try:
         return schema_versions(sqlite_utils.Database(conn))

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 from .paths import AGENT_DB, AGENTS_DIR, CACHE_DIR, ENV_CHILD_GUARD, RECALL_LOG, SECRETS_DIR, home_dir, in_home
 
 EVENTS = {"session-start": ("SessionStart", "primer"), "user-prompt-submit": ("UserPromptSubmit", "prompt")}
+#: Recall kind -> the Claude Code hook event its output answers.
+_HOOK_NAMES = {kind: name for name, kind in EVENTS.values()}
 #: Seconds a hook may take before it gives up silently (settings `recall.hook_deadline_s`); below the
 #: timeouts `hook install` writes (SessionStart 10 s, UserPromptSubmit 5 s).
 DEFAULT_DEADLINE_S = 2.0
@@ -118,11 +120,6 @@ def _now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def _half_life(value: Any) -> float:
-    """settings feedback.half_life_days, or 90 when it is not a positive number."""
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else 90.0
-
-
 class ScrubberUnavailable(Exception):
     """The remembered-secret check (redact.memory) cannot be loaded: nothing may be shown."""
 
@@ -147,8 +144,8 @@ class Injection:
         self._pending = result.pop("session_pending", None)
         self.result = result
         self.text: str = result["text"]
-        hook_name = "SessionStart" if kind == "primer" else "UserPromptSubmit"
-        self.output = {"hookSpecificOutput": {"hookEventName": hook_name, "additionalContext": self.text}}
+        self.output = {"hookSpecificOutput": {"hookEventName": _HOOK_NAMES.get(kind, "UserPromptSubmit"),
+                                              "additionalContext": self.text}}
         ids, entities = recalled_ids(result)
         self.entry = {"at": _now_iso(), "session": session, "kind": kind, "ids": ids, "entities": entities,
                       "episodes": [r["id"] for r in result.get("recent", [])],
@@ -190,7 +187,7 @@ def recall_for_agent(home: str | Path, agent: str, kind: str, prompt: str = "", 
     result = recall(db, prompt or "", session=session, kind=kind,
                     budgets=Budgets.from_settings(settings_mod.get(settings, "recall", {})),
                     embedder=embedder, scrub=scrub, agent=agent, record=False,
-                    half_life_days=_half_life(settings_mod.get(settings, "feedback.half_life_days", 90)))
+                    half_life_days=settings_mod.half_life_days(settings))
     return Injection(home, agent, db, kind, session, result)
 
 
@@ -202,7 +199,7 @@ def prepare_injection(event: str, data: dict[str, Any], home: str | Path, settin
     from . import agents
     from . import settings as settings_mod
 
-    _hook_name, kind = EVENTS[event]
+    kind = EVENTS[event][1]
     if not isinstance(data, dict):
         return None
     cwd = data.get("cwd")

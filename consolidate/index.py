@@ -61,6 +61,7 @@ from typing import Any, Callable
 from . import agents as _agents
 from . import settings as _settings
 from .errors import ReverieError
+from graph.db import connect_readonly
 from graph.files import write_json_atomic
 from .paths import agent_db_path, default_projects_dir, secrets_dir
 from .source import Parsed, Record, TranscriptFile, clip, discover, first_prompt_text, is_own_session_prompt, parse_line
@@ -272,8 +273,8 @@ _SOURCE_COLS = ("path", "kind", "conversation", "dev", "inode", "size", "mtime_n
 def _read_marks(db_path: Path) -> list[Mark]:
     """Watermarks of one agent db, read-only and without applying migrations (fast path)."""
     try:
-        conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=5)
-    except sqlite3.Error:
+        conn = connect_readonly(db_path, 5.0, check_same_thread=True)
+    except (sqlite3.Error, OSError):
         return []
     try:
         rows = conn.execute(f"SELECT {', '.join(_SOURCE_COLS)} FROM sources").fetchall()
@@ -1337,13 +1338,9 @@ def _rescan_feedback_notes(conn: sqlite3.Connection, memory: Any) -> int:
 
 
 def _ro(db_path: Path) -> sqlite3.Connection | None:
-    if not Path(db_path).exists():
-        return None
     try:
-        conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=5)
-        conn.execute("PRAGMA busy_timeout = 5000")
-        return conn
-    except sqlite3.Error:
+        return connect_readonly(db_path, 5.0, check_same_thread=True)
+    except (sqlite3.Error, OSError):
         return None
 
 

@@ -45,7 +45,7 @@ from .budget import Budget, RetryPolicy
 from .classify import Judgement, classify
 from .errors import AgentBusy, AgentDbUnreadable, ApiAuthFailed, NoApiKey, ReverieError, UnknownAgent
 from .passages import Passage, cut_passages, load_messages
-from .paths import agent_db_path, agent_dir, agents_dir, recall_log_path
+from .paths import agent_db_path, agent_dir, recall_log_path
 
 log = logging.getLogger(__name__)
 
@@ -158,11 +158,6 @@ def pending_conversations(conn) -> list[tuple[str, int]]:
            ORDER BY COALESCE(c.last_at, '') DESC, c.id""")]
 
 
-def _last_message_id(conn, conversation: str) -> int:
-    row = conn.execute("SELECT MAX(id) FROM messages WHERE conversation = ?", (conversation,)).fetchone()
-    return int(row[0] or 0)
-
-
 def _save_progress(conn, conversation: str, last_id: int, at: str) -> None:
     """Move the conversation's progress to `last_id` (never back) and clear its failed attempts:
     they belonged to the stretch that just completed."""
@@ -258,7 +253,7 @@ def to_new_card(verified, conversation: str, writer_name: str, now_iso: str):
 
 def _known(db) -> dict[str, str]:
     """The agent's entity names (3+ characters, lower-cased) -> type, for the classifier and writers."""
-    from graph.merge import known_entities
+    from graph.entities import known_entities
 
     return {name.lower(): typ or "other" for name, typ in known_entities(db) if name and len(name) >= 3}
 
@@ -314,9 +309,9 @@ class _Acc:
 
 
 def _lock(home: Path, agent_id: str):
-    from schedules.lock import AgentLock
+    from schedules.lock import LOCK_NAME, AgentLock
 
-    return AgentLock(agent_dir(home, agent_id) / "lock", owner="consolidate")
+    return AgentLock(agent_dir(home, agent_id) / LOCK_NAME, owner="consolidate")
 
 
 def consolidate_agent(home: Path, agent_id: str, *, writer: Any = None, trigger: str = "now",
@@ -382,19 +377,21 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
         plan: list[Segment] = []
         pending = pending_conversations(conn)
         stop_planning = False
+        calls_planned = 0
         for conversation, done in pending:
             if stop_planning:
                 backlog = True
                 break
-            last_id = _last_message_id(conn, conversation)
             msgs = load_messages(db, conversation, after_id=done)
+            # Progress after the conversation: its last message read here (every message past
+            # `done` is read, in id order), not one indexed since.
+            last_id = msgs[-1].id if msgs else done
             cut = cut_passages(conversation, msgs, after_id=done)
             for k, v in cut.skipped.items():
                 acc.add(acc.skipped, k, v)
             judgements = [classify(p, known=known) for p in cut.passages]
             segments = plan_conversation(conversation, cut.passages, judgements, last_id, threshold,
                                          per_exchange=bool(getattr(writer, "call_per_exchange", False)))
-            calls_planned = sum(1 for s in plan if s.request is not None)
             for seg in segments:
                 cands = [(p, j) for p, j in zip(seg.passages, seg.judgements) if _is_candidate(j, threshold)]
                 needs_call = bool(cands) and writer.model_backed
@@ -578,11 +575,15 @@ def _trust_stage(home: Path, agent_id: str, db, plan: list, known: dict, run_id:
     due = trust_pending(conn)
     sessions = [conv for conv, _, _ in due]
     planned = {(p.conversation, p.key): j for seg in plan for p, j in zip(seg.passages, seg.judgements)}
-    half_life = float(settings_mod.get(settings, "feedback.half_life_days", 90) or 90)
+    half_life = settings_mod.half_life_days(settings)
     events, bad_lines = feedback_detect.read_recall_log(recall_log_path(home, agent_id))
     turns = []
+    firsts: dict[str, str] = {}      # first human turn of a conversation read from its start here
     for conv, trusted, done in due:
-        for p in cut_passages(conv, load_messages(db, conv, after_id=trusted), after_id=trusted).passages:
+        passages = cut_passages(conv, load_messages(db, conv, after_id=trusted), after_id=trusted).passages
+        if not trusted:
+            firsts[conv] = next((p.text for p in passages if p.kind == "user"), "")
+        for p in passages:
             if p.kind not in ("user", "assistant") or p.message_id > done:
                 continue
             j = planned.get((conv, p.key)) or classify(p, known=known)
@@ -591,7 +592,9 @@ def _trust_stage(home: Path, agent_id: str, db, plan: list, known: dict, run_id:
     detected = feedback_detect.detect_and_record(db, events, turns, sessions=sessions)
     detected["bad_log_lines"] = bad_lines
     for conv in sessions:
-        first = next((p.text for p in cut_passages(conv, load_messages(db, conv)).passages if p.kind == "user"), "")
+        first = firsts.get(conv)
+        if first is None:
+            first = next((p.text for p in cut_passages(conv, load_messages(db, conv)).passages if p.kind == "user"), "")
         row = conn.execute("SELECT first_at FROM conversations WHERE id = ?", (conv,)).fetchone()
         summary = episodes.summarize_offline(first, episodes.session_card_statements(db, conv))
         episodes.record_episode(db, conv, (row[0] if row else None) or now.isoformat(), summary, now=now)
@@ -635,22 +638,12 @@ def _summary(agent_id: str, writer: Any, acc: _Acc, budget: Budget, backlog: boo
 
 def list_agent_ids(home: Path) -> list[str]:
     """Agents of the home that have a db, enabled ones only (settings agents.disabled)."""
-    home = Path(home)
-    try:
-        from .agents import list_agents
+    from .agents import disabled_agents, known_agent_ids
 
-        ids = [a["id"] for a in list_agents(home)]
-    except Exception:  # noqa: BLE001 - fall back to the folders
-        ids = []
-    root = agents_dir(home)
-    if root.exists():
-        ids += [p.name for p in sorted(root.iterdir()) if (p / "agent.db").exists()]
-    disabled = set((settings_mod.load_settings(home).get("agents") or {}).get("disabled") or [])
-    out = []
-    for i in ids:
-        if i not in out and i not in disabled and agent_db_path(home, i).exists():
-            out.append(i)
-    return out
+    home = Path(home)
+    disabled = disabled_agents(settings_mod.load_settings(home))
+    # The ids and switches only: `agents.list_agents` would also open every agent.db for its counts.
+    return [i for i in known_agent_ids(home) if i not in disabled and agent_db_path(home, i).exists()]
 
 
 def _failed_agent(agent_id: str, kind: str, message: str) -> dict:

@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-TYPE_CHECKING = False  # typing costs the hook path ~1.5 ms
-if TYPE_CHECKING:
-    from typing import Any
 
 from .paths import SETTINGS_FILE, in_home, settings_path
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the hook path imports this module
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the hook path imports this module (typing costs it ~1.5 ms)
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
 DEFAULTS: dict[str, Any] = {
     # Card writer used when `--writer` is not given: offline | anthropic | claude-cli.
@@ -88,32 +85,25 @@ def _deep_merge(base: dict, override: dict) -> dict:
 
 def load_settings(home: str | Path) -> dict[str, Any]:
     """Defaults merged with `<home>/settings.json` (ignored if absent or not a JSON object)."""
-    try:
-        with open(in_home(home, SETTINGS_FILE), encoding="utf-8") as fh:
-            user = json.loads(fh.read())
-        if not isinstance(user, dict):
-            user = {}
-    except (OSError, ValueError):
-        user = {}
-    return _deep_merge(DEFAULTS, user)
+    return _deep_merge(DEFAULTS, user_settings(home))
 
 
 def save_settings(home: Path, data: dict[str, Any]) -> Path:
-    """Write settings atomically with mode 0600; returns the path."""
+    """Write settings atomically with mode 0600 (graph.files creates it so); returns the path."""
     from graph.files import write_json_atomic
 
-    path = write_json_atomic(settings_path(home), data, sort_keys=True)
-    os.chmod(path, 0o600)
-    return path
+    return write_json_atomic(settings_path(home), data, sort_keys=True)
 
 
-def user_settings(home: Path) -> dict[str, Any]:
-    """Only what the user has set (no defaults): the thing to edit and save back."""
+def user_settings(home: str | Path) -> dict[str, Any]:
+    """Only what the user has set (no defaults): the thing to edit and save back; {} when the
+    file is absent, unreadable or not a JSON object."""
     try:
-        data = json.loads(settings_path(home).read_text(encoding="utf-8"))
-        return data if isinstance(data, dict) else {}
+        with open(in_home(home, SETTINGS_FILE), encoding="utf-8") as fh:
+            data = json.loads(fh.read())
     except (OSError, ValueError):
         return {}
+    return data if isinstance(data, dict) else {}
 
 
 def get(settings: dict[str, Any], dotted: str, default: Any = None) -> Any:
@@ -124,6 +114,14 @@ def get(settings: dict[str, Any], dotted: str, default: Any = None) -> Any:
             return default
         node = node[part]
     return node
+
+
+def half_life_days(settings: dict[str, Any]) -> float:
+    """`feedback.half_life_days` when it is a positive number, else the default (90): recall and
+    consolidation read it the same way (`reverie` commands that take it explicitly validate it)."""
+    value = get(settings, "feedback.half_life_days", None)
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+    return float(value) if ok else float(DEFAULTS["feedback"]["half_life_days"])
 
 
 def set_value(home: Path, dotted: str, value: Any) -> Path:

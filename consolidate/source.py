@@ -426,7 +426,7 @@ def parse_object(obj: dict, raw: bytes = b"") -> Parsed:
                 text += " (" + ", ".join(str(d) for d in details) + ")"
         else:
             text = obj.get("content") if isinstance(obj.get("content"), str) else ""
-        rec = _record(obj, raw, "system", sub, [Block("text", text)] if text else [])
+        rec = _record(obj, raw, "system", sub, [Block("text", text)] if text else [], session, cwd)
         return Parsed("message", sub, t, record=rec, session_id=session, cwd=cwd)
     if t in ("user", "assistant"):
         msg = obj.get("message")
@@ -437,7 +437,7 @@ def parse_object(obj: dict, raw: bytes = b"") -> Parsed:
             kind = user_kind(obj, blocks)
         else:
             kind = "message"
-        rec = _record(obj, raw, t, kind, blocks)
+        rec = _record(obj, raw, t, kind, blocks, session, cwd)
         if t == "assistant":
             rec.api_id = _str(msg, "id")
             rec.model = _str(msg, "model")
@@ -447,7 +447,9 @@ def parse_object(obj: dict, raw: bytes = b"") -> Parsed:
     return Parsed("skip", f"unknown:{t[:40]}", t, session_id=session, cwd=cwd)
 
 
-def _record(obj: dict, raw: bytes, role: str, kind: str, blocks: list[Block]) -> Record:
+def _record(obj: dict, raw: bytes, role: str, kind: str, blocks: list[Block], session: str | None,
+            cwd: str | None) -> Record:
+    """The line's Record; `session` and `cwd` are its `sessionId` and `cwd`, already read."""
     uuid = _str(obj, "uuid")
     synthetic = False
     if uuid is None:
@@ -461,10 +463,10 @@ def _record(obj: dict, raw: bytes, role: str, kind: str, blocks: list[Block]) ->
         kind=kind,
         blocks=blocks,
         parent_uuid=_str(obj, "parentUuid"),
-        session_id=_str(obj, "sessionId"),
+        session_id=session,
         is_sidechain=bool(obj.get("isSidechain")),
         agent_id=_str(obj, "agentId"),
-        cwd=_str(obj, "cwd"),
+        cwd=cwd,
         git_branch=_str(obj, "gitBranch"),
         version=_str(obj, "version"),
         timestamp=ts if isinstance(ts, str) else None,

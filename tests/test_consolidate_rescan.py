@@ -1,31 +1,26 @@
 """A secret remembered after indexing (by another process, `reverie redact --remember`, or the
 consolidation's own redactor) is gone from every stored byte once a consolidation has run."""
 
-from pathlib import Path
 
 from consolidate.index import index_all
 from consolidate.paths import agent_db_path, secrets_dir
 from consolidate.pipeline import consolidate_agent
 from redact.memory import SecretMemory
 
-from test_leak import _line
+from transcripts import db_bytes, line
 
 VALUE = "Zq8vN3kP2xLm9Ta7wB4cQ"
-
-
-def _bytes(path: Path) -> bytes:
-    return b"".join(Path(str(path) + s).read_bytes() for s in ("", "-wal") if Path(str(path) + s).exists())
 
 
 def test_consolidation_rescans_when_a_secret_was_learned_since_indexing(tmp_path, reverie_home):
     proj = tmp_path / "projects" / "-home-dev-projects-payments"
     proj.mkdir(parents=True)
-    (proj / "s1.jsonl").write_text(_line(
-        "user", "u-1", None, "2026-11-20T09:00:00.000Z", "s1",
-        f"From now on, always log in to payments-api with {VALUE} when deploying.") + "\n")
+    (proj / "s1.jsonl").write_text(line(
+        "user", "u-1", f"From now on, always log in to payments-api with {VALUE} when deploying.",
+        session="s1", cwd="/home/dev/projects/payments", ts="2026-11-20T09:00:00.000Z", version="2.1.40"))
     index_all(reverie_home, tmp_path / "projects")
     db_path = agent_db_path(reverie_home, "payments")
-    assert VALUE.encode() in _bytes(db_path)          # no context gave it away: stored as said
+    assert VALUE.encode() in db_bytes(db_path)          # no context gave it away: stored as said
     mem = SecretMemory(secrets_dir(reverie_home))
     try:
         assert mem.remember([VALUE]) == 1
@@ -35,4 +30,4 @@ def test_consolidation_rescans_when_a_secret_was_learned_since_indexing(tmp_path
     summary = consolidate_agent(reverie_home, "payments", writer="offline")
 
     assert summary["errors"] == []
-    assert VALUE.encode() not in _bytes(db_path)
+    assert VALUE.encode() not in db_bytes(db_path)

@@ -14,8 +14,7 @@ from consolidate import index as index_mod
 from consolidate.index import index_all
 from consolidate.paths import agent_db_path
 from consolidate.settings import set_value
-
-CWD = "/home/dev/shop"
+from transcripts import CWD, line, write
 
 
 def _rows(home: Path, agent: str, sql: str, args=()) -> list[tuple]:
@@ -24,24 +23,6 @@ def _rows(home: Path, agent: str, sql: str, args=()) -> list[tuple]:
         return conn.execute(sql, args).fetchall()
     finally:
         conn.close()
-
-
-def line(kind: str, uuid: str, content, *, session="s-1", cwd=CWD, parent=None, ts="2026-03-01T10:00:00.000Z",
-         msg_id=None, **extra) -> str:
-    msg = {"role": kind, "content": content}
-    if kind == "assistant":
-        msg.update({"id": msg_id or f"msg_{uuid}", "type": "message", "model": "claude-opus-4-6"})
-    d = {"parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": cwd, "sessionId": session,
-         "version": "2.1.39", "gitBranch": "main", "type": kind, "message": msg, "uuid": uuid, "timestamp": ts}
-    d.update(extra)
-    return json.dumps(d) + "\n"
-
-
-def write(path: Path, *lines: str, mode="w") -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, mode, encoding="utf-8") as fh:
-        fh.write("".join(lines))
-    return path
 
 
 @pytest.fixture

@@ -11,16 +11,13 @@ import pytest
 from consolidate import index as index_mod
 from consolidate.index import index_all
 from consolidate.paths import agent_db_path
-
-CWD = "/home/dev/shop"
+import transcripts
+from transcripts import CWD
 
 
 def line(uuid: str, text: str, **extra) -> str:
-    d = {"parentUuid": None, "isSidechain": False, "cwd": CWD, "sessionId": "s-1", "version": "2.1.39",
-         "type": "user", "message": {"role": "user", "content": text}, "uuid": uuid,
-         "timestamp": "2026-03-01T10:00:00.000Z"}
-    d.update(extra)
-    return json.dumps(d) + "\n"
+    """A user line without the userType and gitBranch fields."""
+    return transcripts.line("user", uuid, text, user_type=None, git_branch=None, **extra)
 
 
 def uuids(home: Path) -> list[str]:

@@ -16,18 +16,10 @@ from graph import trust
 from graph.merge import merge_card
 from graph.model import EntityRef, NewCard
 from redact.memory import SecretMemory
+from transcripts import db_bytes
 
 SECRET = "ghp_Zq8vT3kLmN9pR2sW5xY7aB4cD6eF1gH0jK2m"
 NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)
-
-
-def _bytes(path: Path) -> bytes:
-    out = b""
-    for suffix in ("", "-wal"):
-        p = Path(str(path) + suffix)
-        if p.exists():
-            out += p.read_bytes()
-    return out
 
 
 def _remember(home: Path) -> None:
@@ -50,14 +42,14 @@ def test_secret_learned_elsewhere_is_scrubbed_from_graph_and_trust_text(reverie_
     trust.record_feedback(db, res.card_id, "harmful", source="user", at=NOW, note=f"leaked {SECRET}")
     db.conn.commit()
     db.close()
-    assert SECRET.encode() in _bytes(path)
+    assert SECRET.encode() in db_bytes(path)
     _remember(reverie_home)         # as `reverie redact --remember` or consolidation's redactor would
 
     changed = rescan_agent(reverie_home, "demo")
 
     assert changed == 5        # card, feedback note, entity, its alias, episode
-    assert SECRET.encode() not in _bytes(path)
-    assert SECRET.lower().encode() not in _bytes(path).lower()
+    assert SECRET.encode() not in db_bytes(path)
+    assert SECRET.lower().encode() not in db_bytes(path).lower()
     db = open_db(path)
     statement, norm = db.conn.execute("SELECT statement, norm FROM cards").fetchone()
     assert statement == "The deploy token [REDACTED:remembered] lives in vault."
@@ -82,11 +74,11 @@ def test_index_run_rescans_when_the_memory_learned_elsewhere(reverie_home, tmp_p
 
     index_all(reverie_home, projects, redactor=_NullRedactor())
     dbs = list(Path(reverie_home).rglob("*.db"))
-    assert dbs and any(SECRET.encode() in _bytes(p) for p in dbs)
+    assert dbs and any(SECRET.encode() in db_bytes(p) for p in dbs)
     _remember(reverie_home)
     s = index_all(reverie_home, projects, redactor=_NullRedactor())
     assert s["rescanned"] >= 1
-    assert not any(SECRET.encode() in _bytes(p) for p in Path(reverie_home).rglob("*.db"))
+    assert not any(SECRET.encode() in db_bytes(p) for p in Path(reverie_home).rglob("*.db"))
 
 
 class _NullRedactor:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import sqlite3
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -13,28 +13,15 @@ import pytest
 from consolidate import index as index_mod
 from consolidate.index import _LeafPacker, index_all, line_key, load_conversation, unkey
 from consolidate.paths import agent_db_path
+import transcripts
+from transcripts import write
 
-CWD = "/home/dev/shop"
 U1 = "0f0e0d0c-0b0a-4908-8706-050403020100"
 U2 = "1f0e0d0c-0b0a-4908-8706-050403020101"
 U3 = "2f0e0d0c-0b0a-4908-8706-050403020102"
 
 
-def line(kind: str, uuid: str, content, *, session="s-1", parent=None, msg_id=None, **extra) -> str:
-    msg = {"role": kind, "content": content}
-    if kind == "assistant":
-        msg.update({"id": msg_id or f"msg_{uuid}", "type": "message", "model": "claude-opus-4-6"})
-    d = {"parentUuid": parent, "isSidechain": False, "cwd": CWD, "sessionId": session, "version": "2.1.39",
-         "gitBranch": "main", "type": kind, "message": msg, "uuid": uuid, "timestamp": "2026-03-01T10:00:00.000Z"}
-    d.update(extra)
-    return json.dumps(d) + "\n"
-
-
-def write(path: Path, *lines: str, mode="w") -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, mode, encoding="utf-8") as fh:
-        fh.write("".join(lines))
-    return path
+line = partial(transcripts.line, user_type=None)   # lines without the userType field
 
 
 def rows(home: Path, sql: str, args=()) -> list[tuple]:

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from transcripts import line
+
 
 # Fake credentials of realistic shape, assembled at run time so that no scanner flags this file.
 AWS_ID = "AKIA" + "Q3EGRTY7UVXZ2WKP"
@@ -31,16 +33,9 @@ LATER = "9e2a6b1c-4d7f-4a38-8b20-5f6c7d8e9a01"
 
 
 def _line(kind, uuid, parent, ts, session, content, **extra):
-    msg = {"role": kind, "content": content}
-    if kind == "assistant":
-        msg.update({"id": "msg_" + uuid.replace("-", "")[:20], "type": "message", "model": "claude-sonnet-4-5"})
-    d = {
-        "parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": CWD,
-        "sessionId": session, "version": "2.1.40", "gitBranch": "main", "type": kind,
-        "message": msg, "uuid": uuid, "timestamp": ts,
-    }
-    d.update(extra)
-    return json.dumps(d)
+    return line(kind, uuid, content, session=session, cwd=CWD, parent=parent, ts=ts,
+                msg_id="msg_" + uuid.replace("-", "")[:20], version="2.1.40", model="claude-sonnet-4-5",
+                **extra).rstrip("\n")
 
 
 def _write_transcripts(projects: Path) -> None:

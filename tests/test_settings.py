@@ -48,3 +48,12 @@ def test_api_key_is_never_echoed(tmp_path):
     assert run(home, "get", "anthropic.api_key").output == "(set)\n"
     everything = run(home, "get").output
     assert key not in everything and json.loads(everything)["anthropic"]["api_key"] == "(set)"
+
+
+def test_half_life_days_falls_back_to_the_default_on_anything_but_a_positive_number():
+    from consolidate.settings import half_life_days
+
+    values = [30, 7.5, 0, -3, "60", True, None, [90]]
+    assert [half_life_days({"feedback": {"half_life_days": v}}) for v in values] == [
+        30.0, 7.5, 90.0, 90.0, 90.0, 90.0, 90.0, 90.0]
+    assert half_life_days({}) == 90.0
