@@ -13,7 +13,7 @@ import itertools
 import json
 import os
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs the hook ~1.5 ms
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs the hook ~2.4 ms
 if TYPE_CHECKING:
     from typing import Any
 
