@@ -3,7 +3,7 @@
 Invariants:
   * Cost on a text where no rule can match: one UTF-8 encode plus one pass of an RE2 Set holding
     every rule (loosened, see `loosen`); no per-rule regex and no Python check runs. A batch of
-    texts can share that one pass (`Scanner.fired_many`, `Scanner.candidates`).
+    texts can share that one pass (`Scanner.fired_many`).
   * The Set is only a prefilter: it can report a rule that then does not match (its patterns are
     loosened supersets), never miss one. If the Set's automaton gives up (RE2 bails out when its
     state cache thrashes on adversarial input; a sentinel pattern that always matches tells), every
@@ -357,15 +357,12 @@ class Scanner:
             return _NO_RULES
         return self.fired(text.encode("utf-8", "surrogatepass"))
 
-    def has_candidates(self, text: str) -> bool:
-        return bool(self.triggered(text))
-
     def fired_many(self, datas: Sequence[bytes]) -> list[frozenset[int]]:
         """For each of `datas`: `fired` (its rules), or no rule when no rule can match it alone.
 
         One Set pass over the texts joined with "\n" (the Set is multi-line, so it fires on the
         batch whenever it fires on one of its texts). When it names few rules (ordinary text),
-        `candidates` confirms them over the joined batch and only the texts they touch get their
+        `_confirm` checks them over the joined batch and only the texts they touch get their
         own Set pass; when it names many (a batch full of secrets), every text gets its own Set
         pass, cheaper than confirming each rule over the batch. Either way a text holding a match
         gets exactly `fired` of it; the others get no rule (so `scan` would find nothing in them).
@@ -388,28 +385,12 @@ class Scanner:
                 out[i] = fired(d)
         return out
 
-    def candidates(self, datas: Sequence[bytes]) -> set[int]:
-        """Positions in `datas` of the texts that some rule can match, from one pass over the batch.
-
-        The texts are joined with "\n"; the Set names the rules that fire anywhere, then each of
-        those rules (compiled multi-line) marks every text its matches overlap. A superset of the
-        texts that `fired` would report one by one: a match of a text alone is found at the same
-        place in the batch (the separator satisfies the same anchors and boundaries as the text's
-        edges), or an earlier match overlapping that text is.
-        """
-        if not datas:
-            return set()
-        rules = self.fired(b"\n".join(datas))
-        if not rules:
-            return set()
-        if rules is self.all_rules and len(datas) > 1:
-            return set(range(len(datas)))
-        return self._confirm(datas, rules)
-
-    def _confirm(self, datas: Sequence[bytes], rules: frozenset[int], joined: bytes | None = None) -> set[int]:
-        """Positions in `datas` overlapped by a match of one of `rules` in the joined batch."""
-        if joined is None:
-            joined = b"\n".join(datas)
+    def _confirm(self, datas: Sequence[bytes], rules: frozenset[int], joined: bytes) -> set[int]:
+        """Positions in `datas` (joined with "\n" into `joined`) overlapped by a match of one of
+        `rules` in the joined batch: a superset of the texts that `fired` would report one by one,
+        since a match of a text alone is found at the same place in the batch (the separator
+        satisfies the same anchors and boundaries as the text's edges), or an earlier match
+        overlapping that text is."""
         starts: list[int] | None = None  # offset of each text in `joined`, built at the first match
         out: set[int] = set()
         for i in rules:
@@ -512,6 +493,11 @@ def _s(data: bytes, a: int, b: int) -> str:
     return data[a:b].decode("utf-8", "surrogatepass") if a >= 0 else ""
 
 
+def _end(s: int, value: str) -> int:
+    """The byte offset where `value`, starting at byte offset `s`, ends."""
+    return s + len(value.encode("utf-8", "surrogatepass"))
+
+
 # A token followed by mask characters (`xoxp-1234-5678-####`, `ghp_ab12****`) was masked on purpose.
 _MASK_AFTER = re.compile(rb"[-_.]?(?:[#*]{3}|(?:\xe2\x80\xa2){3})")
 
@@ -607,101 +593,62 @@ def _value_group(sp, first: int):
     return -1, -1, False
 
 
-def _check_value(tier: str, data: bytes, s: int, e: int, quoted: bool):
-    """Clean the value at [s, e) and return its (possibly shortened) span, or None."""
+def _keyed_value(data: bytes, key: tuple[int, int], s: int, e: int, quoted: bool,
+                 tiers: tuple[str, ...] | None = None):
+    """(start, end, label) of the value at [s, e) when the key at `key` names a secret (of one of
+    `tiers`, if given) and the value, cleaned (possibly shortened), passes that key's check."""
+    cls = classify_key(_s(data, key[0], key[1]))
+    if cls is None or s < 0 or (tiers is not None and cls[0] not in tiers):
+        return
     value = _s(data, s, e)
-    if not quoted:
-        cleaned = _clean_bare(value)
-        e = s + len(cleaned.encode("utf-8", "surrogatepass"))
-        value = cleaned
-    else:
+    if quoted:
         # a JSON-escaped quote ends the value too: "TOKEN=\"abc\"" inside a JSON string
         cut = _ESCAPE_CUT.search(value)
         if cut:
             value = value[: cut.start()]
-            e = s + len(value.encode("utf-8", "surrogatepass"))
-    if not value or _SPACE.search(value):
-        return None
-    if _WELLFORMED_INTERP.search(value):
-        return None
-    if not value_ok(tier, value, quoted):
-        return None
-    return s, e
+    else:
+        value = _clean_bare(value)
+    if not value or _SPACE.search(value) or _WELLFORMED_INTERP.search(value):
+        return
+    if value_ok(cls[0], value, quoted):
+        yield s, _end(s, value), cls[1]
 
 
 def _h_assign(rule: Rule, sp, data: bytes):
-    key = _s(data, sp[1][0], sp[1][1])
-    cls = classify_key(key)
-    if cls is None:
-        return
-    tier, label = cls
     sep = _s(data, sp[2][0], sp[2][1])
     s, e, quoted = _value_group(sp, 3)
-    if s < 0:
+    if not quoted and sep in (",", "==", "===", "!=", "!=="):
         return
-    if sep == "," and not quoted:
-        return
-    if sep in ("==", "===", "!=", "!==") and not quoted:
-        return
-    span = _check_value(tier, data, s, e, quoted)
-    if span:
-        yield span[0], span[1], label
+    yield from _keyed_value(data, sp[1], s, e, quoted)
 
 
 def _h_xml(rule: Rule, sp, data: bytes):
-    cls = classify_key(_s(data, sp[1][0], sp[1][1]))
-    if cls is None:
-        return
-    span = _check_value(cls[0], data, sp[2][0], sp[2][1], rule.name == "add-key-value")
-    if span:
-        yield span[0], span[1], cls[1]
+    yield from _keyed_value(data, sp[1], sp[2][0], sp[2][1], rule.name == "add-key-value")
 
 
 def _h_reverse(rule: Rule, sp, data: bytes):
     """"VALUE" == password: a literal compared with a secret-named variable."""
-    cls = classify_key(_s(data, sp[3][0], sp[3][1]))
-    if cls is None:
-        return
     j = 1 if sp[1][0] >= 0 else 2
-    span = _check_value(cls[0], data, sp[j][0], sp[j][1], True)
-    if span:
-        yield span[0], span[1], cls[1]
+    yield from _keyed_value(data, sp[3], sp[j][0], sp[j][1], True)
 
 
 def _h_kwquoted(rule: Rule, sp, data: bytes):
     """password "VALUE": a quoted literal right after a password/secret word (no separator)."""
-    cls = classify_key(_s(data, sp[1][0], sp[1][1]))
-    if cls is None or cls[0] not in ("pw", "secret"):
-        return
     j = 2 if sp[2][0] >= 0 else 3
-    span = _check_value(cls[0], data, sp[j][0], sp[j][1], True)
-    if span:
-        yield span[0], span[1], cls[1]
+    yield from _keyed_value(data, sp[1], sp[j][0], sp[j][1], True, ("pw", "secret"))
 
 
 def _h_cli(rule: Rule, sp, data: bytes):
-    cls = classify_key(_s(data, sp[1][0], sp[1][1]))
-    if cls is None:
-        return
     s, e = sp[2][0], sp[2][1]
     quoted = data[s:s + 1] in (b'"', b"'")
     if quoted:
         s, e = s + 1, e - 1
-    span = _check_value(cls[0], data, s, e, quoted)
-    if span:
-        yield span[0], span[1], cls[1]
+    yield from _keyed_value(data, sp[1], s, e, quoted)
 
 
 def _h_is(rule: Rule, sp, data: bytes):
-    cls = classify_key(_s(data, sp[1][0], sp[1][1]))
-    if cls is None:
-        return
     s, e, quoted = _value_group(sp, 2)
-    if s < 0:
-        return
-    span = _check_value(cls[0], data, s, e, quoted)
-    if span:
-        yield span[0], span[1], cls[1]
+    yield from _keyed_value(data, sp[1], s, e, quoted)
 
 
 def _h_userinfo(rule: Rule, sp, data: bytes):
@@ -730,9 +677,8 @@ def _h_query(rule: Rule, sp, data: bytes):
 
 def _h_header(rule: Rule, sp, data: bytes):
     scheme = _s(data, sp[1][0], sp[1][1]).strip().lower() if sp[1][0] >= 0 else ""
-    s, e = sp[2][0], sp[2][1]
-    value = _clean_bare(_s(data, s, e))
-    e = s + len(value.encode("utf-8", "surrogatepass"))
+    s = sp[2][0]
+    value = _clean_bare(_s(data, s, sp[2][1]))
     if shapes.is_placeholder(value) or _WELLFORMED_INTERP.search(value) or value.startswith("$"):
         return
     if len(value) < 8 or shapes.is_code_like(value) and len(value) < 20:
@@ -740,25 +686,23 @@ def _h_header(rule: Rule, sp, data: bytes):
     if len(set(value)) < 5:
         return
     label = {"bearer": "bearer", "basic": "basic_auth", "digest": "authorization"}.get(scheme, "authorization")
-    yield s, e, label
+    yield s, _end(s, value), label
+
+
+def _secret_shaped_value(sp, data: bytes, group: int, min_len: int, label: str):
+    """The bare value of `group`, cleaned, when it is secret shaped (at least `min_len` long)."""
+    s = sp[group][0]
+    value = _clean_bare(_s(data, s, sp[group][1]))
+    if shapes.secret_shaped(value, min_len=min_len):
+        yield s, _end(s, value), label
 
 
 def _h_bearer(rule: Rule, sp, data: bytes):
-    s, e = sp[1][0], sp[1][1]
-    value = _clean_bare(_s(data, s, e))
-    e = s + len(value.encode("utf-8", "surrogatepass"))
-    if not shapes.secret_shaped(value, min_len=16):
-        return
-    yield s, e, "bearer"
+    return _secret_shaped_value(sp, data, 1, 16, "bearer")
 
 
 def _h_header_kv(rule: Rule, sp, data: bytes):
-    s, e = sp[2][0], sp[2][1]
-    value = _clean_bare(_s(data, s, e))
-    e = s + len(value.encode("utf-8", "surrogatepass"))
-    if not shapes.secret_shaped(value, min_len=8):
-        return
-    yield s, e, "api_key"
+    return _secret_shaped_value(sp, data, 2, 8, "api_key")
 
 
 _CURL_PLACEHOLDER = re.compile(r"^(?:change(?:it|me)|pass(?:word)?|pwd|test|token|secret|\*+|x+|y+|\.+)$", re.I)
