@@ -35,7 +35,7 @@ from pathlib import Path
 
 from . import shapes
 from .memory import REPLACEMENT as REMEMBERED_REPLACEMENT
-from .memory import SecretMemory, _hmac_pads
+from .memory import SecretMemory, _hmac, _hmac_pads
 from .scanner import Scanner, Span, merge_spans
 
 logger = logging.getLogger(__name__)
@@ -104,7 +104,7 @@ def _secret_recognizer_class():
             self.rule_ids = frozenset(i for i, r in enumerate(scanner.rules) if r.kind in kinds)
             self.entity = f"SECRET_{category}"
             super().__init__(
-                supported_entities=[f"SECRET_{category}"],
+                supported_entities=[self.entity],
                 name=f"reverie-secret-{category.lower().replace('_', '-')}",
                 supported_language=LANGUAGE,
                 version="1",
@@ -221,8 +221,7 @@ class Redactor:
         self.scanner = Scanner.shared()
         self.memory = SecretMemory(secrets_dir) if secrets_dir is not None else None
         self.learn = learn and self.memory is not None
-        self._process_key = os.urandom(32)
-        self._process_pads = _hmac_pads(self._process_key)
+        self._process_pads = _hmac_pads(os.urandom(32))  # hash prefixes without a memory
         self._current: tuple[str, frozenset[int], bytes] | None = None
         # (joined text, ((offset, text, data, fired), ...)) while `_detect_batch` runs presidio
         self._batch: tuple[str, tuple[tuple[int, str, bytes, frozenset[int]], ...]] | None = None
@@ -233,7 +232,7 @@ class Redactor:
         nlp.load()
         self.analyzer = _lean_analyzer_class()(registry=registry, nlp_engine=nlp, supported_languages=[LANGUAGE],
                                        context_aware_enhancer=_no_context_enhancer())
-        self.entities = [f"SECRET_{cat}" for cat in CATEGORIES]
+        self.entities = [r.entity for r in self.recognizers]
 
     # -- prefilter shared by the recognizers: one Set pass per text --
     def _fired_for(self, text: str) -> tuple[frozenset[int], bytes]:
@@ -251,11 +250,8 @@ class Redactor:
                 return self.memory.hash_prefix(value)
             except OSError:
                 pass
-        inner = self._process_pads[0].copy()  # HMAC-SHA256 under a per-process key (see redact.memory)
-        inner.update(value.encode("utf-8", "surrogatepass"))
-        outer = self._process_pads[1].copy()
-        outer.update(inner.digest())
-        return outer.hexdigest()[:8]
+        # HMAC-SHA256 under a per-process key (see redact.memory)
+        return _hmac(self._process_pads, value.encode("utf-8", "surrogatepass")).hex()[:8]
 
     def detect(self, text: str, data: bytes | None = None) -> list[Span]:
         """Detector spans (merged), without memory; presidio runs only when the prefilter Set fired.
@@ -276,11 +272,7 @@ class Redactor:
             results = self.analyzer.analyze(text=text, language=LANGUAGE, entities=self.entities)
         finally:
             self._current = None
-        spans = []
-        for r in results:
-            meta = r.recognition_metadata or {}
-            spans.append(Span(r.start, r.end, meta.get("label", "secret"), meta.get("rule", "unknown")))
-        return merge_spans(spans)
+        return merge_spans([_span(r, 0) for r in results])
 
     def _detect_batch(self, items: list[tuple[str, bytes, frozenset[int]]]) -> list[list[Span]]:
         """`detect` for each (text, data, fired) of a batch, with ONE presidio `analyze` call.
@@ -312,9 +304,7 @@ class Redactor:
         per: list[list[Span]] = [[] for _ in items]
         for r in results:
             i = bisect.bisect_right(offsets, r.start) - 1
-            base = offsets[i]
-            meta = r.recognition_metadata or {}
-            per[i].append(Span(r.start - base, r.end - base, meta.get("label", "secret"), meta.get("rule", "unknown")))
+            per[i].append(_span(r, offsets[i]))
         return [merge_spans(p) if len(p) > 1 else p for p in per]
 
     def _with_values(self, text: str, spans: list[Span]) -> tuple[list[Span], set[str]]:
@@ -322,18 +312,13 @@ class Redactor:
         the values that may be remembered."""
         if not spans:
             return spans, set()
-        found = {text[s.start:s.end] for s in spans
-                 if s.label != "private_key"
-                 and shapes.credential_like(text[s.start:s.end], allow_typed_sequence=True)}
+        found = {v for v in (text[s.start:s.end] for s in spans if s.label != "private_key")
+                 if shapes.credential_like(v, allow_typed_sequence=True)}
         if found:
             # other occurrences of a detected value in this same text, wherever they are
             spans = merge_spans(spans + _occurrences(text, found, spans))
         # what may be remembered: `credential_like` without the typed-sequence exception
         return spans, {v for v in found if not shapes.is_typed_sequence(v)}
-
-    def _detect_values(self, text: str, data: bytes | None = None) -> tuple[list[Span], set[str]]:
-        """Detector spans plus other occurrences of the detected credentials in the same text."""
-        return self._with_values(text, self.detect(text, data))
 
     def _learn(self, creds: set[str]) -> int:
         if not (self.learn and creds):
@@ -422,16 +407,20 @@ class Redactor:
                 logger.exception("could not read remembered secrets")
         # the usual text holds nothing: one object each, then the few with findings are rendered
         out = [Redaction(t, [], 0) for t in items]
-        for i in spans.keys() | mems.keys():
+        for i in spans.keys() | mems.keys():  # (every text that learned something has spans)
             out[i] = self._render(items[i], spans.get(i, []), mems.get(i, []), learned.get(i, 0))
-        for i, n in learned.items():
-            out[i].learned = n
         return out
 
     def scrub(self, text: str) -> tuple[str, int]:
         """Same shape as `SecretMemory.scrub`: (redacted text, number of findings)."""
         r = self.redact(text)
         return r.text, r.count
+
+
+def _span(result, base: int) -> Span:
+    """A recognizer's result as a Span, shifted back by `base` (its text's offset in a batch)."""
+    meta = result.recognition_metadata or {}
+    return Span(result.start - base, result.end - base, meta.get("label", "secret"), meta.get("rule", "unknown"))
 
 
 def _as_text(text) -> str:

@@ -54,7 +54,6 @@ KEY_FILE = "key"
 DB_FILE = "hashes.db"
 REPLACEMENT = "[REDACTED:remembered]"
 MIN_LEN = 8
-MAX_LEN = 512
 _REFRESH_SECONDS = 1.0
 _MAX_SEPARATORS = 40  # runs with more separators only get candidates spanning <= 8 pieces
 
@@ -94,6 +93,15 @@ def _hmac_pads(key: bytes):
         key = sha256(key).digest()
     key = key.ljust(64, b"\0")
     return (sha256(bytes(b ^ 0x36 for b in key)), sha256(bytes(b ^ 0x5C for b in key)))
+
+
+def _hmac(pads, data: bytes) -> bytes:
+    """HMAC-SHA256 of `data` from the (inner, outer) pads of `_hmac_pads`."""
+    inner = pads[0].copy()
+    inner.update(data)
+    outer = pads[1].copy()
+    outer.update(inner.digest())
+    return outer.digest()
 
 
 def _now() -> str:
@@ -181,19 +189,21 @@ class SecretMemory:
             self._conn = None
 
     def exists(self) -> bool:
-        return os.path.exists(os.path.join(self.dir, DB_FILE)) and os.path.exists(os.path.join(self.dir, KEY_FILE))
+        return self._has_db() and os.path.exists(os.path.join(self.dir, KEY_FILE))
+
+    def _has_db(self) -> bool:
+        return self._conn is not None or os.path.exists(os.path.join(self.dir, DB_FILE))
 
     # -- hashing --
+    def _key_pads(self):
+        """The (inner, outer) SHA-256 states of the key (`_hmac_pads`), computed once."""
+        if self._pads is None:
+            self._pads = _hmac_pads(self.key)
+        return self._pads
+
     def digest(self, value: str) -> bytes:
         """HMAC-SHA256 of `value` (UTF-8, surrogatepass) under this home's key."""
-        pads = self._pads
-        if pads is None:
-            pads = self._pads = _hmac_pads(self.key)
-        inner = pads[0].copy()
-        inner.update(value.encode("utf-8", "surrogatepass"))
-        outer = pads[1].copy()
-        outer.update(inner.digest())
-        return outer.digest()
+        return _hmac(self._key_pads(), value.encode("utf-8", "surrogatepass"))
 
     def hash_prefix(self, value: str, n: int = 8) -> str:
         """Short keyed fingerprint for reports (safe to show; not the value)."""
@@ -205,7 +215,7 @@ class SecretMemory:
         if not force and self._hashes is not None and now - self._checked_at < _REFRESH_SECONDS:
             return
         self._checked_at = now
-        if self._hashes is None and not os.path.exists(os.path.join(self.dir, DB_FILE)):
+        if self._hashes is None and not self._has_db():
             self._hashes, self._lengths, self._generation = set(), frozenset(), 0
             self._min_len = self._max_len = 0
             return
@@ -226,13 +236,17 @@ class SecretMemory:
         self._data_version = dv
 
     def generation(self) -> int:
-        """Increases every time new secrets are remembered (in this or another process)."""
-        self._load(force=True)
-        return self._generation
+        """Increases every time new secrets are remembered (in this or another process). Read
+        from the db as it is now; the remembered hashes are not loaded for it."""
+        if not self._has_db():
+            return 0
+        return self.conn.execute("SELECT v FROM meta WHERE k = 'generation'").fetchone()[0]
 
     def count(self) -> int:
-        self._load(force=True)
-        return len(self._hashes or ())
+        """How many secrets are remembered (read from the db as it is now)."""
+        if not self._has_db():
+            return 0
+        return self.conn.execute("SELECT count(*) FROM secrets").fetchone()[0]
 
     def remember(self, values: Iterable[str]) -> int:
         """Store the credential-like values among `values`; returns how many were new."""
@@ -267,16 +281,6 @@ class SecretMemory:
         self._load(force=True)
         return added
 
-    def forget_all(self) -> None:
-        """Remove every remembered hash (the key stays)."""
-        conn = self.conn
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("DELETE FROM secrets")
-        conn.execute("DELETE FROM lengths")
-        conn.execute("UPDATE meta SET v = v + 1 WHERE k = 'generation'")
-        conn.execute("COMMIT")
-        self._load(force=True)
-
     # -- scrubbing --
     def _run_hits(self, run: str) -> tuple[tuple[int, int], ...]:
         """Spans inside `run` whose text is a remembered secret (longest first, non-overlapping)."""
@@ -292,10 +296,7 @@ class SecretMemory:
         starts = [0] + [p + 1 for p in seps if p + 1 < n]
         ends = [p for p in seps if p > 0] + [n]
         limit = len(seps) > _MAX_SEPARATORS
-        pads = self._pads
-        if pads is None:
-            pads = self._pads = _hmac_pads(self.key)
-        inner, outer = pads
+        inner, outer = self._key_pads()  # `_hmac` inlined below: this loop is the lookup's cost
         # offsets are characters; an ASCII run is encoded once and sliced (bytes = characters)
         data = run.encode("ascii") if run.isascii() else None
         found: list[tuple[int, int]] = []
@@ -324,20 +325,6 @@ class SecretMemory:
             if all(b <= c or a >= d for c, d in chosen):
                 chosen.append((a, b))
         return tuple(sorted(chosen))
-
-    def _hits(self, run: str) -> tuple[tuple[int, int], ...]:
-        """`_run_hits`, through the caches (`_cache` for runs with hits, `_clean` for the others)."""
-        hits = self._cache.get(run)
-        if hits is not None:
-            return hits
-        if run in self._clean:
-            return ()
-        if len(run) > self._max_len and _SEP_RE.search(run) is None:
-            hits = ()
-        else:
-            hits = self._run_hits(run)
-        self._keep(run, hits)
-        return hits
 
     def _keep(self, run: str, hits: tuple[tuple[int, int], ...]) -> None:
         if hits:

@@ -43,7 +43,7 @@ def _fts_tables(conn: sqlite3.Connection, table: str) -> list[str]:
     return out
 
 
-def rescan(conn: sqlite3.Connection, targets: list[tuple[str, str, list[str]]], redactor_or_memory) -> int:
+def rescan(conn: sqlite3.Connection, targets: list[tuple[str, str, list[str]]], redactor_or_memory: _Scrubber) -> int:
     """Re-redact `targets` = [(table, id column, [text columns])]; returns rows changed."""
     scrub = redactor_or_memory.scrub
     conn.execute("PRAGMA secure_delete = ON")
@@ -52,6 +52,7 @@ def rescan(conn: sqlite3.Connection, targets: list[tuple[str, str, list[str]]], 
         qt, qid = _quote(table), _quote(id_col)
         qcols = ", ".join(_quote(c) for c in cols)
         last = None
+        before = changed
         while True:
             if last is None:
                 rows = conn.execute(f"SELECT {qid}, {qcols} FROM {qt} ORDER BY {qid} LIMIT ?", (BATCH,)).fetchall()
@@ -82,7 +83,7 @@ def rescan(conn: sqlite3.Connection, targets: list[tuple[str, str, list[str]]], 
                     conn.executemany(f"UPDATE {qt} SET {sets} WHERE {qid} = ?", updates)
                 changed += len(updates)
             last = rows[-1][0]
-        if changed:
+        if changed > before:   # this table's rows changed: merge its FTS index (old tokens go)
             for fts in _fts_tables(conn, table):
                 with conn:
                     conn.execute(f"INSERT INTO {_quote(fts)}({_quote(fts)}) VALUES ('optimize')")

@@ -88,7 +88,6 @@ _RE_FILLER = re.compile(r"^[xX*.#0\-_•]+$")
 # Identifier or attribute chain, optionally a call: self.token, config.get(, AutoTokenizer.from_pretrained(
 _RE_CODE = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*(?:\(.*|\[.*)?$", re.S)
 _RE_IDENT = re.compile(r"^[A-Za-z_.\-]+$")
-_RE_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _RE_URLISH = re.compile(r"^(?:[a-zA-Z][a-zA-Z0-9+.\-]*://|www\.|/[\w.\-]+/|\./|\.\./|~/)")
 _RE_DIGITS = re.compile(r"^[0-9.,:\-+]+$")
 _RE_WORDY = re.compile(r"^[A-Za-z0-9_\-]+$")
@@ -192,10 +191,6 @@ def is_code_like(value: str) -> bool:
 
 def is_url_or_path(value: str) -> bool:
     return bool(_RE_URLISH.match(value))
-
-
-def is_uuid(value: str) -> bool:
-    return bool(_RE_UUID.match(value))
 
 
 def token_shaped(value: str, min_len: int = 16, min_entropy: float = 3.0) -> bool:

@@ -35,9 +35,7 @@ def register(cli: click.Group) -> None:
         if as_json:
             emit_json({
                 "text": result.text.encode("utf-8", "surrogateescape").decode("utf-8", "replace"),
-                "findings": [f.to_dict() for f in result.findings],
-                "count": result.count,
-                "learned": result.learned,
+                **result.to_dict(),  # findings, count, learned
                 "remembered_secrets_applied": use_memory,
             })
         else:
