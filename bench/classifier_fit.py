@@ -17,7 +17,15 @@ turns kept at 0.5, evidence in the top 40%, turns needed for 90% of the evidence
 rewrites the numbers of the `USER_WEIGHTS` table in consolidate/classify.py in place (comments kept).
 The held-out conversations are never read by the fit; look at them only to report.
 
-    python bench/classifier_fit.py [--l2 1.0] [--target 0.38] [--write]
+`--ceiling` asks how far any classifier that reads one turn can go on these labels: for each of the ten
+conversations in turn, a logistic regression is fitted on the other nine (leave one conversation out)
+over the turn's sentence embedding (the offline model2vec model in ../shared/models, 256 dimensions),
+the classifier's terms and the log of its length, plus the embeddings and terms of the turns before and
+after it; the held-out conversation is scored and the scores of all ten are ranked together. It is
+trained on the evidence labels themselves, so it is an optimistic bound for a turn-level classifier
+built without them; it prints the same figures as the shipped classifier's next to it.
+
+    python bench/classifier_fit.py [--l2 1.0] [--target 0.38] [--write] [--ceiling]
 """
 
 from __future__ import annotations
@@ -134,6 +142,65 @@ def write_weights(weights: list[float], target: float) -> None:
     CLASSIFY.write_text(src[:m.start(1)] + "\n".join(out) + src[m.end(1):], encoding="utf-8")
 
 
+def _turns() -> list[tuple[str, str]]:
+    """(session key, text) of every LoCoMo turn (speaker label and photo caption kept), in the order of
+    `dataset()` (grouped by session as `locomo_passages` groups them)."""
+    from bench import locomo
+    from bench.consolidate_bench import LOCOMO
+
+    out = []
+    for sample in locomo.load(LOCOMO):
+        sessions: dict[int, list] = {}
+        for t in locomo.iter_turns(sample):
+            sessions.setdefault(t.session, []).append(t)
+        for session, turns in sessions.items():
+            out.extend((f"{sample['sample_id']}/{session}", t.text) for t in turns)
+    return out
+
+
+def ceiling(X, y, groups, gated, current, l2: float) -> None:
+    """Leave-one-conversation-out logistic regression on embeddings + terms of the turn and its two
+    neighbours (see the module doc); prints its figures next to the shipped classifier's."""
+    import numpy as np
+
+    from bench.consolidate_bench import _ranked
+    from graph.embed import load_embedder
+
+    model = ROOT.parent / "shared" / "models" / "minilm-l6-m2v-256"
+    if not model.exists():
+        raise SystemExit(f"--ceiling needs the offline embedding model at {model}")
+    turns = _turns()
+    if len(turns) != len(y):
+        raise SystemExit(f"{len(turns)} turn texts for {len(y)} labelled turns")
+    texts = [t for _, t in turns]
+    emb = load_embedder(str(model)).encode(texts).astype(float)
+    length = np.log1p(np.asarray([len(t) for t in texts], dtype=float))[:, None]
+    own = np.hstack([emb, X[:, 1:], length])
+    keys = [k for k, _ in turns]
+    first = np.asarray([i == 0 or keys[i] != keys[i - 1] for i in range(len(keys))])
+    last = np.r_[first[1:], True]
+    before = np.vstack([np.zeros((1, own.shape[1])), own[:-1]])
+    before[first] = 0.0
+    after = np.vstack([own[1:], np.zeros((1, own.shape[1]))])
+    after[last] = 0.0
+    ones = np.ones((len(y), 1))
+    variants = {"the turn alone": np.hstack([ones, own]),
+                "the turn and its two neighbours": np.hstack([ones, own, before, after])}
+    print(f"\nceiling: leave-one-conversation-out logistic regression (L2 {l2} on standardised inputs) over "
+          f"the embedding ({emb.shape[1]}), terms and length of a turn; all {len(y)} turns ranked together")
+    print(f"{'':<56}{'top40%':>8}{'need90%':>9}")
+    top, need = _ranked(list(zip(y, scores(X, current, gated))))
+    print(f"{'shipped classifier (never sees the labels)':<56}{top:>8.3f}{need:>9.3f}")
+    for name, Z in variants.items():
+        s = np.zeros(len(y))
+        for g in np.unique(groups):
+            test = groups == g
+            w = fit(Z[~test], y[~test].astype(float), np.zeros(int((~test).sum())), list(range(Z.shape[1])), l2)
+            s[test] = Z[test] @ w
+        top, need = _ranked(list(zip(y, s)))
+        print(f"{'trained on the labels, ' + name:<56}{top:>8.3f}{need:>9.3f}")
+
+
 def main(argv: list[str] | None = None) -> None:
     import numpy as np
 
@@ -145,6 +212,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--target", type=float, default=C.KEEP_TARGET,
                     help="share of dev turns the threshold 0.5 keeps after the bias shift")
     ap.add_argument("--write", action="store_true", help="write the fitted weights into consolidate/classify.py")
+    ap.add_argument("--ceiling", action="store_true",
+                    help="also fit the leave-one-conversation-out bound for a turn-level classifier")
+    ap.add_argument("--ceiling-l2", type=float, default=1000.0, help="L2 penalty of the --ceiling model")
     args = ap.parse_args(argv)
 
     feats, labels, groups, gated = dataset()
@@ -172,6 +242,8 @@ def main(argv: list[str] | None = None) -> None:
     print()
     report("current", X, y, g, gate, current, DEV_SAMPLES)
     report("fitted", X, y, g, gate, new, DEV_SAMPLES)
+    if args.ceiling:
+        ceiling(X, y, g, gate, current, args.ceiling_l2)
     if args.write:
         write_weights([round(w, 3) for w in new], args.target)
         print(f"\nwrote {CLASSIFY.relative_to(ROOT)}")

@@ -631,10 +631,12 @@ def nearest_cards(conn: sqlite3.Connection, prompt: str, entity_ids: list[int], 
                   embedder: PromptEmbedder | None = None, limit: int = 50,
                   min_relative: float = 0.3, fts_limit: int = 100, entity_limit: int = 60,
                   weights: tuple[float, float, float] = (1.0, 1.25, 0.5),
-                  half_life_days: float = _trust.DEFAULT_HALF_LIFE_DAYS) -> list[dict[str, Any]]:
+                  half_life_days: float = _trust.DEFAULT_HALF_LIFE_DAYS,
+                  now: _dt.datetime | None = None) -> list[dict[str, Any]]:
     """Active cards relevant to `prompt`, best first, each with its `score` (see module doc).
 
-    `weights` = (bm25, cosine, entity) weights of the hybrid relevance."""
+    `weights` = (bm25, cosine, entity) weights of the hybrid relevance; trust decays to `now`
+    (default: the current time)."""
     cands: dict[int, _Candidate] = {}
     qvec = embedder.embed(prompt[:MAX_PROMPT_CHARS]) if embedder is not None else None
     dim = int(getattr(embedder, "dim", 0) or len(qvec)) if qvec is not None else 0
@@ -723,7 +725,7 @@ def nearest_cards(conn: sqlite3.Connection, prompt: str, entity_ids: list[int], 
     best_bm25 = min(min((c.bm25 for c in cands.values()), default=0.0), -LEX_FLOOR * full_bm25)
     best_ent = max((c.entity for c in cands.values()), default=0.0)
     w_lex, w_vec, w_ent = weights
-    info = _trust.trust_for_cards(conn, list(cands), half_life_days=half_life_days)
+    info = _trust.trust_for_cards(conn, list(cands), now=now, half_life_days=half_life_days)
     dates = prompt_dates(prompt)
     elsewhere = _about_sibling(conn, cands, entity_ids) if entity_ids and SIBLING_FACTOR < 1.0 else set()
     for c in cands.values():
@@ -740,7 +742,7 @@ def nearest_cards(conn: sqlite3.Connection, prompt: str, entity_ids: list[int], 
         indexed = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'evidence_position'"
                                ).fetchone() is not None
         if indexed or small:
-            _add_neighbours(conn, cands, indexed=indexed, half_life_days=half_life_days)
+            _add_neighbours(conn, cands, indexed=indexed, half_life_days=half_life_days, now=now)
     top = max(c.relevance for c in cands.values())
     top_score = max(c.score for c in cands.values()) or 1.0
     share = {cid: c.score / top_score for cid, c in cands.items()}
@@ -818,7 +820,8 @@ def _about_sibling(conn: sqlite3.Connection, cands: dict[int, "_Candidate"], ent
 
 
 def _add_neighbours(conn: sqlite3.Connection, cands: dict[int, "_Candidate"], *, indexed: bool = True,
-                    half_life_days: float = _trust.DEFAULT_HALF_LIFE_DAYS) -> None:
+                    half_life_days: float = _trust.DEFAULT_HALF_LIFE_DAYS,
+                    now: _dt.datetime | None = None) -> None:
     """Memories drawn from the same moment of the same conversation as one of the NEIGHBOUR_TOP
     best candidates (evidence within NEIGHBOUR_SPAN messages) have their relevance raised to
     NEIGHBOUR_SHARE x that candidate's + (1 - NEIGHBOUR_SHARE) x their own when it is higher than
@@ -861,7 +864,7 @@ def _add_neighbours(conn: sqlite3.Connection, cands: dict[int, "_Candidate"], *,
     if new:
         rows = conn.execute(f"SELECT {_CARD_COLS} FROM cards c WHERE c.id IN (SELECT value FROM json_each(?)) "
                             "AND c.status = 'active'", (json.dumps(new),)).fetchall()
-        info = _trust.trust_for_cards(conn, [r[0] for r in rows], half_life_days=half_life_days)
+        info = _trust.trust_for_cards(conn, [r[0] for r in rows], now=now, half_life_days=half_life_days)
         for r in rows:
             cand = cands[r[0]] = _Candidate(card=_card(r))
             cand.trust(info.get(r[0]))
@@ -1032,7 +1035,8 @@ def recall(db_path: str | os.PathLike, prompt: str, *, session: str | None = Non
         recent: list[dict[str, Any]] = []
         if kind == "primer":
             standing = standing_primer(conn, budgets.standing_items, seen_cards)
-            ann = _trust.recall_annotations(conn, [c["id"] for c in standing], half_life_days=half_life_days)
+            ann = _trust.recall_annotations(conn, [c["id"] for c in standing], now=now,
+                                            half_life_days=half_life_days)
             warnings = ann["warnings"]
             hidden = set(ann["hidden"])
             standing = [c for c in standing if c["id"] not in hidden]
@@ -1045,7 +1049,7 @@ def recall(db_path: str | os.PathLike, prompt: str, *, session: str | None = Non
             named = match_entities(conn, prompt)
             near = nearest_cards(conn, prompt, [e["id"] for e in named], embedder=embedder,
                                  limit=CANDIDATES + len(seen_cards),
-                                 min_relative=budgets.min_relative, half_life_days=half_life_days)
+                                 min_relative=budgets.min_relative, half_life_days=half_life_days, now=now)
             near = [c for c in near if c["id"] not in seen_cards]
             # Deprecated rules and anti-patterns become warnings, contradicted cards are dropped
             # (their trust was read by nearest_cards: no second read).

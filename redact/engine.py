@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import shapes
+from .memory import MIN_LEN
 from .memory import REPLACEMENT as REMEMBERED_REPLACEMENT
 from .memory import SecretMemory, _hmac, _hmac_pads
 from .scanner import Scanner, Span, merge_spans
@@ -41,8 +42,8 @@ from .scanner import Scanner, Span, merge_spans
 logger = logging.getLogger(__name__)
 
 LANGUAGE = "en"
-#: Shorter texts cannot contain a finding: remembered values have >= 8 chars, rules need more.
-MIN_SECRET_TEXT = 8
+#: Shorter texts cannot contain a finding: remembered values have >= MIN_LEN chars, rules need more.
+MIN_SECRET_TEXT = MIN_LEN
 #: Texts per presidio `analyze` call in `redact_many` (bounds the joined text and result lists).
 _DETECT_BATCH = 256
 

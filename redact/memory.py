@@ -57,7 +57,7 @@ MIN_LEN = 8
 _REFRESH_SECONDS = 1.0
 _MAX_SEPARATORS = 40  # runs with more separators only get candidates spanning <= 8 pieces
 
-_RUN_RE = re.compile(r"[^\s\"'`<>]{8,}")
+_RUN_RE = re.compile(r"[^\s\"'`<>]{%d,}" % MIN_LEN)
 _SEP_RE = re.compile(r"[:@=/,;&?#|()\[\]{}!.+\\]")
 #: Runs known to hold no remembered secret are remembered up to this many, or this many characters
 #: in all (then forgotten at once): a bound on the memory the lookup cache can take.
@@ -267,6 +267,8 @@ class SecretMemory:
         at = _now()
         conn.execute("BEGIN IMMEDIATE")
         try:
+            # under the write lock: is the db still exactly what this instance has loaded?
+            in_step = conn.execute("SELECT v FROM meta WHERE k = 'generation'").fetchone()[0] == self._generation
             before = conn.total_changes
             conn.executemany("INSERT OR IGNORE INTO secrets (h, n, first_at) VALUES (?, ?, ?)",
                              [(h, n, at) for h, n in fresh.items()])
@@ -278,7 +280,21 @@ class SecretMemory:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        self._load(force=True)
+        if in_step and self._hashes is not None:
+            # nobody else wrote since the load: the db now holds the loaded set plus `fresh`, so add
+            # them here instead of reading every hash back (a remember per indexed file must stay cheap)
+            self._hashes.update(fresh)
+            self._lengths = self._lengths | frozenset(fresh.values())
+            self._min_len = min(self._lengths, default=0)
+            self._max_len = max(self._lengths, default=0)
+            self._generation += 1 if added else 0
+            self._data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+            self._checked_at = time.monotonic()
+            self._cache.clear()
+            self._clean.clear()
+            self._clean_chars = 0
+        else:
+            self._load(force=True)
         return added
 
     # -- scrubbing --

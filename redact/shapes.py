@@ -36,6 +36,12 @@ import re
 from collections import Counter
 
 # Words that make a value a placeholder when the value contains them (case-insensitive).
+#: Length bounds of a value that may be remembered (`credential_like`). The minimum is the remembered-
+#: secret lookup's `redact.memory.MIN_LEN` (not imported: this module stays out of the hook's imports
+#: until a value is remembered; tests/test_redact*.py hold the two equal).
+CREDENTIAL_MIN_LEN = 8
+CREDENTIAL_MAX_LEN = 512
+
 PLACEHOLDER_WORDS = (
     "changeme", "change_me", "change-me", "changeit", "your_", "your-", "yourapi", "yourkey",
     "yourtoken", "yoursecret", "yourpassword", "<your", "placeholder", "example", "dummy",
@@ -244,7 +250,7 @@ def credential_like(value: str, *, allow_typed_sequence: bool = False) -> bool:
 
     `allow_typed_sequence=True` drops the typed-sequence condition: the engine uses that to remove
     other occurrences of a detected value in the same text, which is safe for any credential."""
-    if not 8 <= len(value) <= 512:
+    if not CREDENTIAL_MIN_LEN <= len(value) <= CREDENTIAL_MAX_LEN:
         return False
     if _BAD_CHARS.search(value):
         return False

@@ -710,3 +710,24 @@ def test_read_only_opens_escape_uri_characters_in_the_path(tmp_path):
         from graph.recall_embed import LiteEmbedder
 
         assert LiteEmbedder(MODEL, odd / "cache").embed("the cache layer") is not None
+
+
+def test_trust_decays_to_the_now_recall_is_given(store):
+    """Feedback is weighed as of `now`: harmful reports of yesterday hold a card down, the same
+    reports ten years on have faded; a card without feedback scores the same at both times."""
+    from datetime import datetime, timezone
+
+    from graph import trust
+
+    reported = store.card("The invoice-worker retries failed payments every hour.")
+    other = store.card("The invoice-worker retries failed refunds every hour.")
+    with store.conn:
+        for k in range(3):
+            trust.record_feedback(store.conn, reported, "harmful", source="user", at="2026-01-10T10:00:00Z", key=f"k{k}")
+    prompt = "does the invoice-worker retry failed payments?"
+    soon = recall(store.path, prompt, now=datetime(2026, 1, 11, tzinfo=timezone.utc))
+    later = recall(store.path, prompt, now=datetime(2036, 1, 11, tzinfo=timezone.utc))
+    score = {when: {n["id"]: n["score"] for n in out["notes"]} for when, out in (("soon", soon), ("later", later))}
+    assert set(score["soon"]) == set(score["later"]) == {reported, other}
+    assert score["soon"][reported] < score["later"][reported]
+    assert score["soon"][other] == score["later"][other]

@@ -259,3 +259,45 @@ def test_scrub_path_loads_no_openssl_hmac(tmp_path):
             "sorted(m for m in ('hmac', 'hashlib', '_hashlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "1 []"
+
+
+def test_remember_adds_to_the_loaded_set_or_reloads_when_another_writer_came_between(tmp_path, monkeypatch):
+    """After its own write an instance adds the new hashes in place (no re-read of every hash) when
+    the db held exactly what it had loaded; when another instance wrote in between (its throttle not
+    yet expired), the write reloads, so the other's secrets are found too."""
+    from redact import memory as memory_mod
+
+    a = SecretMemory(tmp_path / "s")
+    v1, v2, v3, v4 = rand(20), rand(21), rand(22), rand(23)
+    assert a.remember([v1]) == 1
+    reads = []
+    real_load = SecretMemory._load
+
+    def counting_load(self, force=False):
+        reads.append(force)
+        return real_load(self, force)
+
+    monkeypatch.setattr(SecretMemory, "_load", counting_load)
+    assert a.remember([v2]) == 1
+    assert reads == [False]  # the check before the write only: nothing forced
+    assert a.scrub(f"{v1} {v2}") == ("[REDACTED:remembered] [REDACTED:remembered]", 2)
+    assert (a._generation, a._lengths) == (a.generation(), frozenset({20, 21}))
+
+    b = SecretMemory(tmp_path / "s")
+    assert b.remember([v3]) == 1
+    reads.clear()
+    assert a.remember([v4]) == 1  # a's view is stale (b wrote): reloaded after the write
+    assert reads == [False, True]
+    assert a.scrub(f"{v3} {v4}") == ("[REDACTED:remembered] [REDACTED:remembered]", 2)
+    assert a._generation == a.generation() == b.generation()
+    assert a._lengths == frozenset({20, 21, 22, 23})
+
+
+def test_minimum_lengths_agree():
+    """The lookup's minimum run, the engine's shortest text worth scanning and the shortest value that
+    may be remembered are one number."""
+    from redact import engine, memory, shapes
+
+    assert memory.MIN_LEN == engine.MIN_SECRET_TEXT == shapes.CREDENTIAL_MIN_LEN == 8
+    assert memory._RUN_RE.pattern.endswith("{8,}")
+    assert not credential_like("aB3$eF7") and credential_like("aB3$eF7h")
