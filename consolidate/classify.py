@@ -295,10 +295,21 @@ CUES: tuple[Cue, ...] = (
 #: passage kind, and they still rank sentences for the offline writer.
 STATEMENT_CUES = frozenset({"personal", "first_person_event", "time_ref"})
 
-_RULE_ADVERB = re.compile(
-    r"(?:^|[.!?;:,]\s+|\b(?:I|we|you|team)(?:'ll|'d)?\s+|\b(?:please|and|but|so|then|just)\s+)(?:always|never)\s+"
+#: Verbs that make "always"/"never" a rule wherever they stand ("never commit to main").
+RULE_VERBS = ("use|run|call|commit|push|do|put|add|set|keep|write|check|make|deploy|merge|delete|edit|touch|open|go|"
+              "test|pin|ask|store|log|print|expose|hardcode|skip|mock|bump|install|rely|import|change|modify|"
+              "rebase|force|start|stop")
+#: "always"/"never" governing an action verb: the only rule form read in an agent's own narration
+#: ("I never got output" is not a rule).
+RULE_ACTION = re.compile(rf"\b(?:always|never)\s+(?:{RULE_VERBS})\b", re.I)
+#: "always"/"never" as a rule in what a person says (user turns, the offline writer's sentences): at
+#: a clause start or after a subject or "please/and/but/so/should/must", not before a state verb
+#: ("I'll never forget it", "you're always welcome" are not rules), or governing an action verb.
+RULE_ADVERB = re.compile(
+    r"(?:^|[.!?;:,]\s*|\b(?:I|we|you|team)(?:'ll|'d)?\s+|\b(?:please|and|but|so|then|just|should|must)\s+)"
+    r"(?:always|never)\s+"
     r"(?!(?:been|be|was|were|is|are|had|have|felt|feel|knew|know|thought|think|forget|stop|give up)\b)\w+"
-    r"|\b(?:always|never)\s+(?:use|run|call|commit|push|do|put|add|set|keep|write|check|make|deploy|merge|test|ask)\b", re.I)
+    rf"|{RULE_ACTION.pattern}", re.I)
 SUCCESS_RE = re.compile(r"\b(fixed|works now|now works|resolved|passes now|all tests pass|tests pass|succeeded|"
                         r"is working|solved)\b", re.I)
 CHATTER_START = re.compile(
@@ -333,7 +344,21 @@ QUESTION_RE = re.compile(r"\?\s*$")
 # Everything is pattern-based English grammar (pronouns, tense, time words), no vocabulary of any
 # particular conversation.
 
-_SPEAKER_LABEL = re.compile(r"^[A-Z][\w.'\-]{1,30}(?: [A-Z][\w.'\-]{1,30})?:\s+(?=\S)")
+_SPEAKER = re.compile(r"^([A-Z][a-z][\w.'\u2019\-]{0,30}(?: [A-Z][a-z][\w.'\u2019\-]{0,30})?):[ \t]+(?=\S)")
+#: Label words that head a line but are not people ("Note: ...", "Context: ...").
+NOT_SPEAKERS = frozenset("""
+    note notes context update updates question questions answer answers error errors warning warnings problem
+    problems issue issues task tasks goal goals summary reminder tip tips hint hints example examples edit fix
+    fixes bug bugs result results output input step steps important todo also background requirement
+    requirements constraint constraints objective objectives plan status feedback request description details
+    expected actual environment version reason why what how idea ideas proposal option options decision
+    decisions rule rules policy caveat caution info follow followup correction correct wrong update title
+    subject re fyi ps nb btw heads remember lesson lessons root cause fact facts preference preferences pattern
+    patterns storage auth deploy deployment config configuration setup usage notice attention solution
+    approach conclusion tldr hi hello hey thanks ok okay yes no done test tests log logs source sources
+    user assistant human agent system claude me you it this that here there then now next first second
+    third finally later before after today yesterday tomorrow
+""".split())
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|\s+[-–—]+\s+|;\s+|\n+")
 _ADV = (r"(?:(?:just|also|finally|recently|really|actually|already|even|then|still|now|currently|totally|"
         r"always|usually|often|sometimes|lately|officially|ever|been|so|kinda|sort of|gradually|slowly)\s+)*")
@@ -511,12 +536,15 @@ class Statements:
     likes: int               # facts that state a like or a favourite
 
 
-def speaker_label(text: str) -> tuple[str, str]:
-    """Split a leading speaker label ("Caroline: I went ...") -> ("Caroline", "I went ..."); ("", text) if none."""
-    m = _SPEAKER_LABEL.match(text)
-    if not m:
-        return "", text
-    return text[:m.end()].rstrip().rstrip(":"), text[m.end():]
+def speaker_label(text: str) -> tuple[str | None, str]:
+    """(speaker, text without the label) for a turn like "Caroline: I went ..." or "Mary Ann: ...":
+    one or two capitalised words and a colon; (None, text) when the turn has no label or the label
+    is a heading word (`NOT_SPEAKERS`: "Note:", "Context:", ...). The classifier and the offline
+    writer read past the same labels."""
+    m = _SPEAKER.match(text or "")
+    if not m or any(w.lower().strip(".'\u2019") in NOT_SPEAKERS for w in m.group(1).split()):
+        return None, text
+    return m.group(1), text[m.end():]
 
 
 def split_sentences(text: str) -> list[str]:
@@ -742,7 +770,7 @@ def _user_cues(body: str) -> list[Cue]:
     when they govern an action ("Never commit to main", "I always run the linter"), not in a remark
     ("It's always inspiring", "you've always been there")."""
     cues = [c for c in CUES if c.name not in STATEMENT_CUES and c.pattern.search(body)]
-    return [c for c in cues if c.name not in ("always", "never") or _RULE_ADVERB.search(body)]
+    return [c for c in cues if c.name not in ("always", "never") or RULE_ADVERB.search(body)]
 
 
 def _user_keep(features: tuple[float, ...]) -> float:
@@ -802,8 +830,7 @@ def classify(passage: Passage, *, known: dict[str, str] | None = None) -> Judgem
         st, technical, correction = None, 0.0, False
         # "never"/"always" in an assistant's narration ("I never got output") is not a rule.
         cues = [c for c in CUES if c.name not in STATEMENT_CUES and c.pattern.search(text)]
-        cues = [c for c in cues if c.name not in ("always", "never", "from_now_on") or
-                re.search(r"\b(always|never)\s+(use|run|call|commit|push|do|put|add|set|keep|write|check|make)\b", text, re.I)]
+        cues = [c for c in cues if c.name not in ("always", "never", "from_now_on") or RULE_ACTION.search(text)]
         named = named_things(text, known)
         p = _other_keep(passage, text, cues, named, words)
 

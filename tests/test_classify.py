@@ -85,7 +85,8 @@ def test_statements_of_a_mixed_turn():
 
 def test_speaker_label_sentences_and_facts():
     assert speaker_label("Mary Ann: I moved to Oslo.") == ("Mary Ann", "I moved to Oslo.")
-    assert speaker_label("I moved to Oslo: it was cold.") == ("", "I moved to Oslo: it was cold.")
+    assert speaker_label("I moved to Oslo: it was cold.") == (None, "I moved to Oslo: it was cold.")
+    assert speaker_label("Note: the deploy runs at noon.") == (None, "Note: the deploy runs at noon.")
     assert split_sentences("Wow! I signed with a new team - so excited; season starts soon. :)") == [
         "Wow!", "I signed with a new team", "so excited", "season starts soon."]
     assert [bool(fact_in(s)) for s in (

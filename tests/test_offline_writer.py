@@ -9,13 +9,13 @@ from consolidate.classify import Judgement, classify
 from consolidate.passages import Passage
 from consolidate.pipeline import plan_conversation
 from consolidate.writers.base import Candidate, WriteRequest
+from consolidate.classify import speaker_label
 from consolidate.writers.offline import (
     OfflineWriter,
     key_sentence,
     name_speaker,
     question_topic,
     self_contained,
-    speaker_label,
     strip_address,
     user_point,
     with_question,

@@ -33,7 +33,7 @@ Two candidates that give the same statement yield one card citing both.
 
 Speaker labels: a user turn that starts with one or two capitalised words and a colon ("Caroline: ",
 "Mary Ann: ") is read as spoken by that person, unless the label is a common heading word ("Note:",
-"Context:", "Update:", ... `NOT_SPEAKERS`).
+"Context:", "Update:", ... `classify.NOT_SPEAKERS`; `classify.speaker_label` reads them).
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ from typing import Iterator
 
 from graph.text import STOPWORDS
 
-from ..classify import CHATTER_ANY, CHATTER_START, KNOWN_TOOLS, Named, answers_question, named_things
+from ..classify import (CHATTER_ANY, CHATTER_START, KNOWN_TOOLS, RULE_ADVERB, Named, answers_question,
+                        named_things, speaker_label)
 from .base import CardDraft, EntityDraft, RelationDraft, WriteRequest, WriteResult, sequential, MAX_WORDS
 
 _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[])|\n+|(?<=:)\s+(?=[-*•]\s)|\s+[-*•]\s+")
@@ -55,29 +56,10 @@ _CORRECTION_OPENERS = re.compile(
     r"that is (?:not right|wrong|incorrect))\b[,.!:;\-]*\s*", re.I)
 _RULE_OPENERS = re.compile(r"^(?:from now on|going forward|in the future|remember(?: that)?|keep in mind(?: that)?|"
                            r"note that|for the record)\b[,:]?\s*", re.I)
-_SPEAKER = re.compile(r"^([A-Z][a-z][\w.'\u2019\-]{0,30}(?: [A-Z][a-z][\w.'\u2019\-]{0,30})?):[ \t]+(?=\S)")
 _LEADING_PRONOUN = re.compile(r"^(it|this|that)\b(?!'s (?:great|fine|ok|okay))\s", re.I)
-#: Label words that head a line but are not people ("Note: ...", "Context: ...").
-NOT_SPEAKERS = frozenset("""
-    note notes context update updates question questions answer answers error errors warning warnings problem
-    problems issue issues task tasks goal goals summary reminder tip tips hint hints example examples edit fix
-    fixes bug bugs result results output input step steps important todo also background requirement
-    requirements constraint constraints objective objectives plan status feedback request description details
-    expected actual environment version reason why what how idea ideas proposal option options decision
-    decisions rule rules policy caveat caution info follow followup correction correct wrong update title
-    subject re fyi ps nb btw heads remember lesson lessons root cause fact facts preference preferences pattern
-    patterns storage auth deploy deployment config configuration setup usage notice attention solution
-    approach conclusion tldr hi hello hey thanks ok okay yes no done test tests log logs source sources
-    user assistant human agent system claude me you it this that here there then now next first second
-    third finally later before after today yesterday tomorrow
-""".split())
 _KNOWN_LOWER = set(KNOWN_TOOLS)
 #: A speaker's account (see `key_sentence`) takes sentences up to this many words.
 ACCOUNT_WORDS = MAX_WORDS
-_RULE_ALWAYS = re.compile(
-    r"(?:^|[;:,.]\s*|\b(?:and|but|so|please|should|must)\s+)(?:always|never)\b|\b(?:always|never)\s+(?:use|run|call|"
-    r"commit|push|do|put|add|set|keep|write|check|make|deploy|merge|delete|edit|touch|open|go|test|pin|ask|store|"
-    r"log|print|expose|hardcode|skip|mock|bump|install|rely|import|change|modify|rebase|force|start|stop)\b", re.I)
 _COMMON_STARTS = frozenset("yeah yes yep no nope wow oh well thanks thank sure totally absolutely definitely "
                            "anyway also plus so and but still even just time here there".split())
 _CHATTER = re.compile(f"(?:{CHATTER_START.pattern})|(?:{CHATTER_ANY.pattern})", re.I)
@@ -167,7 +149,7 @@ def _score_sentence(s: str, known: dict[str, str]) -> float:
         if c.pattern.search(s):
             # "always/never" is a rule when it governs an action ("never commit to main"), not in
             # "I'll never forget it" or "you're always welcome".
-            weak = c.name in ("always", "never") and not _RULE_ALWAYS.search(s)
+            weak = c.name in ("always", "never") and not RULE_ADVERB.search(s)
             score += 0.15 if weak else c.weight
     score += 0.1 * min(3, len(named_things(s, known)))
     score += 0.02 * min(15, sum(1 for w in re.findall(r"[A-Za-z][\w'\-]+", s) if w.lower() not in STOPWORDS))
@@ -346,13 +328,6 @@ def _clip_words(s: str, limit: int = MAX_WORDS) -> str:
     return head.rstrip(" ,;:") + "…"
 
 
-def speaker_label(text: str) -> tuple[str | None, str]:
-    """(speaker, text without the label) for a turn like "Caroline: I went ..."; (None, text) when
-    the turn has no label or the label is a heading word (`NOT_SPEAKERS`)."""
-    m = _SPEAKER.match(text or "")
-    if not m or any(w.lower().strip(".'\u2019") in NOT_SPEAKERS for w in m.group(1).split()):
-        return None, text
-    return m.group(1), text[m.end():]
 
 
 def _third_person(verb: str) -> str:
