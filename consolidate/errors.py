@@ -8,6 +8,10 @@ class ReverieError(Exception):
     """An error the user can act on; str(e) says what to do."""
 
 
+class InvalidSetting(ReverieError):
+    """An unknown settings key, or a value of the wrong type or shape for it."""
+
+
 class UnknownAgent(ReverieError):
     pass
 

@@ -133,3 +133,85 @@ def set_value(home: Path, dotted: str, value: Any) -> Path:
         node = node.setdefault(part, {})
     node[parts[-1]] = value
     return save_settings(home, data)
+
+
+#: Settings whose values are secrets: stored as given (never parsed), never printed.
+SECRET_KEYS = frozenset({"anthropic.api_key"})
+
+
+def default_for(dotted: str) -> tuple[bool, Any]:
+    """(known?, default) for a dotted key; keys below a free-form section (an empty {} default) are
+    known with no default; `agents.map` is set whole."""
+    node: Any = DEFAULTS
+    parts = dotted.split(".")
+    for part in parts:
+        if not isinstance(node, dict):
+            return False, None
+        if part not in node:
+            return (node == {} and parts[:2] != ["agents", "map"]), None
+        node = node[part]
+    return True, node
+
+
+def parse_value(dotted: str, raw: str) -> Any:
+    """The value `reverie settings set` stores for the text `raw`: JSON when it parses (numbers,
+    true/false, lists, objects), else the string; a secret key's value is always the string."""
+    if dotted in SECRET_KEYS:
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+_KINDS = {bool: "true or false", int: "a whole number", float: "a number", str: "a string", list: "a list",
+          dict: "an object"}
+
+
+def check_value(dotted: str, value: Any) -> None:
+    """Raise `InvalidSetting` (its message names the fix) unless `value` may be stored under the
+    known key `dotted`: the default's type (an int where a float is expected; never a bool for a
+    number), and the shapes of `agents.map` and `agents.disabled`."""
+    from .agents import valid_agent_id
+    from .errors import InvalidSetting
+
+    known, default = default_for(dotted)
+    if not known:
+        raise InvalidSetting(f"Unknown setting {dotted!r}. See all keys with `reverie settings get`.")
+    if dotted == "agents.map":
+        import os.path
+
+        if not isinstance(value, dict) or not all(isinstance(k, str) and os.path.isabs(k) for k in value):
+            raise InvalidSetting("agents.map is an object of absolute directory -> agent id, e.g. "
+                                 "reverie settings set agents.map '{\"/home/me/work/api\": \"api\"}'")
+        bad = [i for i in value.values() if not (isinstance(i, str) and valid_agent_id(i))]
+        if bad:
+            raise InvalidSetting(f"Invalid agent id(s) {bad}: use lowercase letters, digits, '.', '_' and '-'.")
+    if dotted == "agents.disabled" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        raise InvalidSetting("agents.disabled is a list of agent ids, e.g. "
+                             "reverie settings set agents.disabled '[\"scratch\"]'")
+    if default is not None and value is not None:
+        ok = isinstance(value, type(default)) or (isinstance(default, float) and isinstance(value, int))
+        if isinstance(default, (int, float)) and isinstance(value, bool) and not isinstance(default, bool):
+            ok = False
+        if not ok:
+            raise InvalidSetting(f"{dotted} expects {_KINDS.get(type(default), type(default).__name__)} "
+                                 f"(default {json.dumps(default)}); "
+                                 f"got {json.dumps(value)}. Example: reverie settings set {dotted} {json.dumps(default)}")
+
+
+def set_checked(home: Path, dotted: str, raw: str) -> tuple[Path, Any]:
+    """Parse `raw` (`parse_value`), check it (`check_value`, raising `InvalidSetting`), store it;
+    returns (settings file, stored value). Nothing is written when the check fails."""
+    value = parse_value(dotted, raw)
+    check_value(dotted, value)
+    return set_value(home, dotted, value), value
+
+
+def masked(dotted: str, value: Any) -> Any:
+    """`value` with every secret replaced by "(set)" (or None when unset): what may be printed."""
+    if dotted in SECRET_KEYS:
+        return "(set)" if value else None
+    if isinstance(value, dict):
+        return {k: masked(f"{dotted}.{k}" if dotted else k, v) for k, v in value.items()}
+    return value

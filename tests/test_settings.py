@@ -30,7 +30,7 @@ def test_set_and_get_typed_values(tmp_path):
 def test_errors_name_the_fix(tmp_path):
     home = tmp_path / "h"
     r = run(home, "set", "index.tool_result_cap", "lots")
-    assert r.exit_code == 1 and "index.tool_result_cap expects a int" in r.output and "reverie settings set index.tool_result_cap 8000" in r.output
+    assert r.exit_code == 1 and "index.tool_result_cap expects a whole number (default 8000)" in r.output and "reverie settings set index.tool_result_cap 8000" in r.output
     r = run(home, "set", "no.such.key", "1")
     assert r.exit_code == 1 and "Unknown setting 'no.such.key'" in r.output
     r = run(home, "set", "agents.map", '{"relative/dir": "x"}')
@@ -57,3 +57,43 @@ def test_half_life_days_falls_back_to_the_default_on_anything_but_a_positive_num
     assert [half_life_days({"feedback": {"half_life_days": v}}) for v in values] == [
         30.0, 7.5, 90.0, 90.0, 90.0, 90.0, 90.0, 90.0]
     assert half_life_days({}) == 90.0
+
+
+def test_checked_set_parses_validates_and_writes_nothing_on_error(tmp_path):
+    """The library behind `reverie settings set`: values parse as JSON or stay strings, secrets stay
+    the string given, a wrong type or shape raises InvalidSetting naming the fix and leaves the file."""
+    import pytest
+
+    from consolidate import settings as st
+    from consolidate.errors import InvalidSetting
+
+    assert st.parse_value("consolidate.max_calls", "12") == 12
+    assert st.parse_value("writer", "anthropic") == "anthropic"
+    assert st.parse_value("anthropic.api_key", "123") == "123"
+    assert st.default_for("feedback.half_life_days") == (True, 90)
+    assert st.default_for("no.such.key") == (False, None)
+
+    path, value = st.set_checked(tmp_path, "feedback.half_life_days", "30")
+    assert value == 30 and json.loads(path.read_text()) == {"feedback": {"half_life_days": 30}}
+    cases = {
+        ("feedback.half_life_days", "true"): "feedback.half_life_days expects a whole number (default 90); got true. "
+                                             "Example: reverie settings set feedback.half_life_days 90",
+        ("consolidate.max_calls", '"ten"'): "consolidate.max_calls expects a whole number (default 10); got \"ten\". "
+                                           "Example: reverie settings set consolidate.max_calls 10",
+        ("consolidate.keep_threshold", "[1]"): "consolidate.keep_threshold expects a number (default 0.5); got [1]. "
+                                               "Example: reverie settings set consolidate.keep_threshold 0.5",
+        ("agents.map", '{"relative/dir": "api"}'): "agents.map is an object of absolute directory -> agent id, e.g. "
+                                                   "reverie settings set agents.map '{\"/home/me/work/api\": \"api\"}'",
+        ("agents.map", '{"/abs": "Bad Id"}'): "Invalid agent id(s) ['Bad Id']: use lowercase letters, digits, "
+                                              "'.', '_' and '-'.",
+        ("agents.disabled", '"scratch"'): "agents.disabled is a list of agent ids, e.g. "
+                                          "reverie settings set agents.disabled '[\"scratch\"]'",
+        ("nope", "1"): "Unknown setting 'nope'. See all keys with `reverie settings get`.",
+    }
+    for (key, raw), message in cases.items():
+        with pytest.raises(InvalidSetting) as err:
+            st.set_checked(tmp_path, key, raw)
+        assert str(err.value) == message
+    assert json.loads(path.read_text()) == {"feedback": {"half_life_days": 30}}
+    assert st.masked("", {"anthropic": {"api_key": "k", "model": "m"}, "writer": "offline"}) == {
+        "anthropic": {"api_key": "(set)", "model": "m"}, "writer": "offline"}

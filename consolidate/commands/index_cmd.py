@@ -12,9 +12,6 @@ import click
 from ..errors import ReverieError
 from . import emit, emit_json, pass_app
 
-SECRET_KEYS = {"anthropic.api_key"}
-
-
 def _counts(d: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(d.items(), key=lambda kv: (-kv[1], kv[0]))) or "none"
 
@@ -48,58 +45,6 @@ def _render_agents(rows: list[dict[str, Any]]) -> str:
         out.append(f"{r['id']:<24} {r['conversations']:>5} {r['messages']:>7} {r['transcripts_on_disk']:>7}  "
                    f"{first:<20} {last:<20} {r['cwd'] or '-'}{flag}")
     return "\n".join(out)
-
-
-def _default_for(dotted: str) -> tuple[bool, Any]:
-    """(known?, default) for a dotted settings key; keys below a dict-valued default are allowed."""
-    from ..settings import DEFAULTS
-
-    node: Any = DEFAULTS
-    parts = dotted.split(".")
-    for part in parts:
-        if not isinstance(node, dict):
-            return False, None
-        if part not in node:
-            # Free-form sections (an empty {} default) accept new keys; agents.map is set whole.
-            return (node == {} and parts[:2] != ["agents", "map"]), None
-        node = node[part]
-    return True, node
-
-
-def _parse_value(raw: str) -> Any:
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return raw
-
-
-def _check_value(key: str, value: Any, default: Any) -> None:
-    from ..agents import valid_agent_id
-
-    if default is not None and value is not None:
-        ok = isinstance(value, type(default)) or (isinstance(default, float) and isinstance(value, int))
-        if isinstance(default, int) and isinstance(value, bool) and not isinstance(default, bool):
-            ok = False
-        if not ok:
-            raise ReverieError(f"{key} expects a {type(default).__name__} (default {json.dumps(default)}); "
-                               f"got {json.dumps(value)}. Example: reverie settings set {key} {json.dumps(default)}")
-    if key == "agents.map":
-        if not isinstance(value, dict) or not all(isinstance(k, str) and Path(k).is_absolute() for k in value):
-            raise ReverieError("agents.map is an object of absolute directory -> agent id, e.g. "
-                               "reverie settings set agents.map '{\"/home/me/work/api\": \"api\"}'")
-        bad = [i for i in value.values() if not (isinstance(i, str) and valid_agent_id(i))]
-        if bad:
-            raise ReverieError(f"Invalid agent id(s) {bad}: use lowercase letters, digits, '.', '_' and '-'.")
-    if key == "agents.disabled" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-        raise ReverieError("agents.disabled is a list of agent ids, e.g. reverie settings set agents.disabled '[\"scratch\"]'")
-
-
-def _mask(key: str, value: Any) -> Any:
-    if key in SECRET_KEYS:
-        return "(set)" if value else None
-    if isinstance(value, dict):
-        return {k: _mask(f"{key}.{k}" if key else k, v) for k, v in value.items()}
-    return value
 
 
 def register(cli: click.Group) -> None:
@@ -162,13 +107,13 @@ def register(cli: click.Group) -> None:
 
         data = st.load_settings(app.home)
         if key:
-            known, _ = _default_for(key)
+            known, _ = st.default_for(key)
             value = st.get(data, key, None)
             if not known and value is None:
                 raise ReverieError(f"Unknown setting {key!r}. See all keys with `reverie settings get`.")
-            value = _mask(key, value)
+            value = st.masked(key, value)
         else:
-            value = _mask("", data)
+            value = st.masked("", data)
         if as_json or not isinstance(value, str):
             emit_json(value)
         else:
@@ -185,8 +130,7 @@ def register(cli: click.Group) -> None:
         `reverie settings set anthropic.api_key -`."""
         from .. import settings as st
 
-        known, default = _default_for(key)
-        if not known:
+        if not st.default_for(key)[0]:
             raise ReverieError(f"Unknown setting {key!r}. See all keys with `reverie settings get`.")
         if value == "-":
             if sys.stdin.isatty():
@@ -196,10 +140,6 @@ def register(cli: click.Group) -> None:
             value = value.strip()
             if not value:
                 raise ReverieError(f"No value for {key} on stdin: pipe it in, or type it at the prompt.")
-        parsed = _parse_value(value)
-        if key in SECRET_KEYS:
-            parsed = value   # keys are strings; never echoed
-        _check_value(key, parsed, default)
-        path = st.set_value(app.home, key, parsed)
-        shown = "(hidden)" if key in SECRET_KEYS else json.dumps(parsed, ensure_ascii=False)
+        path, parsed = st.set_checked(app.home, key, value)
+        shown = "(hidden)" if key in st.SECRET_KEYS else json.dumps(parsed, ensure_ascii=False)
         click.echo(f"{key} = {shown}   ({path})")
