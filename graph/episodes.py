@@ -21,12 +21,10 @@ from __future__ import annotations
 import re
 import sqlite3
 from datetime import datetime
-from pathlib import Path
 TYPE_CHECKING = False  # typing costs the hook path ~2.4 ms
 if TYPE_CHECKING:
     from typing import Any, Iterable
 
-from graph.db import connect_readonly
 from graph.trust import (
     DECAY_STEP,
     RESTORE_STEP,
@@ -241,27 +239,3 @@ def recent_context(db: Any, *, limit: int = RECENT_LIMIT) -> list[dict[str, Any]
          "salience": round(r[4], 3), "confidence": round(r[5], 3)}
         for r in rows
     ]
-
-
-RECENT_HEADER = "Recent context (summaries of your recent sessions in this project; possibly outdated):"
-
-
-def format_recent_context(rows: list[dict[str, Any]]) -> str:
-    """The "Recent context" block, or "" when there is nothing to show."""
-    if not rows:
-        return ""
-    return "\n".join([RECENT_HEADER] + [f"- [{r['date']}] {r['summary']}" for r in rows])
-
-
-def read_recent_context(db_path: str | Path, *, limit: int = RECENT_LIMIT) -> list[dict[str, Any]]:
-    """Open the agent db read-only and return `recent_context`; any error yields [] (fail open)."""
-    try:
-        conn = connect_readonly(db_path, 0.2, check_same_thread=True)
-    except (sqlite3.Error, OSError):
-        return []
-    try:
-        return recent_context(conn, limit=limit)
-    except sqlite3.Error:
-        return []
-    finally:
-        conn.close()

@@ -140,17 +140,6 @@ def test_recent_context_reader(db, tmp_path):
     everything = ep.recent_context(db, limit=20)
     # Salience >= 0.3 (0.8 ** 5 = 0.328 ok, 0.8 ** 6 = 0.262 no) and confidence >= 0.4: s2..s7.
     assert [r["session"] for r in everything] == ["s7", "s6", "s5", "s4", "s3", "s2"]
-    text = ep.format_recent_context(rows)
-    assert text == "\n".join([
-        ep.RECENT_HEADER,
-        "- [2026-03-08] Worked on: task number 7.",
-        "- [2026-03-07] Worked on: task number 6.",
-        "- [2026-03-06] Worked on: task number 5.",
-    ])
-    db_path = tmp_path / "agent.db"
-    assert ep.read_recent_context(db_path) == rows
-    assert ep.read_recent_context(tmp_path / "missing.db") == []
-    assert ep.format_recent_context([]) == ""
 
 
 def test_resumed_session_updates_summary_keeps_place(db):

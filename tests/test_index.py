@@ -14,7 +14,7 @@ from consolidate import index as index_mod
 from consolidate.index import index_all
 from consolidate.paths import agent_db_path
 from consolidate.settings import set_value
-from transcripts import CWD, line, write
+from transcripts import line, write
 
 
 def _rows(home: Path, agent: str, sql: str, args=()) -> list[tuple]:

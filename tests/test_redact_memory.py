@@ -265,8 +265,6 @@ def test_remember_adds_to_the_loaded_set_or_reloads_when_another_writer_came_bet
     """After its own write an instance adds the new hashes in place (no re-read of every hash) when
     the db held exactly what it had loaded; when another instance wrote in between (its throttle not
     yet expired), the write reloads, so the other's secrets are found too."""
-    from redact import memory as memory_mod
-
     a = SecretMemory(tmp_path / "s")
     v1, v2, v3, v4 = rand(20), rand(21), rand(22), rand(23)
     assert a.remember([v1]) == 1

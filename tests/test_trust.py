@@ -415,3 +415,28 @@ def test_cli_errors_name_the_fix(agent_db):
     assert "No card 42 in agent 'proj'" in out.output and "reverie search" in out.output
     out = CliRunner().invoke(build_cli(), ["pin", "1", "--agent", "nope"])
     assert out.exit_code == 1 and "Unknown agent 'nope'" in out.output and "reverie agents" in out.output
+
+
+def test_cli_commands_close_the_database_they_open_also_on_error(agent_db, monkeypatch, tmp_path):
+    import sqlite3
+
+    from consolidate import store
+
+    opened = []
+    real = store.open_db
+
+    def tracking(path, *a, **kw):
+        db = real(path, *a, **kw)
+        opened.append(db)
+        return db
+
+    monkeypatch.setattr(store, "open_db", tracking)
+    cid = add_card(agent_db, "use uv for python envs", category="preference")
+    for args in (["feedback", str(cid), "helpful", "--agent", "proj"], ["pin", str(cid), "--agent", "proj"],
+                 ["maintenance", "--agent", "proj"], ["export", "--markdown", str(tmp_path / "md"), "--agent", "proj"],
+                 ["feedback", "999", "helpful", "--agent", "proj"]):
+        CliRunner().invoke(build_cli(), args)
+    assert len(opened) == 5
+    for db in opened:
+        with pytest.raises(sqlite3.ProgrammingError):
+            db.conn.execute("SELECT 1")

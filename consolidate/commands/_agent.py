@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import click
+
 from ..errors import UnknownAgent
 
 
@@ -46,8 +48,14 @@ def agent_db(home: Path, agent: str | None) -> tuple[str, Path]:
 
 
 def open_agent(home: Path, agent: str | None) -> tuple[str, Any]:
-    """(agent id, opened store database) for `--agent`; the database must exist (never created here)."""
+    """(agent id, opened store database) for `--agent`; the database must exist (never created here).
+    Inside a click command the database is closed when the command's context closes (also on
+    error), so a command never leaves it to the garbage collector."""
     from ..store import open_db  # noqa: PLC0415
 
     found, path = agent_db(home, agent)
-    return found, open_db(path)
+    db = open_db(path)
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.call_on_close(db.close)
+    return found, db
