@@ -77,8 +77,16 @@ def diagnose(home: Path, projects_dir: Path | None = None) -> dict[str, Any]:
     sp = settings_path(home)
     if sp.exists():
         mode = sp.stat().st_mode & 0o777
-        checks.append(_check("settings file", mode & 0o077 == 0, f"{sp} (mode {mode:o})",
-                             f"chmod 600 {sp}", optional=False))
+        bad = _settings.file_problem(home)
+        if bad:
+            checks.append(_check("settings file", False, f"{sp} {bad}; every command runs on the defaults "
+                                 "until it is fixed", f"fix or remove {sp}", optional=False))
+        else:
+            checks.append(_check("settings file", mode & 0o077 == 0, f"{sp} (mode {mode:o})",
+                                 f"chmod 600 {sp}", optional=False))
+            found = _settings.problems(_settings.user_settings(home))
+            checks.append(_check("settings values", not found, " ".join(found) if found else "every value is valid",
+                                 "reverie settings set KEY VALUE   (each message names its key)", optional=False))
     else:
         checks.append(_check("settings file", True, f"{sp} not written yet (defaults apply)"))
 

@@ -763,7 +763,7 @@ class _Run:
                  progress: Callable[[str, int], None] | None) -> None:
         self.home = home
         self.projects_dir = projects_dir
-        self.settings = _settings.load_settings(home)
+        self.settings = _settings.checked_settings(home)
         self.cap = int(_settings.get(self.settings, "index.tool_result_cap", DEFAULT_TOOL_RESULT_CAP) or 0)
         self.max_line = int(_settings.get(self.settings, "index.max_line_bytes", DEFAULT_MAX_LINE_BYTES)
                             or DEFAULT_MAX_LINE_BYTES)

@@ -324,7 +324,13 @@ def consolidate_agent(home: Path, agent_id: str, *, writer: Any = None, trigger:
     db_path = agent_db_path(home, agent_id)
     if not db_path.exists():
         raise UnknownAgent(f"Unknown agent {agent_id!r}: run `reverie index` first, then `reverie agents` to list agents.")
-    settings = settings if settings is not None else settings_mod.load_settings(home)
+    settings = settings if settings is not None else settings_mod.checked_settings(home)
+    from .agents import disabled_agents
+
+    if agent_id in disabled_agents(settings):
+        raise ReverieError(f"Agent {agent_id!r} is switched off (settings agents.disabled): nothing new is built "
+                           f"for it. Switch it on with `reverie settings set agents.disabled '[...]'` "
+                           f"(the list without {agent_id!r}).")
     w = writer if (writer is not None and not isinstance(writer, str)) else make_writer(writer, settings, trigger=trigger)
     from schedules.lock import Busy
 

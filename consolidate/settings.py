@@ -52,7 +52,13 @@ DEFAULTS: dict[str, Any] = {
         # Retries of 429/529/5xx/timeouts (exponential backoff), then the work is left for the next run.
         "retry": {"attempts": 3, "base_delay_s": 1.0, "max_delay_s": 30.0},
     },
-    "recall": {},
+    # Recall budgets (graph.recall.Budgets.DEFAULTS: characters and items per block, and in all) and
+    # the hook's deadline in seconds (consolidate.hook.DEFAULT_DEADLINE_S).
+    "recall": {
+        "max_chars": 4000, "standing_items": 8, "standing_chars": 1500, "entities": 4,
+        "relations_per_entity": 12, "entity_chars": 1600, "notes_items": 8, "notes_chars": 2400,
+        "min_relative": 0.3, "hook_deadline_s": 2.0,
+    },
     "schedule": {
         # Nightly consolidation time (local wall clock); per agent: <home>/agents/<id>/schedule.json.
         "hour": 2, "minute": 0,
@@ -69,7 +75,7 @@ DEFAULTS: dict[str, Any] = {
         # Daemon: how often to look for missed nightly runs and backlogs inside the window.
         "backfill_every_minutes": 10,
     },
-    "feedback": {"half_life_days": 90},
+    "feedback": {"half_life_days": 90.0},
 }
 
 
@@ -125,7 +131,14 @@ def half_life_days(settings: dict[str, Any]) -> float:
 
 
 def set_value(home: Path, dotted: str, value: Any) -> Path:
-    """Set one dotted key in the user's settings file and save it (0600)."""
+    """Set one dotted key in the user's settings file and save it (0600). A file that exists but
+    cannot be used is never overwritten: `InvalidSetting` names it."""
+    bad = file_problem(home)
+    if bad:
+        from .errors import InvalidSetting
+
+        raise InvalidSetting(f"{in_home(home, SETTINGS_FILE)} {bad}: fix or remove it first; "
+                             f"nothing was changed.")
     data = user_settings(home)
     node = data
     parts = dotted.split(".")
@@ -167,17 +180,36 @@ def parse_value(dotted: str, raw: str) -> Any:
 _KINDS = {bool: "true or false", int: "a whole number", float: "a number", str: "a string", list: "a list",
           dict: "an object"}
 
+#: Ranges (low, high; None: open) of numeric settings, and the choices of enumerated ones.
+RANGES: dict[str, tuple[float | None, float | None]] = {
+    "anthropic.max_tokens": (1, 64000), "anthropic.timeout_s": (1, None), "anthropic.batch_poll_s": (1, None),
+    "anthropic.batch_wait_s": (0, None), "claude_cli.timeout_s": (1, None),
+    "index.tool_result_cap": (200, None), "index.max_line_bytes": (4096, None),
+    "consolidate.max_passages": (1, None), "consolidate.max_calls": (0, None), "consolidate.max_cost_usd": (0, None),
+    "consolidate.keep_threshold": (0, 1), "consolidate.max_stretch_attempts": (1, None),
+    "consolidate.retry.attempts": (0, 20), "consolidate.retry.base_delay_s": (0, None),
+    "consolidate.retry.max_delay_s": (0, None),
+    "recall.max_chars": (0, 9500), "recall.min_relative": (0, 1), "recall.hook_deadline_s": (0, 60),
+    "feedback.half_life_days": (0.001, None),
+}
+RANGES.update({f"recall.{k}": (0, None) for k in ("standing_items", "standing_chars", "entities",
+                                                    "relations_per_entity", "entity_chars", "notes_items", "notes_chars")})
+CHOICES: dict[str, tuple[str, ...]] = {"writer": ("offline", "anthropic", "claude-cli")}
+
 
 def check_value(dotted: str, value: Any) -> None:
     """Raise `InvalidSetting` (its message names the fix) unless `value` may be stored under the
     known key `dotted`: the default's type (an int where a float is expected; never a bool for a
-    number), and the shapes of `agents.map` and `agents.disabled`."""
+    number; null only where the default is null), `RANGES` and `CHOICES`, the shapes of
+    `agents.map` and `agents.disabled`, and for `schedule.*` what the scheduler accepts. A whole
+    section is checked key by key."""
     from .agents import valid_agent_id
     from .errors import InvalidSetting
 
     known, default = default_for(dotted)
     if not known:
         raise InvalidSetting(f"Unknown setting {dotted!r}. See all keys with `reverie settings get`.")
+    example = f"Example: reverie settings set {dotted} {json.dumps(default)}"
     if dotted == "agents.map":
         import os.path
 
@@ -187,17 +219,100 @@ def check_value(dotted: str, value: Any) -> None:
         bad = [i for i in value.values() if not (isinstance(i, str) and valid_agent_id(i))]
         if bad:
             raise InvalidSetting(f"Invalid agent id(s) {bad}: use lowercase letters, digits, '.', '_' and '-'.")
+        return
     if dotted == "agents.disabled" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
         raise InvalidSetting("agents.disabled is a list of agent ids, e.g. "
                              "reverie settings set agents.disabled '[\"scratch\"]'")
-    if default is not None and value is not None:
+    if value is None:
+        if default is not None:
+            raise InvalidSetting(f"{dotted} cannot be null (default {json.dumps(default)}). {example}")
+        return
+    if default is not None:
         ok = isinstance(value, type(default)) or (isinstance(default, float) and isinstance(value, int))
         if isinstance(default, (int, float)) and isinstance(value, bool) and not isinstance(default, bool):
             ok = False
         if not ok:
             raise InvalidSetting(f"{dotted} expects {_KINDS.get(type(default), type(default).__name__)} "
-                                 f"(default {json.dumps(default)}); "
-                                 f"got {json.dumps(value)}. Example: reverie settings set {dotted} {json.dumps(default)}")
+                                 f"(default {json.dumps(default)}); got {json.dumps(value)}. {example}")
+    elif dotted in ("embedding_model", "schedule.timezone", "anthropic.api_key") and not isinstance(value, str):
+        raise InvalidSetting(f"{dotted} expects a string or null; got {json.dumps(value)}.")
+    if isinstance(default, dict):
+        for key, sub in value.items():
+            check_value(f"{dotted}.{key}", sub)
+    if dotted in RANGES:
+        lo, hi = RANGES[dotted]
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            span = (f"from {lo:g} to {hi:g}" if lo is not None and hi is not None
+                    else f"at least {lo:g}" if lo is not None else f"at most {hi:g}")
+            raise InvalidSetting(f"{dotted} must be {span}; got {json.dumps(value)}. {example}")
+    if dotted in CHOICES and value not in CHOICES[dotted]:
+        raise InvalidSetting(f"{dotted} must be one of {', '.join(CHOICES[dotted])}; got {json.dumps(value)}. {example}")
+    if dotted.split(".")[0] == "schedule" and dotted != "schedule":
+        _check_schedule({dotted.split(".", 1)[1]: value})
+
+
+def _check_schedule(section: dict[str, Any]) -> None:
+    """What the scheduler makes of the `schedule` section with `section` set over the defaults."""
+    from schedules.policy import ScheduleConfigError, config_from_settings
+
+    from .errors import InvalidSetting
+
+    try:
+        config_from_settings(_deep_merge(DEFAULTS["schedule"], section))
+    except ScheduleConfigError as exc:
+        raise InvalidSetting(str(exc)) from None
+
+
+def problems(data: dict[str, Any], prefix: str = "") -> list[str]:
+    """Every reason the user's settings `data` (`user_settings`, not merged with the defaults) would
+    be refused by `reverie settings set`, one message per offending key (each names the fix)."""
+    from .errors import InvalidSetting
+
+    out: list[str] = []
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        known, default = default_for(dotted)
+        if known and isinstance(default, dict) and default and isinstance(value, dict):
+            out += problems(value, dotted + ".")
+            continue
+        try:
+            check_value(dotted, value)
+        except InvalidSetting as exc:
+            out.append(str(exc))
+    return out
+
+
+def file_problem(home: str | Path) -> str | None:
+    """Why `<home>/settings.json` cannot be used (unreadable, not JSON, not an object), or None when it
+    is fine or absent. Commands then run on the defaults: `doctor` and `settings set` say so."""
+    try:
+        with open(in_home(home, SETTINGS_FILE), encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"cannot be read ({exc.__class__.__name__}: {getattr(exc, 'strerror', None) or exc})"
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return f"is not valid JSON ({exc})"
+    return None if isinstance(data, dict) else "is not a JSON object"
+
+
+def checked_settings(home: str | Path) -> dict[str, Any]:
+    """`load_settings`, for the commands that act on settings (index, consolidate): raises
+    `InvalidSetting` naming the file or each bad key and its fix, instead of running on values that
+    would fail later or silently fall back (the hook keeps reading `load_settings` and fails open)."""
+    from .errors import InvalidSetting
+
+    bad = file_problem(home)
+    if bad:
+        raise InvalidSetting(f"{in_home(home, SETTINGS_FILE)} {bad}: fix or remove it "
+                             f"(`reverie doctor` checks it).")
+    found = problems(user_settings(home))
+    if found:
+        raise InvalidSetting("Invalid settings: " + " ".join(found))
+    return load_settings(home)
 
 
 def set_checked(home: Path, dotted: str, raw: str) -> tuple[Path, Any]:

@@ -70,14 +70,24 @@ def test_checked_set_parses_validates_and_writes_nothing_on_error(tmp_path):
     assert st.parse_value("consolidate.max_calls", "12") == 12
     assert st.parse_value("writer", "anthropic") == "anthropic"
     assert st.parse_value("anthropic.api_key", "123") == "123"
-    assert st.default_for("feedback.half_life_days") == (True, 90)
+    assert st.default_for("feedback.half_life_days") == (True, 90.0)
     assert st.default_for("no.such.key") == (False, None)
 
     path, value = st.set_checked(tmp_path, "feedback.half_life_days", "30")
     assert value == 30 and json.loads(path.read_text()) == {"feedback": {"half_life_days": 30}}
     cases = {
-        ("feedback.half_life_days", "true"): "feedback.half_life_days expects a whole number (default 90); got true. "
-                                             "Example: reverie settings set feedback.half_life_days 90",
+        ("feedback.half_life_days", "true"): "feedback.half_life_days expects a number (default 90.0); got true. "
+                                             "Example: reverie settings set feedback.half_life_days 90.0",
+        ("consolidate.max_passages", "null"): "consolidate.max_passages cannot be null (default 1000). "
+                                              "Example: reverie settings set consolidate.max_passages 1000",
+        ("consolidate.keep_threshold", "7"): "consolidate.keep_threshold must be from 0 to 1; got 7. "
+                                             "Example: reverie settings set consolidate.keep_threshold 0.5",
+        ("consolidate", '{"max_calls": "x"}'): "consolidate.max_calls expects a whole number (default 10); got \"x\". "
+                                               "Example: reverie settings set consolidate.max_calls 10",
+        ("writer", "bogus"): "writer must be one of offline, anthropic, claude-cli; got \"bogus\". "
+                             "Example: reverie settings set writer \"offline\"",
+        ("schedule.hour", "25"): "schedule.hour = 25 must be a whole number from 0 to 23.",
+        ("recall.max_char", "2000"): "Unknown setting 'recall.max_char'. See all keys with `reverie settings get`.",
         ("consolidate.max_calls", '"ten"'): "consolidate.max_calls expects a whole number (default 10); got \"ten\". "
                                            "Example: reverie settings set consolidate.max_calls 10",
         ("consolidate.keep_threshold", "[1]"): "consolidate.keep_threshold expects a number (default 0.5); got [1]. "
@@ -97,3 +107,48 @@ def test_checked_set_parses_validates_and_writes_nothing_on_error(tmp_path):
     assert json.loads(path.read_text()) == {"feedback": {"half_life_days": 30}}
     assert st.masked("", {"anthropic": {"api_key": "k", "model": "m"}, "writer": "offline"}) == {
         "anthropic": {"api_key": "(set)", "model": "m"}, "writer": "offline"}
+
+
+def test_recall_defaults_are_the_budgets_and_the_hook_deadline():
+    from consolidate.hook import DEFAULT_DEADLINE_S
+    from consolidate.settings import DEFAULTS
+    from graph.recall import Budgets
+
+    assert DEFAULTS["recall"] == {**Budgets.DEFAULTS, "hook_deadline_s": DEFAULT_DEADLINE_S}
+
+
+def test_a_settings_file_that_does_not_parse_is_never_overwritten_and_is_reported(tmp_path):
+    import pytest
+
+    from consolidate import settings as st
+    from consolidate.doctor import diagnose
+    from consolidate.errors import InvalidSetting
+
+    path = tmp_path / "settings.json"
+    broken = '{"agents": {"disabled": ["spotter"]},}'
+    path.write_text(broken)
+    path.chmod(0o600)
+    with pytest.raises(InvalidSetting) as err:
+        st.set_checked(tmp_path, "writer", "offline")
+    assert str(err.value).startswith(f"{path} is not valid JSON (") and str(err.value).endswith(
+        "): fix or remove it first; nothing was changed.")
+    assert path.read_text() == broken
+    with pytest.raises(InvalidSetting, match="is not valid JSON"):
+        st.checked_settings(tmp_path)
+    check = next(c for c in diagnose(tmp_path)["checks"] if c["name"] == "settings file")
+    assert (check["ok"], check["fix"]) == (False, f"fix or remove {path}")
+    assert "every command runs on the defaults until it is fixed" in check["detail"]
+
+    path.write_text(json.dumps({"consolidate": {"max_passages": None, "keep_threshold": 0.4}, "writer": "bogus"}))
+    assert st.problems(st.user_settings(tmp_path)) == [
+        "consolidate.max_passages cannot be null (default 1000). Example: reverie settings set consolidate.max_passages 1000",
+        "writer must be one of offline, anthropic, claude-cli; got \"bogus\". Example: reverie settings set writer \"offline\""]
+    with pytest.raises(InvalidSetting) as err:
+        st.checked_settings(tmp_path)
+    assert str(err.value).startswith("Invalid settings: consolidate.max_passages cannot be null")
+    check = next(c for c in diagnose(tmp_path)["checks"] if c["name"] == "settings values")
+    assert check["ok"] is False and check["detail"].startswith("consolidate.max_passages cannot be null")
+    path.write_text(json.dumps({"consolidate": {"keep_threshold": 0.4}}))
+    assert st.checked_settings(tmp_path)["consolidate"]["keep_threshold"] == 0.4
+    check = next(c for c in diagnose(tmp_path)["checks"] if c["name"] == "settings values")
+    assert (check["ok"], check["detail"]) == (True, "every value is valid")
