@@ -124,6 +124,8 @@ def install(path: Path, command: str) -> dict[str, Any]:
     from .errors import ReverieError
 
     path = Path(path)
+    if path.is_symlink():   # a settings file kept in a dotfiles folder: update the file the link points to
+        path = path.resolve()
     existing: dict[str, Any] = {}
     raw = None
     if path.exists():

@@ -394,14 +394,22 @@ def import_markdown(db: Any, directory: str | Path, *, agent: str, redact: Calla
         return out
 
     sem_path, epi_path = directory / SEMANTIC, directory / EPISODIC
+    texts = {}
+    for path in (sem_path, epi_path):
+        if path.exists():
+            try:
+                texts[path.name] = path.read_text(encoding="utf-8")
+            except UnicodeDecodeError as exc:
+                raise MarkdownError(f"{path.name} is not UTF-8 (byte {exc.start}): save it as UTF-8 and import "
+                                    "again; nothing was changed.") from None
     with transaction(conn):
         if sem_path.exists():
-            lines, bad = parse_semantic(sem_path.read_text(encoding="utf-8"))
+            lines, bad = parse_semantic(texts[SEMANTIC])
             if bad:
                 counts["unreadable"][SEMANTIC] = bad
             _apply_semantic(conn, lines, manifest.get("cards", {}), counts, scrub, at)
         if epi_path.exists():
-            entries, bad = parse_episodic(epi_path.read_text(encoding="utf-8"))
+            entries, bad = parse_episodic(texts[EPISODIC])
             if bad:
                 counts["unreadable"][EPISODIC] = bad
             _apply_episodic(conn, entries, manifest.get("episodes", {}), counts, scrub, at, current)

@@ -327,8 +327,6 @@ def test_doctor_reports_an_unparseable_settings_file(tmp_path):
 # defects: commands
 
 
-@pytest.mark.xfail(strict=True, reason="`export --markdown` into a path that cannot be created dies with an "
-                                       "OSError traceback")
 def test_export_into_a_path_that_cannot_be_created_names_the_fix(consolidated_home, tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
@@ -337,8 +335,6 @@ def test_export_into_a_path_that_cannot_be_created_names_the_fix(consolidated_ho
     assert res.exit_code == 1 and res.stderr.startswith("Error: ")
 
 
-@pytest.mark.xfail(strict=True, reason="`graph --html FILE` into a missing directory dies with a "
-                                       "FileNotFoundError traceback")
 def test_graph_html_into_a_missing_directory_names_the_fix(consolidated_home, tmp_path):
     res = cli(consolidated_home, "graph", "spotter-gqc", "--agent", "spotter-gqc",
               "--html", str(tmp_path / "missing" / "graph.html"))
@@ -346,8 +342,6 @@ def test_graph_html_into_a_missing_directory_names_the_fix(consolidated_home, tm
     assert res.exit_code == 1 and res.stderr.startswith("Error: ")
 
 
-@pytest.mark.xfail(strict=True, reason="`import --markdown` of a semantic.md saved in Latin-1 dies with a "
-                                       "UnicodeDecodeError traceback")
 def test_import_of_a_semantic_md_that_is_not_utf8_is_reported(consolidated_home, tmp_path):
     md = tmp_path / "md"
     assert cli(consolidated_home, "export", "--markdown", str(md), "--agent", "spotter-gqc").exit_code == 0
@@ -360,8 +354,6 @@ def test_import_of_a_semantic_md_that_is_not_utf8_is_reported(consolidated_home,
     assert res.exit_code in (0, 1) and "semantic.md" in res.output
 
 
-@pytest.mark.xfail(strict=True, reason="`index --projects-dir` of a directory that does not exist reports "
-                                       "success (0 files, exit 0) instead of naming the fix")
 def test_index_of_a_projects_dir_that_does_not_exist_names_the_fix(tmp_path):
     res = cli(tmp_path / "home", "index", "--projects-dir", str(tmp_path / "typo"))
     assert no_traceback(res)
@@ -380,8 +372,6 @@ def test_consolidate_now_builds_nothing_for_a_switched_off_agent(indexed_home):
     assert res.exit_code == 1 and "agents.disabled" in res.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="`show conversation --agent ../x` is not validated like every other "
-                                       "--agent: it reads <home>/x/agent.db outside agents/")
 def test_show_conversation_refuses_a_path_as_agent_id(indexed_home):
     shutil.copytree(indexed_home / "agents" / "spotter", indexed_home / "x")
     res = cli(indexed_home, "show", "conversation", TOOL_HEAVY_SESSION, "--agent", "../x")
@@ -390,8 +380,6 @@ def test_show_conversation_refuses_a_path_as_agent_id(indexed_home):
            "`reverie agents` lists them.\n")
 
 
-@pytest.mark.xfail(strict=True, reason="`hook install` replaces a symlinked settings.json (dotfiles) with a "
-                                       "regular file; the link's target never gets the hooks")
 def test_hook_install_through_a_symlinked_settings_file_updates_its_target(tmp_path):
     dotfiles = tmp_path / "dotfiles"
     dotfiles.mkdir()

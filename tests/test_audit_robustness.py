@@ -365,10 +365,12 @@ def test_index_and_consolidate_on_a_damaged_db_report_it_and_carry_on(consolidat
 
 @pytest.mark.xfail(strict=True, reason="doctor shows a damaged agent.db as 'no db yet' and reports ok, although "
                                        "consolidate's error sends the user to doctor to check it")
-def test_doctor_flags_a_damaged_agent_db(consolidated):
+def test_doctor_flags_a_damaged_agent_db(consolidated, projects):
+    healthy = json.loads(cli(consolidated, "doctor", "--json", "--projects-dir", str(projects)).output)
+    assert healthy["ok"] is True and healthy["agents"][0]["schema"] != {}
     _corrupt(shop_db(consolidated))
-    text = cli(consolidated, "doctor")
-    report = json.loads(cli(consolidated, "doctor", "--json").output)
+    text = cli(consolidated, "doctor", "--projects-dir", str(projects))
+    report = json.loads(cli(consolidated, "doctor", "--json", "--projects-dir", str(projects)).output)
     assert "no db yet" not in text.output
     assert report["ok"] is False
 

@@ -45,7 +45,11 @@ def register(cli: click.Group) -> None:
             if as_dot or html_file:
                 sub = view.neighbourhood(view.build_graph(db), ent["id"], radius=depth)
             if html_file:
-                Path(html_file).write_text(view.to_html(report, sub, ent["id"]), encoding="utf-8")
+                try:
+                    Path(html_file).write_text(view.to_html(report, sub, ent["id"]), encoding="utf-8")
+                except OSError as exc:
+                    raise ReverieError(f"Cannot write {html_file}: {exc.strerror or exc}; give --html a path in "
+                                       "an existing directory you can write.") from None
             if as_json:
                 emit_json({"entity": report["entity"], "relations": report["relations"],
                            "cards": report["cards"], "dependents": report["dependents"],

@@ -49,7 +49,7 @@ def _render_agents(rows: list[dict[str, Any]]) -> str:
 
 def register(cli: click.Group) -> None:
     @cli.command("index")
-    @click.option("--projects-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+    @click.option("--projects-dir", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
                   help="Claude Code projects folder (default: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects).")
     @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
     @pass_app
@@ -80,8 +80,9 @@ def register(cli: click.Group) -> None:
     def show_conversation(app, conversation_id: str, agent: str | None, as_json: bool) -> None:
         """Rebuild a conversation from the index, in order (works after the transcript is deleted)."""
         from ..conversation import rebuild, render
+        from ._agent import agent_id
 
-        emit(rebuild(app.home, conversation_id, agent), as_json, render)
+        emit(rebuild(app.home, conversation_id, agent_id(app.home, agent) if agent else None), as_json, render)
 
     @cli.command("doctor")
     @click.option("--projects-dir", type=click.Path(file_okay=False, path_type=Path), default=None)

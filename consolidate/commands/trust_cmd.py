@@ -122,7 +122,11 @@ def register(cli: click.Group) -> None:
         from graph.markdown import export_markdown  # noqa: PLC0415
 
         agent, db = open_agent(app.home, agent)
-        result = export_markdown(db, Path(directory), agent=agent)
+        try:
+            result = export_markdown(db, Path(directory), agent=agent)
+        except OSError as exc:
+            raise ReverieError(f"Cannot write {directory}: {exc.strerror or exc}; choose a directory you can "
+                               f"create and write (`reverie export --markdown DIR --agent {agent}`).") from None
         result["agent"] = agent
         if as_json:
             emit_json(result)
