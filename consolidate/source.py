@@ -45,8 +45,6 @@ TOOL_INPUT_FIELDS = (
     "description", "command", "file_path", "notebook_path", "path", "pattern", "glob", "query",
     "url", "prompt", "subagent_type", "skill",
 )
-#: Longest value kept per tool_use input field (characters); longer ones are clipped head+tail.
-TOOL_INPUT_FIELD_CAP = 2000
 
 
 @dataclass(slots=True)
@@ -176,10 +174,6 @@ def clip(text: str, cap: int) -> tuple[str, int, bool]:
     return text[:head] + marker + (text[-tail:] if tail else ""), n, True
 
 
-def _clip_field(value: str) -> str:
-    return clip(value, TOOL_INPUT_FIELD_CAP)[0]
-
-
 def _b64_size(data: object) -> int:
     if not isinstance(data, str):
         return 0
@@ -201,7 +195,9 @@ def media_placeholder(kind: str, source: object) -> str:
 
 
 def render_tool_input(name: str, data: object) -> str:
-    """The kept fields of a tool_use input, one `field: value` per line."""
+    """The kept fields of a tool_use input, one `field: value` per line, whole: the indexer clips the
+    block only after redacting it (`index.tool_result_cap`), since a clip made first could drop the
+    context that marks a value in the part it keeps as a secret."""
     if not isinstance(data, dict):
         return ""
     lines = []
@@ -211,7 +207,7 @@ def render_tool_input(name: str, data: object) -> str:
             continue
         if not isinstance(value, str):
             value = json.dumps(value, ensure_ascii=False)
-        lines.append(f"{key}: {_clip_field(value)}")
+        lines.append(f"{key}: {value}")
     if not lines and data:
         lines.append("input fields: " + ", ".join(sorted(str(k) for k in data)[:20]))
     return "\n".join(lines)

@@ -3,8 +3,8 @@
 the docs' claims, on an empty home and on a home with the shared Claude Code fixtures indexed and
 consolidated.
 
-Tests marked xfail(strict=True) demonstrate a defect (the reason says which); the others check
-contracts no other test file checks end to end.
+Each test checks a contract no other test file checks end to end; several began as proofs of a
+defect (settings checks, unwritable paths, a path as agent id, a symlinked settings file).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ compaction summaries, `summary` and `custom-title` lines, local-command output, 
 a sub-agent sidechain file, a malformed line, and the name of a project folder). The real pipeline
 then runs (index, consolidate, recall, search, show, export, graph, doctor, both hooks), and every
 byte under the home plus everything printed is scanned for each value and its base64 / URL-encoded
-forms. Tests marked xfail(strict=True) prove a defect; the others guard paths no other test covers.
+forms. Three tests began as proofs of a defect (a tool input clipped before redaction, a search query
+and error messages printed back unscrubbed); the others guard paths no other test covers.
 """
 
 from __future__ import annotations
@@ -353,16 +354,14 @@ def test_secret_first_seen_alone_is_scrubbed_everywhere_once_learned(tmp_path, r
 # Defects
 
 
-_SETUP = "".join(f"apt-get install -y pkg{i:03d} >/dev/null\n" for i in range(60))
+_SETUP = "".join(f"apt-get install -y pkg{i:03d} >/dev/null\n" for i in range(150))
 
 
-@pytest.mark.xfail(strict=True, reason="tool_use input fields are clipped (2,000 chars, head+tail) BEFORE "
-                                       "redaction: the clipped-away context no longer covers a later copy of the secret")
-def test_long_tool_input_clipped_before_redaction_stores_secret(tmp_path, reverie_home):
-    """A >2,000-character Bash command (a deploy script) sets DB_PASSWORD=<value> in its middle and
-    pipes the same value to `docker login` at its end. Redacted whole, both copies go (the engine
-    replaces every occurrence of a detected value); the index clips the field first, so the
-    context is cut away and the tail copy is stored verbatim (and later shown and searchable)."""
+def test_long_tool_input_is_clipped_only_after_redaction(tmp_path, reverie_home):
+    """A Bash command longer than the index's cap (a deploy script) sets DB_PASSWORD=<value> in its
+    middle and pipes the same value to `docker login` at its end. Redacted whole, both copies go (the
+    engine replaces every occurrence of a detected value); the block is clipped only afterwards, so
+    the tail copy is never stored verbatim, even though the clip cuts away its context."""
     cmd = ("set -euo pipefail\n" + _SETUP + "export DB_PASSWORD=" + DB_PW + "\n" + _SETUP +
            "echo " + DB_PW + " | docker login registry.internal -u deploy --password-stdin\n")
     from redact.engine import Redactor
@@ -380,13 +379,12 @@ def test_long_tool_input_clipped_before_redaction_stores_secret(tmp_path, reveri
     assert json.loads(res.output)["messages_added"] == 2
     shown = _invoke("show", "conversation", S1, "--agent", AGENT, "--json").output
     (block,) = [b for m in json.loads(shown)["messages"] for b in m["blocks"] if b["type"] == "tool_use"]
-    # Clipped in consolidate/source.py (before redaction), so the index records it as unclipped.
-    assert block["clipped"] == 0 and "characters clipped ...]" in block["text"]
+    assert len(cmd) > 8000 and block["clipped"] == 1 and "characters clipped ...]" in block["text"]
+    assert block["text"].endswith("\necho [REDACTED:remembered] | docker login registry.internal -u deploy "
+                                  "--password-stdin\n")
     assert (_printed(shown, {"DB_PW": DB_PW}), _scan_home(reverie_home, {"DB_PW": DB_PW})) == ([], [])
 
 
-@pytest.mark.xfail(strict=True, reason="`reverie search` echoes its QUERY unredacted ('query' in --json, the "
-                                       "header in text): a remembered secret is printed; cards/snippets are scrubbed, the query is not")
 @pytest.mark.parametrize("as_json", [True, False], ids=["json", "text"])
 def test_search_does_not_print_a_secret_typed_as_query(planted_home, as_json):
     """HIGH was learned from `api_key=...` while indexing; search scrubs its cards and snippets with
@@ -399,8 +397,6 @@ def test_search_does_not_print_a_secret_typed_as_query(planted_home, as_json):
     assert _printed(res.output, {"HIGH": HIGH, "GH": GH}) == []
 
 
-@pytest.mark.xfail(strict=True, reason="domain errors echo the user's argument unredacted: `reverie graph "
-                                       "ENTITY` prints a pasted token in 'No entity named ...'")
 def test_error_message_does_not_print_a_pasted_secret(planted_home):
     home, _, _ = planted_home
     res = CliRunner().invoke(_cli(), ["graph", GH, "--agent", AGENT])

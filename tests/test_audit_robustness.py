@@ -200,6 +200,26 @@ def test_deleted_transcript_is_rebuilt_by_show_and_consolidates_to_the_same_card
     assert rows(shop_db(reverie_home), q) == rows(shop_db(kept), q) != []
 
 
+def test_a_transcript_replaced_by_a_shorter_one_then_rewritten_in_place_loses_and_duplicates_nothing(
+        shop, projects, reverie_home):
+    f = write(shop / "s-1.jsonl", *[ul(f"u{i}", f"original {i} " + "x" * 100) for i in range(10)])
+    assert index_json(reverie_home, projects)["messages_added"] == 10
+    tmp = shop / "s-1.jsonl.tmp"                       # replaced by rename: a new inode, shorter
+    write(tmp, ul("u0", "original 0 " + "x" * 100), ul("n1", "new after the replace"))
+    os.replace(tmp, f)
+    s = index_json(reverie_home, projects)
+    assert (s["messages_added"], s["skipped"], s["rejected"]) == (1, {"duplicate": 1}, {})
+    with open(f, "r+") as fh:                          # rewritten in place: same inode, longer
+        fh.truncate(0)
+        fh.write("".join(ul(f"r{i}", f"rewritten {i} " + "y" * 150) for i in range(12)))
+    s = index_json(reverie_home, projects)
+    assert (s["messages_added"], s["skipped"], s["rejected"]) == (12, {}, {})
+    db = shop_db(reverie_home)
+    assert rows(db, "SELECT count(*), count(DISTINCT uuid) FROM messages") == [(23, 23)]
+    assert rows(db, "SELECT offset, lines, size FROM sources") == [(f.stat().st_size, 12, f.stat().st_size)]
+    assert index_json(reverie_home, projects)["files_changed"] == 0
+
+
 def test_a_symlinked_project_folder_is_indexed_once_and_unchanged_next_run(tmp_path, projects, reverie_home):
     real = tmp_path / "elsewhere" / "-home-dev-shop"
     write(real / "s-1.jsonl", ul("u1", "through a symlink"), ul("u2", "second", parent="u1"))

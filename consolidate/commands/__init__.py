@@ -38,7 +38,11 @@ class ReverieGroup(click.Group):
         try:
             return super().invoke(ctx)
         except ReverieError as exc:
-            raise click.ClickException(str(exc)) from None
+            # A message may quote what the user typed (an entity name, an id): scrubbed like any print.
+            from ..scrubber import printable_scrubber
+
+            home = getattr(ctx.obj, "home", None)
+            raise click.ClickException(printable_scrubber(home)(str(exc))) from None
 
 
 def build_cli() -> click.Group:

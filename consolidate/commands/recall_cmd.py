@@ -69,10 +69,12 @@ def register(cli: click.Group) -> None:
     @pass_app
     def search_cmd(app, query: tuple[str, ...], agent: str | None, limit: int, as_json: bool) -> None:
         """Search an agent's memory: cards first, then raw history (redacted) with dates and conversations."""
+        from ..scrubber import printable_scrubber
         from ..search import search
 
         agent, db = agent_db(app.home, agent)
         result = search(db, " ".join(query), limit=limit, scrub=_scrubber(app.home))
+        result["query"] = printable_scrubber(app.home)(result["query"])   # a typed query may hold a secret
         result = {"agent": agent, **result}
         if as_json:
             emit_json(result)
