@@ -26,20 +26,22 @@ def _check(name: str, ok: bool, detail: str, fix: str | None = None, *, optional
     return {"name": name, "ok": bool(ok), "optional": optional, "detail": detail, "fix": None if ok else fix}
 
 
-def _schema_versions(db_path: Path) -> dict[str, list[str]]:
-    """Applied migrations per set (consolidate.store.schema_versions), read-only; {} when unreadable."""
+def _schema_versions(db_path: Path) -> tuple[dict[str, list[str]], str | None]:
+    """(applied migrations per set (consolidate.store.schema_versions), error): read-only; the error
+    says why the db cannot be read (damaged, not a database), None when it can."""
     import sqlite_utils
 
     from .store import schema_versions
 
     try:
         conn = connect_readonly(db_path, 5.0, check_same_thread=True)
-    except (sqlite3.Error, OSError):
-        return {}
+    except (sqlite3.Error, OSError) as exc:
+        return {}, f"{type(exc).__name__}: {exc}"
     try:
-        return schema_versions(sqlite_utils.Database(conn))
-    except sqlite3.Error:
-        return {}
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return schema_versions(sqlite_utils.Database(conn)), None
+    except sqlite3.Error as exc:
+        return {}, f"{type(exc).__name__}: {exc}"
     finally:
         conn.close()
 
@@ -60,9 +62,14 @@ def diagnose(home: Path, projects_dir: Path | None = None) -> dict[str, Any]:
     settings = _settings.load_settings(home)
     registry = load_registry(home).get("agents", {})
     agents = []
+    checks_later: list[dict[str, Any]] = []
     for agent_id in known_agent_ids(home):
         db = agent_db_path(home, agent_id)
-        versions = _schema_versions(db) if db.exists() else {}
+        versions, db_error = _schema_versions(db) if db.exists() else ({}, None)
+        if db_error:
+            checks_later.append(_check(f"agent {agent_id} database", False, f"{db} cannot be read ({db_error})",
+                                       f"move {db} aside, then `reverie index` rebuilds it from the transcripts "
+                                       "still on disk", optional=False))
         agents.append({
             "id": agent_id,
             "cwds": list((registry.get(agent_id) or {}).get("cwds", [])),
@@ -70,9 +77,10 @@ def diagnose(home: Path, projects_dir: Path | None = None) -> dict[str, Any]:
             "db_exists": db.exists(),
             "db_bytes": db_bytes(db),
             "schema": versions,
-            "pending_migrations": _pending(versions) if db.exists() else [],
+            "pending_migrations": _pending(versions) if db.exists() and not db_error else [],
+            "db_error": db_error,
         })
-    checks = []
+    checks = checks_later
 
     sp = settings_path(home)
     if sp.exists():
@@ -150,7 +158,8 @@ def render(report: dict[str, Any]) -> str:
     if report["agents"]:
         lines.append(f"agents ({len(report['agents'])}):")
         for a in report["agents"]:
-            schema = "; ".join(f"{k}: {', '.join(v)}" for k, v in a["schema"].items()) or "no db yet"
+            schema = ("DAMAGED: " + a["db_error"] if a.get("db_error")
+                      else "; ".join(f"{k}: {', '.join(v)}" for k, v in a["schema"].items()) or "no db yet")
             lines.append(f"  {a['id']:<24} {a['db_bytes'] / 1e6:8.2f} MB   {schema}")
             if a["pending_migrations"]:
                 lines.append(f"  {'':<24} pending: {', '.join(a['pending_migrations'])} (applied on next open)")

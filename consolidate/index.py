@@ -14,7 +14,9 @@ Units: `skipped` and `rejected` count lines, except `own_session` and `agent_dis
 session files) and reasons starting with `file_` (files that could not be read: `file_vanished`,
 `file_unreadable`, `file_read_error`, `file_write_error`, `file_secret_in_path`). Every complete
 line read is accounted for exactly once in `lines`: stored (a new message), merged (appended to the
-message of an earlier line with the same `message.id`), title, or a skip kind / reject reason.
+message of an earlier line with the same `message.id`), title, or a skip kind / reject reason. A
+torn line (its writer died mid-line) fused with the whole line appended after it counts as two: the
+fragment rejected as `malformed_json`, the whole line read as any other (`_torn_line_rest`).
 
 Invariants:
 * Every string stored from a transcript (block text, tool name, title, cwd, branch, path) went
@@ -100,6 +102,37 @@ _TYPE_SHAPE = re.compile(r"[a-z]{1,20}(?:[_-][a-z]{1,20}){0,4}")
 _TS_SHAPE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:.]{5,18}(Z|[+-][0-9]{2}:?[0-9]{2})?")
 
 
+def valid_timestamp(value: Any) -> bool:
+    """An ISO-8601 date and time of the transcript's shape that is a real moment ("2026-99-99T99:99:99Z"
+    has the shape and is not one)."""
+    if not (isinstance(value, str) and _TS_SHAPE.fullmatch(value)):
+        return False
+    try:
+        _dt.datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
+#: How many `{"` starts of a malformed line are tried as the start of a second, whole line.
+TORN_LINE_TRIES = 32
+
+
+def _torn_line_rest(raw: bytes) -> Parsed | None:
+    """When `raw` is the fragment of a line whose writer died mid-line followed by a whole line
+    appended later (`{"type": "us{"type": "user", ...}`), the whole line parsed; else None. Only
+    malformed lines are examined, at most TORN_LINE_TRIES candidate starts."""
+    at = 0
+    for _ in range(TORN_LINE_TRIES):
+        at = raw.find(b'{"', at + 1)
+        if at < 0:
+            return None
+        parsed = parse_line(raw[at:])
+        if parsed.kind not in ("malformed_json", "not_an_object"):
+            return parsed
+    return None
+
+
 def _hashed(value: str) -> str:
     return "h:" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
@@ -127,7 +160,7 @@ def shape_checked(p: Parsed) -> Parsed:
         rec.agent_id = _shape(rec.agent_id, _ID_SHAPE)
         rec.model = _shape(rec.model, _NAME_SHAPE)
         rec.version = _shape(rec.version, _NAME_SHAPE)
-        if rec.timestamp is not None and not (isinstance(rec.timestamp, str) and _TS_SHAPE.fullmatch(rec.timestamp)):
+        if rec.timestamp is not None and not valid_timestamp(rec.timestamp):
             rec.timestamp = None
         for b in rec.blocks:
             b.tool_use_id = _shape(b.tool_use_id, _ID_SHAPE)
@@ -960,6 +993,9 @@ class _Run:
         pos = start                   # file offset of buf[0]
         buf = b""
         discarding = False            # inside an over-long line: drop bytes until its newline
+        # an over-long line read to its end, accounted with the next commit (which moves the offset
+        # past it) so that it is counted exactly once, also when it is the file's last line
+        pending: list[tuple[int, Parsed]] = []
         os.lseek(fd, start, os.SEEK_SET)
         while True:
             try:
@@ -978,9 +1014,7 @@ class _Run:
                 data = data[nl + 1:]
                 discarding = False
                 lines += 1
-                self.counters.account("?", "line_too_long")
-                _inc(self.counters.rejected, "line_too_long")
-                self.counters.lines_read += 1
+                pending.append((lines, Parsed("reject", "line_too_long")))
                 buf = b""
             buf = buf + data if buf else data
             last = buf.rfind(b"\n")
@@ -993,18 +1027,27 @@ class _Run:
             complete, buf = buf[:last + 1], buf[last + 1:]
             raw_lines = complete.split(b"\n")
             raw_lines.pop()
-            items: list[tuple[int, Parsed]] = []
+            items, pending = pending, []
             for raw in raw_lines:
                 lines += 1
                 if len(raw) > self.max_line:
                     items.append((lines, Parsed("reject", "line_too_long")))
-                else:
-                    items.append((lines, shape_checked(parse_line(raw))))
+                    continue
+                parsed = parse_line(raw)
+                if parsed.kind == "malformed_json":
+                    rest = _torn_line_rest(raw)
+                    if rest is not None:    # a torn line (its writer died) fused with the next one
+                        items.append((lines, parsed))
+                        lines += 1
+                        parsed = rest
+                items.append((lines, shape_checked(parsed)))
             pos += len(complete)
             if not self._handle_chunk(fd, fs, items, pos, lines, st):
                 return
             if self.progress is not None:
                 self.progress(fs.path, pos)
+        if pending and not self._handle_chunk(fd, fs, pending, pos, lines, st):
+            return
         if fs.agent is None:
             # No cwd yet (empty, partial first line, titles only): remember the stat and the offset
             # reached, look again when the file changes.
@@ -1095,7 +1138,14 @@ class _Run:
                 per_agent.setdefault(agent_id, ([], []))[1].append(path)
                 mark.missing = 0
         for agent_id, (gone, back) in per_agent.items():
-            self.writer(agent_id).set_missing(gone, back)
+            try:
+                self.writer(agent_id).set_missing(gone, back)
+            except sqlite3.Error:   # busy or damaged: the flags are set again on the next run
+                log.warning("index: could not record missing transcripts for agent %s", agent_id)
+                for path in gone:
+                    self.marks[path][1].missing = 0
+                for path in back:
+                    self.marks[path][1].missing = 1
         for path in [p for p in self.ignored if p.startswith(root) and p not in seen]:
             del self.ignored[path]
         return missing_now
@@ -1143,7 +1193,10 @@ def index_all(home: Path, projects_dir: Path | None = None, *, redactor=None,
         if hit is not None:
             _inc(per_agent_seen, hit[0])
     for agent_id, w in run.writers.items():
-        w.record_run(started, per_agent_seen.get(agent_id, 0))
+        try:
+            w.record_run(started, per_agent_seen.get(agent_id, 0))
+        except sqlite3.Error:   # the run's work is committed already; only its record is lost
+            log.warning("index: could not record the run for agent %s (database busy or damaged)", agent_id)
     agents_touched = sorted(a for a, w in run.writers.items() if w.counters.lines_read)
     for w in run.writers.values():
         w.close()

@@ -230,7 +230,10 @@ def to_new_card(verified, conversation: str, writer_name: str, now_iso: str):
 
     draft = verified.draft
     cited = sorted(verified.candidates, key=lambda c: c.passage.message_id)
-    stamps = [c.passage.timestamp for c in cited if c.passage.timestamp]
+    from .index import valid_timestamp
+
+    # a stamp that is no real moment (indexed before the index checked them) falls back to the run's time
+    stamps = [c.passage.timestamp for c in cited if valid_timestamp(c.passage.timestamp)]
     said_at = min(stamps) if stamps else now_iso
     confidence = max(c.judgement.confidence for c in cited)
     if draft.category == "correction":
@@ -245,7 +248,8 @@ def to_new_card(verified, conversation: str, writer_name: str, now_iso: str):
         entities=[EntityRef(e.name, e.type) for e in draft.entities],
         relations=[RelationRef(r.subject, r.verb, r.object, r.holds) for r in draft.relations],
         evidence=[Evidence(conversation, _evidence_start(draft.statement, c.passage), c.passage.message_id,
-                           c.passage.timestamp or said_at, c.passage.key) for c in cited],
+                           c.passage.timestamp if valid_timestamp(c.passage.timestamp) else said_at,
+                           c.passage.key) for c in cited],
         writer=writer_name,
         source_key=source_key(conversation, [c.passage.key for c in cited]),
     )
@@ -339,11 +343,25 @@ def consolidate_agent(home: Path, agent_id: str, *, writer: Any = None, trigger:
             return _run(home, agent_id, w, trigger, now, settings, progress, redactor, db_path)
     except Busy as exc:
         raise AgentBusy(f"Agent {agent_id!r} is being consolidated by another process ({exc}); try again when it finishes.") from None
+    except sqlite3.OperationalError as exc:
+        if not _locked(exc):
+            raise _unreadable(agent_id, db_path, exc) from None
+        raise AgentBusy(f"Agent {agent_id!r}: its database is held by another process ({exc}); try again when it "
+                        "finishes (nothing was lost: the next run resumes where this one stopped).") from None
     except sqlite3.DatabaseError as exc:
-        raise AgentDbUnreadable(
-            f"Agent {agent_id!r}: its database {db_path} cannot be used ({type(exc).__name__}: {exc}). "
-            "Run `reverie doctor` to check it; a damaged agent.db can be moved aside and rebuilt with `reverie index`."
-        ) from None
+        raise _unreadable(agent_id, db_path, exc) from None
+
+
+def _locked(exc: sqlite3.OperationalError) -> bool:
+    """A database busy or locked by another connection (not damaged)."""
+    return getattr(exc, "sqlite_errorname", "") in ("SQLITE_BUSY", "SQLITE_LOCKED") or any(
+        w in str(exc).lower() for w in ("database is locked", "database table is locked", "database is busy"))
+
+
+def _unreadable(agent_id: str, db_path: Path, exc: Exception) -> AgentDbUnreadable:
+    return AgentDbUnreadable(
+        f"Agent {agent_id!r}: its database {db_path} cannot be used ({type(exc).__name__}: {exc}). "
+        "Run `reverie doctor` to check it; a damaged agent.db can be moved aside and rebuilt with `reverie index`.")
 
 
 def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt.datetime], settings: dict,

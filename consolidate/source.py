@@ -116,7 +116,8 @@ def discover(projects_dir: Path) -> list[TranscriptFile]:
     """Every transcript under `projects_dir`: main files first (sorted), then sub-agent files.
 
     One stat per file (taken here and kept on the result). Unreadable folders are skipped silently;
-    a missing projects dir gives an empty list.
+    a missing projects dir gives an empty list; a file reached through several paths (symlinks,
+    hard links) is listed once, under its first path.
     """
     mains: list[TranscriptFile] = []
     subs: list[TranscriptFile] = []
@@ -152,7 +153,16 @@ def discover(projects_dir: Path) -> list[TranscriptFile]:
                                                        parent, sub.stat()))
             except OSError:
                 continue
-    return mains + subs
+    # One file reached through two paths (symlinked project folders, hard links) is one transcript:
+    # the first path in this order stands for it.
+    out: list[TranscriptFile] = []
+    seen: set[tuple[int, int]] = set()
+    for tf in mains + subs:
+        key = (tf.stat.st_dev, tf.stat.st_ino) if tf.stat is not None else (-1, id(tf))
+        if key not in seen:
+            seen.add(key)
+            out.append(tf)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -139,6 +139,7 @@ class MergeSession:
                     self.vectors.add(cid, vec)
         self.resolver.invalidate()
         self._analyses.clear()
+        self._dfs.clear()
         self._seen = self._fingerprint()
         self._version = self._data_version()
 
@@ -164,6 +165,7 @@ class MergeSession:
                     if vec is not None:
                         self.vectors.add(cid, vec)
             self.resolver.invalidate()
+            self._dfs.clear()
             self._seen = self._fingerprint()
             return
         self._load()
@@ -185,9 +187,11 @@ class MergeSession:
         return n
 
     def _fts_query(self, statement: str) -> str | None:
-        """OR of the statement's rare words (in at most 1% of cards; at most FTS_TERMS of them), else
-        AND of its three rarest words: ranking every card that shares a common word costs tens of
-        milliseconds on a big store, and common words do not tell which card states the same point."""
+        """OR of the statement's rare words (in at least one card and at most 1% of them; at most
+        FTS_TERMS of them), else AND of its three rarest words: ranking every card that shares a
+        common word costs tens of milliseconds on a big store, and common words do not tell which card
+        states the same point. Words in no card cannot find one and never take a slot, so the query
+        does not depend on what the process merged before (`_df` counts are dropped when cards change)."""
         terms: list[str] = []
         for w in words(statement):
             if w in STOPWORDS or len(w) < 2:
@@ -199,12 +203,15 @@ class MergeSession:
             return None
         ranked = sorted(terms, key=lambda t: (self._df(t), terms.index(t)))
         rare_limit = max(50, self._seen[0] // 100 if self._seen else 50)
-        rare = [t for t in ranked if self._df(t) <= rare_limit][:FTS_TERMS]
+        present = [t for t in ranked if self._df(t) > 0]
+        if not present:
+            return None
+        rare = [t for t in present if self._df(t) <= rare_limit][:FTS_TERMS]
         if rare:
             return " OR ".join(rare)
         # only common words: cards that have the three rarest of them all (cheap, and what a
         # near-exact restatement has)
-        return " AND ".join(ranked[:3])
+        return " AND ".join(present[:3])
 
     def candidates(self, statement: str, norm: str, vec: np.ndarray,
                    nearest: list[tuple[int, float]] | None = None, since: int = 0) -> dict[int, float | None]:
@@ -322,9 +329,12 @@ class MergeSession:
                 self._link(card, result, said_at, now_s)
         except BaseException:
             self.resolver.invalidate()
+            self._dfs.clear()
             self._seen = ()
             raise
         if result.action in ("inserted", "superseded", "outdated"):
+            for w in words(statement):      # counts that the new card changes
+                self._dfs.pop('"' + w.replace('"', "") + '"', None)
             if self._scan:
                 self.vectors.add(result.card_id, vec)
             self._analyses[result.card_id] = new_an

@@ -2,8 +2,10 @@
 
 Every test drives the real CLI (`build_cli()` through click's CliRunner, or the `reverie` console
 script in a subprocess) or the real index/pipeline on transcripts built with tests/transcripts.py
-and the project's own sample transcripts (fixtures/sample-projects). Tests marked
-`xfail(strict=True)` demonstrate a defect; the reason names it.
+and the project's own sample transcripts (fixtures/sample-projects). Nine began as proofs of a defect:
+a resumed consolidation that duplicated a card, a garbage timestamp that dropped a card, a locked or
+damaged db (index crash, "damaged" for busy, raw tracebacks, doctor blind to it), an over-long last
+line counted twice, a torn line that ate the next one, one file behind two symlinks counted twice.
 """
 
 from __future__ import annotations
@@ -141,8 +143,6 @@ def test_every_kind_of_bad_line_is_counted_exactly_and_good_lines_around_it_are_
     assert (again["files_changed"], again["messages_added"], again["rejected"], again["skipped"]) == (0, 0, {}, {})
 
 
-@pytest.mark.xfail(strict=True, reason="an over-long LAST line never moves the watermark: it is re-read and "
-                                       "rejected again by the next run after an append")
 def test_an_over_long_last_line_is_rejected_once_not_again_after_an_append(shop, projects, reverie_home):
     from consolidate.settings import set_value
 
@@ -158,8 +158,6 @@ def test_an_over_long_last_line_is_rejected_once_not_again_after_an_append(shop,
     assert rows(shop_db(reverie_home), "SELECT offset, lines FROM sources") == [(f.stat().st_size, 3)]
 
 
-@pytest.mark.xfail(strict=True, reason="a torn line that is never completed swallows the first good line "
-                                       "appended after it (counted as malformed_json, the message is lost)")
 def test_a_torn_line_followed_by_new_lines_does_not_lose_the_next_good_line(shop, projects, reverie_home):
     f = shop / "s-1.jsonl"
     write(f, ul("u1", "before the crash"))
@@ -233,8 +231,6 @@ def test_a_symlinked_project_folder_is_indexed_once_and_unchanged_next_run(tmp_p
     assert [(a["id"], a["conversations"], a["messages"], a["transcripts_on_disk"]) for a in agents] == [("shop", 1, 2, 1)]
 
 
-@pytest.mark.xfail(strict=True, reason="a transcript reachable through two symlinked project folders counts as "
-                                       "two transcripts on disk (and as missing when one link goes)")
 def test_one_transcript_behind_two_symlinks_is_one_transcript_on_disk(tmp_path, projects, reverie_home):
     real = tmp_path / "elsewhere" / "-home-dev-shop"
     write(real / "s-1.jsonl", ul("u1", "one file"), ul("u2", "two lines", parent="u1"))
@@ -260,8 +256,6 @@ def test_a_zero_byte_agent_db_is_rebuilt_by_the_next_index(consolidated, project
 # a garbage timestamp must not cost knowledge
 
 
-@pytest.mark.xfail(strict=True, reason="a timestamp of the right shape but no real date (2026-99-99T99:99:99Z) is "
-                                       "stored by the index, then the card drawn from that turn is rejected by merge")
 def test_a_garbage_timestamp_does_not_drop_the_card_of_that_turn(shop, projects, reverie_home):
     write(shop / "s-1.jsonl",
           ul("u1", RULE, ts="2026-99-99T99:99:99Z"),
@@ -295,8 +289,6 @@ def _hold_exclusive(db: Path) -> sqlite3.Connection:
     return conn
 
 
-@pytest.mark.xfail(strict=True, reason="`reverie index` crashes (OperationalError: database is locked, from "
-                                       "record_run) instead of reporting the locked agent and finishing")
 def test_index_with_a_db_locked_by_another_writer_reports_it_and_loses_nothing(consolidated, shop, projects,
                                                                               short_busy):
     write(shop / "s-1.jsonl", ul("u3", "written while the db was locked", parent="a2"), mode="a")
@@ -313,8 +305,6 @@ def test_index_with_a_db_locked_by_another_writer_reports_it_and_loses_nothing(c
     assert (s["messages_added"], s["rejected"]) == (1, {})
 
 
-@pytest.mark.xfail(strict=True, reason="a db merely locked by another writer is reported as damaged (failed, exit 1) "
-                                       "with advice to move it aside and rebuild it, which would discard the cards")
 def test_consolidate_with_a_db_locked_by_another_writer_is_busy_not_damaged(consolidated, shop, projects,
                                                                             short_busy):
     write(shop / "s-1.jsonl", ul("u3", "We decided to deploy billing-api to prod-k8s because of cost.",
@@ -360,8 +350,6 @@ def _corrupt(db: Path) -> None:
     pytest.param(("search", "pnpm", "--agent", "shop"), id="search"),
     pytest.param(("graph", "pnpm", "--agent", "shop"), id="graph"),
 ])
-@pytest.mark.xfail(strict=True, reason="recall/search/graph on a damaged agent.db die with a raw "
-                                       "sqlite3.DatabaseError traceback instead of an error naming the fix")
 def test_reading_commands_on_a_damaged_db_name_the_fix(consolidated, args):
     _corrupt(shop_db(consolidated))
     res = cli(consolidated, *args)
@@ -383,8 +371,6 @@ def test_index_and_consolidate_on_a_damaged_db_report_it_and_carry_on(consolidat
     assert (out["shop"]["failed"], [e["kind"] for e in out["shop"]["errors"]]) == (True, ["agent_failed"])
 
 
-@pytest.mark.xfail(strict=True, reason="doctor shows a damaged agent.db as 'no db yet' and reports ok, although "
-                                       "consolidate's error sends the user to doctor to check it")
 def test_doctor_flags_a_damaged_agent_db(consolidated, projects):
     healthy = json.loads(cli(consolidated, "doctor", "--json", "--projects-dir", str(projects)).output)
     assert healthy["ok"] is True and healthy["agents"][0]["schema"] != {}
@@ -547,9 +533,6 @@ _GRAPH_STATE = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="after a SIGKILL, the resumed run stores 'Use pnpm instead of npm ...' as a "
-                                       "second card where a clean run reinforces 'This repo uses pnpm, not npm' "
-                                       "(merge's FTS candidate terms depend on a per-process df cache)")
 def test_consolidation_sigkilled_mid_stretch_resumes_to_exactly_a_clean_run(tmp_path):
     base = tmp_path / "base"
     _reverie(base, "index", "--json", "--projects-dir", str(SAMPLES))

@@ -4,6 +4,7 @@ library function, and turn domain errors into a message that names the fix."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,10 +34,24 @@ def emit(data, as_json: bool, render) -> None:
         click.echo(render(data))
 
 
+def _database_message(exc: sqlite3.DatabaseError, path: object) -> str:
+    """What to say when a database fails under a command (the library did not name it)."""
+    what = f"{path}" if path else "A reverie database"
+    text = str(exc).lower()
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+        return f"{what} is busy (held by another reverie process): try again when it finishes."
+    return (f"{what} cannot be used ({type(exc).__name__}: {exc}). Run `reverie doctor` to check it; a "
+            "damaged agent.db can be moved aside and rebuilt with `reverie index`.")
+
+
 class ReverieGroup(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except sqlite3.DatabaseError as exc:
+            from ._agent import DB_META
+
+            raise click.ClickException(_database_message(exc, ctx.meta.get(DB_META))) from None
         except ReverieError as exc:
             # A message may quote what the user typed (an entity name, an id): scrubbed like any print.
             from ..scrubber import printable_scrubber

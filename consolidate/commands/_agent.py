@@ -34,12 +34,19 @@ def agent_id(home: Path, agent: str | None) -> str:
     return agent
 
 
+#: `click.Context.meta` key of the agent database a command opened (for `ReverieGroup`'s messages).
+DB_META = "reverie.agent_db"
+
+
 def agent_db(home: Path, agent: str | None) -> tuple[str, Path]:
     """(agent id, path of its agent.db) for `--agent`; the database must exist."""
     from ..paths import agent_db_path  # noqa: PLC0415
 
     found = agent_id(home, agent)
     path = agent_db_path(home, found)
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:     # named in the message should the database turn out damaged or busy
+        ctx.meta[DB_META] = path
     if not path.is_file():
         raise UnknownAgent(
             f"No memory for agent {found!r} yet. Unknown agent {found!r}? Check the id with `reverie agents`; "
