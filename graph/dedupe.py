@@ -15,9 +15,12 @@ Two steps:
      both cards share with opposite signs on a shared topic makes them opposite;
    - exception markers ("except", "unless", "only when", ...) on one side only: a qualified rule
      is a different point;
+   - a value change: the same sentence about a state with only its number changed ("runs
+     PostgreSQL 15" / "runs PostgreSQL 16", "CI runs on Node 18" / "... 20"): an update or two values
+     of one setting, which words cannot tell: ambiguous (`value_update`);
    - substitution: both sides name a different identifier, number or value of the same kind
-     ("node 18" / "node 20", "staging" / "production", "auth-service" / "billing-service"):
-     different;
+     ("node 18 in auth-service" / "node 20 in billing", "staging" / "production", "auth-service" /
+     "billing-service"): different;
    - otherwise similarity decides: same when embedding and word overlap agree, different below.
    Cases in between are "ambiguous": a model `judge` callable decides when one is given, else
    they are kept apart (a duplicate is cheaper than a wrong merge).
@@ -401,6 +404,35 @@ def slot_substitution(a: Analysis, b: Analysis) -> str | None:
     return "one slot differs: " + " ".join(a.sequence[i1:i2]) + " / " + " ".join(b.sequence[j1:j2])
 
 
+#: Words of a sentence that states a current setting or state ("runs", "listens on", "has", "port").
+_STATE_WORDS = frozenset("""is are runs run uses use listens listen has have set pinned requires require needs
+    need targets target defaults default keeps keep retries retry version versions port ports timeout limit
+    size replicas""".split())
+_NUMBER = re.compile(r"v?\d[\d.]*[a-z]{0,3}")
+
+
+def value_update(a: Analysis, b: Analysis) -> str | None:
+    """The same sentence about a state with only its number changed ("The staging database runs
+    PostgreSQL 15." / "... 16.", "billing-api listens on port 8080." / "... 9090."): the later one
+    updates the earlier. A reason string, or None. Sentences about an event ("ran a 5K" / "ran a
+    10K") name no state word and are not updates."""
+    from difflib import SequenceMatcher
+
+    if not (a.numbers - b.numbers and b.numbers - a.numbers) or len(a.sequence) < 3 or len(b.sequence) < 3:
+        return None
+    ops = [op for op in SequenceMatcher(None, a.sequence, b.sequence, autojunk=False).get_opcodes()
+           if op[0] != "equal"]
+    if len(ops) != 1 or ops[0][0] != "replace":
+        return None
+    _, i1, i2, j1, j2 = ops[0]
+    left, right = a.sequence[i1:i2], b.sequence[j1:j2]
+    if len(left) > 2 or len(right) > 2 or not all(_NUMBER.fullmatch(t) for t in left + right):
+        return None
+    if not (_STATE_WORDS & set(_tokens(a.text)) & set(_tokens(b.text))):
+        return None
+    return "value updated: " + " ".join(left) + " / " + " ".join(right)
+
+
 def polarity_conflicts(a: Analysis, b: Analysis) -> set[str]:
     """Shared content words asserted on one side and negated on the other."""
     out = set()
@@ -429,6 +461,13 @@ def judge_pair(a: str | Analysis, b: str | Analysis, cosine: float | None, *, ki
         # the clauses stating it do not each add a different scope ("... in Makefiles" / "... in
         # Python"): the same point, whatever reasons or details each adds after it.
         return Judgement("same", "same choice: " + " over ".join(a.choice), cos)
+    update = value_update(a, b)
+    if update and not polarity_conflicts(a, b):
+        # One setting with its value changed ("runs PostgreSQL 15" / "16"), or two true values of a
+        # setting that has several ("CI runs on Node 18" / "20", a test matrix): words cannot tell.
+        # A model judge decides ("opposite": the later replaces the earlier by date); without one
+        # both are kept and recall shows each with its date.
+        return _ask(judge, a, b, cos, "different", update)
     sub = substitution(a, b)
     if sub:
         return Judgement("different", sub, cos)

@@ -149,8 +149,6 @@ def is_generic(name: str) -> bool:
 
 def _tokens_compatible(a: str, b: str) -> bool:
     """Token by token: a typo is allowed, a different word or number is not."""
-    from rapidfuzz import fuzz
-
     if _DIGITS.findall(a) != _DIGITS.findall(b):
         return False
     ta = [t for t in re.split(r"[-./]+", a) if t]
@@ -160,9 +158,20 @@ def _tokens_compatible(a: str, b: str) -> bool:
     for x, y in zip(ta, tb):
         if x == y or SYNONYMS.get(x, x) == SYNONYMS.get(y, y):
             continue
-        if min(len(x), len(y)) < 4 or fuzz.ratio(x, y) < 80:
+        if not _typo(x, y):
             return False
     return True
+
+
+def _typo(x: str, y: str) -> bool:
+    """Two spellings of one word: both >= 4 letters, the same first letter, lengths within one, and
+    one edit apart (two for words of 8 or more letters; a swap of neighbours is one edit). "servcie"
+    and "service" are; "auth"/"oauth", "mail"/"email", "ledger"/"leader", "search"/"research" are not."""
+    from rapidfuzz.distance import OSA
+
+    if min(len(x), len(y)) < 4 or x[0] != y[0] or abs(len(x) - len(y)) > 1:
+        return False
+    return OSA.distance(x, y) <= (2 if min(len(x), len(y)) >= 8 else 1)
 
 
 def _types_compatible(a: str, b: str) -> bool:
@@ -244,7 +253,11 @@ class EntityResolver:
         for key in self._alias_keys:
             other = _compact(key)
             long, short = (ck, other) if len(ck) > len(other) else (other, ck)
-            if len(short) >= 4 and long.startswith(short) and long[len(short):] in ("", "db", "ql", "sql", "js"):
+            suffix = long[len(short):]
+            if len(short) >= 4 and long.startswith(short) and suffix in ("", "db", "ql", "sql", "js"):
+                long_norm = norm if len(ck) > len(other) else key
+                if suffix and re.search(r"[-_. ]" + suffix + "$", long_norm):
+                    continue    # "billing-db" is billing's database, not another spelling of billing
                 eid = self.alias[key]
                 if _types_compatible(self.info[eid][2], etype):
                     return eid, "fuzzy"

@@ -126,13 +126,19 @@ def _entities_of_cards(conn, card_ids: list[int]) -> set[int]:
     return out
 
 
-def _forget_in_episodes(conn, card_ids: list[int], now: str) -> int:
-    """Take the statements of these cards (about to be deleted) out of the episode summaries of the
-    sessions they were seen in. An offline summary ("Worked on: ... Learned: ...") gets its
-    "Learned:" part rebuilt from the session's remaining active cards; any other summary (model or
-    person written) gets the forgotten statement's text cut out wherever it appears. Returns how
+def _forget_in_episodes(conn, card_ids: list[int], now: str, names: Iterable[str] = ()) -> int:
+    """Take what is forgotten out of the episode summaries: the statements of these cards (about to
+    be deleted) and, when an entity is forgotten, its `names` (name and aliases).
+
+    An offline summary ("Worked on: <first request>. Learned: ...") of a session where a forgotten
+    card was seen, or that names a forgotten entity, gets its "Learned:" part rebuilt from the
+    session's remaining active cards, and loses its request when the request said the forgotten
+    point (two distinctive words of a forgotten statement, or a forgotten name). Any summary (model or person written too) then has the forgotten statements' text
+    cut out and every whole-word mention of a forgotten name replaced by "[forgotten]". Returns how
     many episodes changed. Runs inside the caller's transaction; a db without the episodes table
     (no trust schema) has nothing to do."""
+    import re
+
     from .episodes import SUMMARY_CARD_WORDS, _clip_words, session_card_statements, summarize_offline
 
     try:
@@ -153,30 +159,47 @@ def _forget_in_episodes(conn, card_ids: list[int], now: str) -> int:
         clip = _clip_words(flat, SUMMARY_CARD_WORDS)
         pieces |= {p for p in (flat, flat.rstrip(".;:, "), clip, clip.rstrip(".;:, ")) if p}
     pieces_sorted = sorted(pieces, key=len, reverse=True)
+    wanted = sorted({n.strip() for n in names if n and len(n.strip()) >= 2}, key=len, reverse=True)
+    name_re = (re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(n) for n in wanted) + r")(?![\w-])", re.I)
+               if wanted else None)
     forgotten = set(card_ids)
     changed = 0
     rows = conn.execute("SELECT id, session, summary, writer FROM episodes").fetchall()
     for eid, session, summary, writer in rows:
         text = summary or ""
-        if session not in sessions and not any(p in text for p in pieces_sorted):
+        named = bool(name_re and name_re.search(text))
+        if session not in sessions and not named and not any(p in text for p in pieces_sorted):
             continue
         new = text
-        if writer == "offline" and session in sessions:
+        if writer == "offline" and (session in sessions or named):
             cut = new.rfind("Learned: ")
             request = new[:cut].strip() if cut >= 0 else new.strip()
             if request.startswith("Worked on: "):
                 request = request[len("Worked on: "):]
+            if named or any(len(_words(request) & _words(st)) >= 2 for st in statements):
+                request = ""    # the request said what is forgotten (two of its words or more, or a name)
             remaining = [st for st in session_card_statements(conn, session, limit=len(forgotten) + 2)
-                         if st not in statements][:2]
+                         if st not in statements and not (name_re and name_re.search(st))][:2]
             new = summarize_offline(request, remaining)
         for p in pieces_sorted:
             new = new.replace(p, "")
+        if name_re:
+            new = name_re.sub("[forgotten]", new)
         new = " ".join(new.split())
         if new != text:
             conn.execute("UPDATE episodes SET summary = ?, status = CASE WHEN ? = '' AND status = 'active' "
                          "THEN 'empty' ELSE status END, updated_at = ? WHERE id = ?", (new, new, now, eid))
             changed += 1
     return changed
+
+
+def _words(text: str) -> set[str]:
+    """Distinctive words of a text (4+ characters, hyphenated names whole, not stopwords), lowercased."""
+    import re
+
+    from .text import STOPWORDS
+
+    return {w for w in re.findall(r"[a-z0-9][a-z0-9_-]*[a-z0-9]", text.lower()) if len(w) >= 4 and w not in STOPWORDS}
 
 
 def scrub_storage(conn) -> None:
@@ -233,7 +256,9 @@ def forget_entity(db: Any, entity_id: int, *, now: str) -> dict[str, int]:
             "SELECT card_id FROM relation_statements WHERE (subject_id = ? OR object_id = ?) AND card_id IS NOT NULL",
             (entity_id, entity_id))})
         hashes = _remember(conn, card_ids, now) if card_ids else 0
-        episodes = _forget_in_episodes(conn, card_ids, now) if card_ids else 0
+        names = [r[0] for r in conn.execute("SELECT name FROM entities WHERE id = ?", (entity_id,))]
+        names += [r[0] for r in conn.execute("SELECT alias FROM entity_aliases WHERE entity_id = ?", (entity_id,))]
+        episodes = _forget_in_episodes(conn, card_ids, now, names)
         neighbours = _entities_of_cards(conn, card_ids) if card_ids else set()
         neighbours |= {x for row in conn.execute(
             "SELECT subject_id, object_id FROM relation_statements WHERE subject_id = ? OR object_id = ?",

@@ -135,6 +135,10 @@ LEXICON: tuple[tuple[str, str], ...] = (
 _LEX = tuple((verb, re.compile(rx, re.I)) for verb, rx in LEXICON)
 _ENDED = re.compile(r"\bno longer\b|\bnot anymore\b|\bretired\b|\bstopped using\b|\bdropped\b|\bdecommissioned\b", re.I)
 _MOVED_OFF = re.compile(r"\b(?:moved|migrated|took|pulled) (.+?) (?:off|away from|out of) (.+?)(?:[,.;]|\band\b|$)", re.I)
+#: "moved X (back) to Y", "migrated X from Y to Z": X now on the last place named, off the "from" one.
+_MOVED_TO = re.compile(r"\b(?:moved|migrated|switched) (.+?)(?: from (.+?))? (?:back )?(?:to|onto|over to) (.+?)"
+                       r"(?:[,.;]|\band\b|$)", re.I)
+_DATA_PLACES = frozenset({"bucket", "database", "table", "queue", "topic"})
 
 
 def sentences(text: str) -> list[str]:
@@ -463,6 +467,16 @@ def relations(statement: str, ents: list[Named]) -> list[RelationDraft]:
         obj = next((e for e in ents if e.name.lower() in m.group(2).lower()), None)
         if subj and obj:
             add(subj.name, "runs_on", obj.name, False)
+            last_subject = last_subject or subj
+    for m in _MOVED_TO.finditer(statement):
+        subj = next((e for e in ents if e.name.lower() in m.group(1).lower()), None)
+        old_place = next((e for e in ents if m.group(2) and e.name.lower() in m.group(2).lower()), None)
+        new_place = next((e for e in ents if e.name.lower() in m.group(3).lower()), None)
+        if subj and new_place and subj is not new_place:
+            verb = "stores_data_in" if new_place.type in _DATA_PLACES else "runs_on"
+            if old_place and old_place is not subj and old_place is not new_place:
+                add(subj.name, verb, old_place.name, False)
+            add(subj.name, verb, new_place.name, True)
             last_subject = last_subject or subj
     if not ents:
         return out
