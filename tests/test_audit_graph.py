@@ -139,16 +139,11 @@ def card_id_where(home: Path, agent: str, like: str) -> int:
 @pytest.mark.parametrize("first, second", [
     pytest.param("billing-api", "billing-worker", id="billing-api-vs-billing-worker"),
     pytest.param("auth", "oauth", id="auth-vs-oauth"),
-    pytest.param("auth-service", "oauth-service", id="auth-service-vs-oauth-service", marks=pytest.mark.xfail(
-        strict=True, reason="fuzzy entity resolution merges oauth-service into auth-service (ratio 96, auth~oauth 89)")),
-    pytest.param("search-api", "research-api", id="search-api-vs-research-api", marks=pytest.mark.xfail(
-        strict=True, reason="fuzzy entity resolution merges research-api into search-api")),
-    pytest.param("ledger-service", "leader-service", id="ledger-vs-leader", marks=pytest.mark.xfail(
-        strict=True, reason="fuzzy entity resolution merges leader-service into ledger-service (two different words)")),
-    pytest.param("mail-service", "email-service", id="mail-vs-email", marks=pytest.mark.xfail(
-        strict=True, reason="fuzzy entity resolution merges email-service into mail-service")),
-    pytest.param("billing", "billing-db", id="service-vs-its-database", marks=pytest.mark.xfail(
-        strict=True, reason="the compact-prefix rule (suffix 'db') merges a service with its database billing-db")),
+    pytest.param("auth-service", "oauth-service", id="auth-service-vs-oauth-service"),
+    pytest.param("search-api", "research-api", id="search-api-vs-research-api"),
+    pytest.param("ledger-service", "leader-service", id="ledger-vs-leader"),
+    pytest.param("mail-service", "email-service", id="mail-vs-email"),
+    pytest.param("billing", "billing-db", id="service-vs-its-database"),
 ])
 def test_two_distinct_services_with_similar_names_stay_two_entities(tmp_path, first, second):
     db = open_db(tmp_path / "agent.db")
