@@ -63,7 +63,12 @@ _COMMON_HYPHENATED = {
 }
 _HYPHEN_PREFIXES = ("re-", "pre-", "non-", "co-", "self-", "multi-", "well-", "anti-", "sub-", "un-",
                     "over-", "under-", "semi-", "post-", "ex-", "mid-", "all-", "twenty-", "thirty-",
-                    "forty-", "fifty-", "sixty-", "seventy-", "eighty-", "ninety-")
+                    "forty-", "fifty-", "sixty-", "seventy-", "eighty-", "ninety-",
+                    # numerals and common adjectives open compound adjectives ("two-step upload",
+                    # "long-running worker"), not names
+                    "one-", "two-", "three-", "four-", "five-", "six-", "seven-", "eight-", "nine-", "ten-",
+                    "single-", "double-", "long-", "short-", "high-", "low-", "full-", "half-", "hard-",
+                    "soft-", "fast-", "slow-")
 
 BACKTICK_RE = re.compile(r"`([^`\n]{2,80})`")
 URL_BUCKET_RE = re.compile(r"\b(?:s3|gs|az|r2)://([a-z0-9][a-z0-9.\-_]{1,62})", re.I)
@@ -127,13 +132,17 @@ def english_compound(word: str, following: str = "") -> bool:
     "heart-warming", "mood-booster", "eye-opening"), not a name: 2-3 alphabetic parts, no digits, no
     capitals, the last part a particle or an -ing/-ed/-er/-ful/-ly/-ous/-ive/-able word (an -er part
     naming a piece of software, "kafka-consumer", excepted), or the first an -ed/-ing word; never when
-    an infrastructure word ends it or follows it ("auth-service", "acme-invoices bucket")."""
+    an infrastructure word ends it ("auth-service"), nor when one follows it and it does not end in
+    -ed/-ly/-ful/-ous/-ive/-able ("acme-invoices bucket", "order-processing service"; but the
+    "content-addressed store" is a compound)."""
     parts = word.split("-")
     if not (2 <= len(parts) <= 3) or not all(p.isalpha() and p.islower() for p in parts):
         return False
-    if parts[-1] in _INFRA_WORDS or following.lower() in _INFRA_WORDS:
-        return False
     last, first = parts[-1], parts[0]
+    if last in _INFRA_WORDS:
+        return False
+    if following.lower() in _INFRA_WORDS and not re.search(r"(?:ed|ly|ful|ous|ive|able|ible)$", last):
+        return False   # "order-processing service" may be its name; "content-addressed store" is not
     return (last in _COMPOUND_PARTICLES or bool(re.search(r"(?:ing|ed|er|ful|ly|ous|ive|able|ible)$", last))
             or bool(re.search(r"(?:ed|ing)$", first)) and len(first) > 4)
 
@@ -176,6 +185,9 @@ def named_things(text: str, known: dict[str, str] | None = None) -> list[Named]:
 
     for m in BACKTICK_RE.finditer(text):
         ident = m.group(1).strip()
+        if re.search(r"[{}\[\],;=<>|&]", ident) or (re.search(r"[()]", ident)
+                                                     and not re.fullmatch(r"[\w.:]+\(.*\)", ident)):
+            continue   # a code fragment ("{:shared, self()}", "x = 1"), not a name
         if " " in ident and not ident.endswith(")"):
             if len(ident.split()) > 3:
                 continue
@@ -218,6 +230,8 @@ def named_things(text: str, known: dict[str, str] | None = None) -> list[Named]:
             continue
         if w.lower() in ("make", "black", "node", "react") and w.islower():
             continue
+        if w.lower() in ("make", "go") and re.search(r"(?:^|[.!?:;]\s+|\n\s*)$", text[:m.start()]):
+            continue   # "Make sure ...", "Go ahead ...": a verb opening a sentence
         add(w, KNOWN_TOOLS[w.lower()], m.start(), m.end())
     for m in CAMEL_RE.finditer(text):
         add(m.group(1), "other", m.start(), m.end())

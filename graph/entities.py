@@ -50,7 +50,9 @@ GENERIC = frozenset(
     localhost cli ui ux client clients command commands terminal shell output input file-system
     folder directory dir path paths test-suite suite pipeline ci cd ci/cd deploy deployment release
     version versions dependency dependencies package.json? the-server the-app the-database
-    model models agent assistant claude human person people someone anyone everyone""".replace("?", "").split()
+    model models agent assistant claude human person people someone anyone everyone
+    id ids uuid uuids json jsonl ndjson yaml yml toml csv tsv xml html pdf pdfs png jpg jpeg gif svg txt md
+    markdown url urls uri uris http https ssh tcp udp dns sql cpu gpu ram os mac pc""".replace("?", "").split()
 )
 
 #: Per-token synonyms used for the canonical key (both sides mapped to the right-hand form).
