@@ -5,6 +5,9 @@
   makes no model calls and is not limited by it.
 * Dollars: API backends stop before a call whose worst-case cost (estimated input tokens at the
   input price plus `max_tokens` at the output price) would pass `consolidate.max_cost_usd`.
+* Every attempt is a call: a retry (429, 529, ...) and the `max_tokens` re-send are checked against
+  both caps before they are sent (`Budget.check_attempt`), counting what the request has already
+  made and spent; a refused attempt ends the request as a `budget` error (left for the next run).
 * Retries: 429, 529, other 5xx, connection errors and timeouts are retried `retry.attempts` times
   with exponential backoff and jitter (honouring `retry-after`, capped at `retry.max_delay_s`);
   after that the request is a transient failure and its passages are left for the next run.
@@ -12,8 +15,10 @@
 Prices (USD per million tokens, `PRICES`): claude-haiku-4-5 $1 input / $5 output; Message Batches
 are half price; cache writes cost 1.25x input, cache reads 0.1x input.
 
-Invariant: `Budget.charge` is the only place run totals grow, so the run record's calls, tokens and
-cost are the sum of what every result reported.
+Invariants: `Budget.charge` is the only place run totals grow, so the run record's calls, tokens and
+cost are the sum of what every result reported; and no model call is sent once the run's calls
+(charged plus those of the request in flight) reach `max_calls`, nor one whose estimate would take
+the run's cost (charged plus in flight) past `max_cost_usd`.
 """
 
 from __future__ import annotations
@@ -79,22 +84,40 @@ class Transient(Exception):
         self.retry_after = retry_after
 
 
-def with_retries(fn: Callable[[int], T], policy: RetryPolicy, on_attempt: Callable[[], None] | None = None) -> T:
+class BudgetSpent(Exception):
+    """Raised before a model call (a first try, a retry or a re-send) that the run's budget does not
+    allow; `what` is "calls" or "cost". Never retried: `with_retries` lets it through at once."""
+
+    def __init__(self, message: str, what: str) -> None:
+        super().__init__(message)
+        self.what = what
+
+
+def with_retries(fn: Callable[[int], T], policy: RetryPolicy,
+                 before_attempt: Callable[[int], None] | None = None) -> T:
     """Call fn(attempt) until it returns; `Transient` is retried with backoff up to policy.attempts,
-    then re-raised. Anything else propagates at once."""
+    then re-raised. Anything else propagates at once.
+
+    `before_attempt(attempt)` runs before every attempt (before the backoff wait of a retry, so a
+    refused retry waits for nothing); what it raises propagates at once. A `BudgetSpent` it raises
+    before a retry names the fault that retry was for."""
     last: Transient | None = None
     for attempt in range(max(1, policy.attempts)):
-        if on_attempt:
-            on_attempt()
+        if attempt and last is not None:
+            if before_attempt:
+                try:
+                    before_attempt(attempt)
+                except BudgetSpent as exc:
+                    raise BudgetSpent(f"{exc}; not retried after {last}", exc.what) from None
+            wait = policy.delay(attempt - 1, last.retry_after)
+            log.info("transient fault (%s), retry %d in %.2fs", last, attempt, wait)
+            policy.sleep(wait)
+        elif before_attempt:
+            before_attempt(attempt)
         try:
             return fn(attempt)
         except Transient as exc:
             last = exc
-            if attempt + 1 >= policy.attempts:
-                break
-            wait = policy.delay(attempt, exc.retry_after)
-            log.info("transient fault (%s), retry %d in %.2fs", exc, attempt + 1, wait)
-            policy.sleep(wait)
     assert last is not None
     raise last
 
@@ -136,17 +159,38 @@ class Budget:
         return max(0, self.max_calls - self.calls)
 
     def refuse_call(self, writer, request, *, estimate_usd: float = 0.0) -> Optional[str]:
-        """A reason not to make this call, or None."""
+        """A reason not to make this call, or None (writers that make no model call are never refused)."""
         if not getattr(writer, "model_backed", False):
             return None
-        if self.calls >= self.max_calls:
-            self._mark("calls")
-            return f"model call budget spent ({self.max_calls} calls)"
         if estimate_usd == 0.0 and hasattr(writer, "estimate_cost"):
             estimate_usd = writer.estimate_cost(request)
-        if self.cost + estimate_usd > self.max_cost_usd:
+        return self.refuse_attempt(estimate_usd=estimate_usd)
+
+    def refuse_attempt(self, *, spent_calls: int = 0, spent_usd: float = 0.0,
+                       estimate_usd: float = 0.0) -> Optional[str]:
+        """A reason not to send one more model call, or None. `spent_calls` / `spent_usd` are what the
+        request in flight has already made and cost (not charged yet: results are charged when the
+        request ends); `estimate_usd` is this call's worst case. Marks the budget it hits as exhausted;
+        the reason names the setting to raise."""
+        refusal = self._refusal(spent_calls, spent_usd, estimate_usd)
+        return refusal[1] if refusal else None
+
+    def check_attempt(self, *, spent_calls: int = 0, spent_usd: float = 0.0, estimate_usd: float = 0.0) -> None:
+        """`refuse_attempt` as an exception: raises `BudgetSpent` when the call must not be sent."""
+        refusal = self._refusal(spent_calls, spent_usd, estimate_usd)
+        if refusal is not None:
+            raise BudgetSpent(refusal[1], refusal[0])
+
+    def _refusal(self, spent_calls: int, spent_usd: float, estimate_usd: float) -> Optional[tuple[str, str]]:
+        if self.calls + spent_calls >= self.max_calls:
+            self._mark("calls")
+            return "calls", (f"model call budget spent ({self.max_calls} calls this run; raise "
+                             "consolidate.max_calls to allow more)")
+        if self.cost + spent_usd + estimate_usd > self.max_cost_usd:
             self._mark("cost")
-            return f"dollar cap reached (${self.cost:.4f} spent of ${self.max_cost_usd:.2f})"
+            return "cost", (f"dollar cap reached (${self.cost + spent_usd:.4f} spent of ${self.max_cost_usd:.2f}, "
+                            f"the next call may cost up to ${estimate_usd:.4f}; raise consolidate.max_cost_usd "
+                            "to allow more)")
         return None
 
     def charge(self, result) -> None:

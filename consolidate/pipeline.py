@@ -22,7 +22,13 @@ Order and progress:
   of the stretch) are written in ONE transaction, so progress never moves past an exchange whose
   cards were not written, and a killed run resumes with neither duplicates nor gaps;
 * a stretch whose writer call failed (transient fault, malformed output, budget) stops that
-  conversation for this run (`backlog: true`); transient faults and spent budgets stop the run.
+  conversation for this run (`backlog: true`); transient faults and spent budgets stop the run;
+* faults of the account or its configuration (writer error kinds `auth` and `account`: key refused,
+  credit balance too low, usage limit reached, unknown model) end the run at once with status
+  `failed`: nothing more is sent, no stretch counts an attempt or is given up, progress does not
+  move, and the error names the fix (an `account` error keeps the provider's reason, redacted).
+  `auth` raises ApiAuthFailed after the run is recorded; `account` returns the summary with
+  `failed: true`.
 
 Writers: `--writer` > settings `writer` > offline. The anthropic writer uses Message Batches when
 settings `anthropic.use_batches` is on and the run is not interactive (trigger other than "now").
@@ -54,8 +60,10 @@ SEGMENT_PASSAGES = 60
 SEGMENT_HARD_CANDIDATES = 15
 MAX_STRETCH_ATTEMPTS = 3         # settings consolidate.max_stretch_attempts
 # Writer faults that belong to the stretch (its content), counted against its attempts; transient,
-# budget and auth faults belong to the run and never count.
+# budget, auth and account faults belong to the run (writers.base.RUN_FAULTS) and never count.
 STRETCH_FAULTS = ("malformed", "schema", "refusal", "max_tokens", "failed", "crash")
+# Run faults that end the run at once: every further call would fail the same way.
+ACCOUNT_FAULTS = ("auth", "account")
 WRITERS = ("offline", "anthropic", "claude-cli")
 
 
@@ -395,6 +403,7 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
     backlog = False
     status = "ok"
     auth_error: Optional[str] = None
+    account_error: Optional[str] = None
     try:
         known.update(_known(db))
         # 1. Plan: passages, judgements and stretches, newest conversation first, within budget.
@@ -486,13 +495,21 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
                         if conv not in blocked and progress:
                             progress("write", n, total)
                         continue
+                    message = err.message
+                    if err.kind == "account":
+                        # the provider's own reason is in it: redacted before it is stored or shown
+                        message = get_redactor().redact(message).text
                     acc.errors.append({"conversation": conv, "segment": seg.index, "kind": err.kind,
-                                       "message": err.message})
+                                       "message": message})
                     blocked.add(conv)
                     backlog = True
-                    if err.kind == "auth":
-                        auth_error = err.message
-                        stopped = "auth"
+                    if err.kind in ACCOUNT_FAULTS:
+                        if err.kind == "auth":
+                            auth_error = message
+                        else:
+                            account_error = message
+                        stopped = err.kind
+                        log.warning("run of %s stopped: %s fault", agent_id, err.kind)
                         if batch_mode:
                             break
                     elif err.kind in ("transient", "budget") and not batch_mode:
@@ -538,7 +555,7 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
         if stopped:
             backlog = True
         status = "partial" if (backlog or acc.errors) else "ok"
-        if auth_error is not None:
+        if auth_error is not None or account_error is not None:
             status = "failed"
     except Exception as exc:  # noqa: BLE001 - recorded in the run, then re-raised
         status = "failed"
@@ -565,6 +582,8 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
         log.warning("trust stage failed", exc_info=True)
         acc.errors.append({"kind": "trust", "message": type(exc).__name__})
     summary = _summary(agent_id, writer, acc, budget, backlog, run_id)
+    if account_error is not None:
+        summary["failed"] = True     # the CLI exits 1 so cron and scripts notice; see the error's fix
     summary["recall_fold"] = folded
     summary["trust"] = trust_summary
     summary["embedder"] = embedder.describe()

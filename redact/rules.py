@@ -209,7 +209,10 @@ RULES: tuple[Rule, ...] = (
          r"\.webhook\.office\.com/webhookb2/([A-Za-z0-9@/\-]{40,})"),
     _tok("stripe-key", "stripe_key",
          r"\b((?:sk|rk)_(?:test|live|prod)_[0-9A-Za-z]{10,}|whsec_[0-9A-Za-z]{24,100})"),
-    _tok("anthropic-key", "anthropic_key", r"\b(sk-ant-(?:api|admin|oat|sid)\d{2}-[A-Za-z0-9_\-]{93}AA)"),
+    # Anthropic: api03 keys are 93 characters and "AA" after the prefix; admin, OAuth and session
+    # tokens and older keys are other lengths: the prefix is distinctive enough for any of 20+
+    _tok("anthropic-key", "anthropic_key",
+         r"\b(sk-ant-(?:api|admin|oat|sid)\d{2}-[A-Za-z0-9_\-]{20,})(?:[^A-Za-z0-9_\-]|$)", min_entropy=3.0),
     _tok("openai-key", "openai_key",
          # every OpenAI key holds "T3BlbkFJ" (base64 of "OpenAI") between two random halves
          r"\b(sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}T3BlbkFJ[A-Za-z0-9_\-]{20,}"

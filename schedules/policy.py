@@ -17,8 +17,11 @@ Rules (issue 7):
   until the next night (the next window); a busy agent (locked by another run) is only skipped for
   the current pass.
 - Times are timezone-aware; every stored time is UTC ISO-8601. Wall-clock times that do not exist
-  (spring-forward gap) are read with the offset before the change (02:30 becomes 03:30 that day);
-  repeated times (fall-back) take their first occurrence.
+  (spring-forward gap) are read with the offset before the change (02:30 becomes 03:30 that day),
+  except a nightly time that this reading would push out of its window (a window ending at 03:00:
+  the 02:00 run is then read with the offset after the change, 01:00), so every night whose window
+  holds the agent's hour gets exactly one nightly run; repeated times (fall-back) take their first
+  occurrence.
 """
 
 from __future__ import annotations
@@ -160,8 +163,10 @@ class AgentSchedule:
 def agent_schedule(agent_id: str, enabled: bool, agent_dir: Path | None, cfg: ScheduleConfig) -> AgentSchedule:
     """Defaults from `cfg`, overridden by `<agent_dir>/schedule.json` ({"hour", "minute", "enabled"}).
 
-    A missing file means defaults; an unreadable or invalid one is ignored (defaults used, agent stays
-    as enabled as it was) and reported in `problem`. `enabled: false` in the file switches only the
+    A missing file means defaults; an unreadable or invalid one (not UTF-8, e.g. UTF-16 as PowerShell
+    writes it; not JSON; nested too deeply; wrong keys or values) is ignored (defaults used, agent
+    stays as enabled as it was) and reported in `problem`: this function never raises for the file's
+    content. A UTF-8 byte order mark is accepted. `enabled: false` in the file switches only the
     schedule off (the agent stays indexed and `consolidate --now` still works).
     """
     base = AgentSchedule(id=agent_id, hour=cfg.hour, minute=cfg.minute, enabled=enabled)
@@ -169,13 +174,21 @@ def agent_schedule(agent_id: str, enabled: bool, agent_dir: Path | None, cfg: Sc
         return base
     path = Path(agent_dir) / "schedule.json"
     try:
-        raw = path.read_text(encoding="utf-8")
+        blob = path.read_bytes()
     except FileNotFoundError:
         return base
     except OSError as exc:
-        return replace(base, problem=f"{path}: unreadable ({exc.strerror}); defaults used")
+        return replace(base, problem=f"{path}: unreadable ({exc.strerror or exc}); defaults used")
     try:
-        data = json.loads(raw)
+        raw = blob.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return replace(base, problem=f"{path}: not UTF-8 text (byte {exc.start}); defaults used "
+                                     "(save it as UTF-8, or delete it)")
+    try:
+        try:
+            data = json.loads(raw)
+        except RecursionError:
+            raise ValueError("JSON nested too deeply") from None
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
         unknown = sorted(set(data) - {"hour", "minute", "enabled"})
@@ -193,7 +206,13 @@ def agent_schedule(agent_id: str, enabled: bool, agent_dir: Path | None, cfg: Sc
 
 @dataclass(frozen=True)
 class AgentState:
-    """What the scheduler remembers about one agent (persisted by `schedules.state`)."""
+    """What the scheduler remembers about one agent (persisted by `schedules.state`).
+
+    `last_started_at`, `last_finished_at`, `last_trigger`, `last_progress` describe the last real run
+    (one that got the agent's lock). `last_result` is the result of the latest attempt, a busy one
+    included; while that attempt was busy, `run_result` keeps the last real run's result (else it is
+    None and `last_result` is that result): `last_run_result` is always the real run's result.
+    """
 
     last_started_at: datetime | None = None
     last_finished_at: datetime | None = None
@@ -204,9 +223,16 @@ class AgentState:
     nightly_for: datetime | None = None  # the scheduled occurrence the last nightly run served
     skip_night: str | None = None  # night id (window start date) the agent sits out
     history: tuple = field(default_factory=tuple)  # last few runs, newest last, as dicts
+    run_result: str | None = None  # the last real run's result, set only while the latest attempt was busy
+
+    @property
+    def last_run_result(self) -> str | None:
+        """The result of the last real run (never a busy attempt's message once a real run exists)."""
+        return self.run_result if self.run_result is not None else self.last_result
 
     def to_dict(self) -> dict:
-        return {
+        """JSON-ready; `last_run_result` is written only while the latest attempt was busy."""
+        out = {
             "last_started_at": iso(self.last_started_at),
             "last_finished_at": iso(self.last_finished_at),
             "last_trigger": self.last_trigger,
@@ -217,21 +243,33 @@ class AgentState:
             "skip_night": self.skip_night,
             "history": list(self.history),
         }
+        if self.run_result is not None:
+            out["last_run_result"] = self.run_result
+        return out
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any] | None) -> "AgentState":
-        d = d or {}
+    def from_dict(cls, d: Any) -> "AgentState":
+        """Tolerant of hand edits: anything but a mapping (a list, a string, null) is an empty state,
+        and a field of the wrong type is read as absent."""
+        if not isinstance(d, Mapping):
+            return cls()
+
+        def text(key: str) -> str | None:
+            value = d.get(key)
+            return value if isinstance(value, str) else None
+
         hist = d.get("history") or []
         return cls(
             last_started_at=parse_iso(d.get("last_started_at")),
             last_finished_at=parse_iso(d.get("last_finished_at")),
-            last_trigger=d.get("last_trigger") if isinstance(d.get("last_trigger"), str) else None,
-            last_result=d.get("last_result") if isinstance(d.get("last_result"), str) else None,
+            last_trigger=text("last_trigger"),
+            last_result=text("last_result"),
             last_progress=d.get("last_progress") if isinstance(d.get("last_progress"), bool) else None,
-            backlog=bool(d.get("backlog", False)),
+            backlog=d.get("backlog") is True,
             nightly_for=parse_iso(d.get("nightly_for")),
-            skip_night=d.get("skip_night") if isinstance(d.get("skip_night"), str) else None,
+            skip_night=text("skip_night"),
             history=tuple(h for h in hist if isinstance(h, dict)) if isinstance(hist, list) else (),
+            run_result=text("last_run_result"),
         )
 
 
@@ -276,13 +314,49 @@ def window_of(day: date, cfg: ScheduleConfig) -> tuple[datetime, datetime]:
     return start, end
 
 
-def current_window(now: datetime, cfg: ScheduleConfig) -> tuple[datetime, datetime] | None:
-    """The window containing `now` (start <= now < end), or None outside every window."""
+def _current_window_day(now: datetime, cfg: ScheduleConfig) -> tuple[date, datetime, datetime] | None:
+    """(local day the window opened, start, end) of the window containing `now`, or None."""
     today = local_date(now, cfg.tz)
     for day in (today, today - timedelta(days=1)):
         start, end = window_of(day, cfg)
         if start <= now < end:
-            return start, end
+            return day, start, end
+    return None
+
+
+def current_window(now: datetime, cfg: ScheduleConfig) -> tuple[datetime, datetime] | None:
+    """The window containing `now` (start <= now < end), or None outside every window."""
+    found = _current_window_day(now, cfg)
+    return None if found is None else (found[1], found[2])
+
+
+def _in_gap(local: datetime) -> bool:
+    """Whether the aware local wall-clock time does not exist (skipped by a spring-forward change)."""
+    back = local.astimezone(UTC).astimezone(local.tzinfo)
+    return back.replace(tzinfo=None) != local.replace(tzinfo=None)
+
+
+def nightly_in_window(day: date, hour: int, minute: int, cfg: ScheduleConfig) -> datetime | None:
+    """The instant (UTC) of the nightly time hour:minute inside the window that opens on local `day`,
+    or None when that window holds no such wall-clock time (the hour is outside the window).
+
+    Exactly one instant per window. A repeated time (fall-back) takes its first occurrence. A time
+    that does not exist (spring-forward gap) is read with the offset before the change (02:30
+    becomes 03:30); when that reading falls at or after the window's end (a window ending at or
+    just after the gap, e.g. 22:00-03:00 with a 02:00 run), it is read with the offset after the
+    change instead (02:00 becomes 01:00), so the night still gets its run inside the window.
+    """
+    start, end = window_of(day, cfg)
+    at = time(hour, minute)
+    for d in (day, day + timedelta(days=1)):
+        local = datetime.combine(d, at, tzinfo=cfg.tz)
+        readings = [local.replace(fold=0)]
+        if _in_gap(local):
+            readings.append(local.replace(fold=1))
+        for reading in readings:
+            occ = reading.astimezone(UTC)
+            if start <= occ < end:
+                return occ
     return None
 
 
@@ -299,26 +373,6 @@ def next_window_start(now: datetime, cfg: ScheduleConfig) -> datetime:
 def night_id(window_start: datetime, cfg: ScheduleConfig) -> str:
     """A night is named by the local date its window opens."""
     return local_date(window_start, cfg.tz).isoformat()
-
-
-def last_occurrence(now: datetime, hour: int, minute: int, tz: tzinfo) -> datetime:
-    """The latest instant <= now whose local wall clock is hour:minute (UTC)."""
-    today = local_date(now, tz)
-    for k in range(0, 3):
-        occ = wall(today - timedelta(days=k), time(hour, minute), tz)
-        if occ <= now:
-            return occ
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def next_occurrence(now: datetime, hour: int, minute: int, tz: tzinfo) -> datetime:
-    """The first instant > now whose local wall clock is hour:minute (UTC)."""
-    today = local_date(now, tz)
-    for k in range(0, 3):
-        occ = wall(today + timedelta(days=k), time(hour, minute), tz)
-        if occ > now:
-            return occ
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def in_window(at: time, cfg: ScheduleConfig) -> bool:
@@ -354,11 +408,11 @@ def automatic_blocked(now: datetime, cfg: ScheduleConfig) -> str | None:
 
 def nightly_occurrence(agent: AgentSchedule, now: datetime, cfg: ScheduleConfig) -> datetime | None:
     """The nightly occurrence of `agent` that belongs to the window containing `now`, if any."""
-    win = current_window(now, cfg)
-    if win is None:
+    found = _current_window_day(now, cfg)
+    if found is None:
         return None
-    occ = last_occurrence(now, agent.hour, agent.minute, cfg.tz)
-    return occ if occ >= win[0] else None
+    occ = nightly_in_window(found[0], agent.hour, agent.minute, cfg)
+    return occ if occ is not None and occ <= now else None
 
 
 def nightly_due(agent: AgentSchedule, state: AgentState, now: datetime, cfg: ScheduleConfig) -> bool:
@@ -441,8 +495,9 @@ def apply_outcome(
 ) -> AgentState:
     """The agent's state after a run.
 
-    - busy (another run holds the agent's lock): nothing changes but the result; the agent keeps its
-      place in the round-robin and its nightly run stays due.
+    - busy (another run holds the agent's lock): nothing changes but the latest result (the last
+      real run's result is kept in `run_result`); the agent keeps its place in the round-robin and
+      its nightly run stays due.
     - `backlog` None (the run failed before reporting one) keeps the previous backlog.
     - progress = the run consolidated something, or it cleared a backlog. An automatic run without
       progress makes the agent sit out the rest of `night`.
@@ -450,7 +505,9 @@ def apply_outcome(
     """
     entry = {"at": iso(started), "trigger": trigger, "result": result}
     if busy:
-        return replace(state, last_result=result, history=(state.history + (entry,))[-HISTORY_KEEP:])
+        kept = state.last_run_result if state.last_started_at is not None else None
+        return replace(state, last_result=result, run_result=kept,
+                       history=(state.history + (entry,))[-HISTORY_KEEP:])
     new_backlog = state.backlog if backlog is None else backlog
     made_progress = progress or (state.backlog and backlog is False)
     entry.update({"finished": iso(finished), "progress": made_progress, "backlog": new_backlog})
@@ -460,6 +517,7 @@ def apply_outcome(
         last_finished_at=finished,
         last_trigger=trigger,
         last_result=result,
+        run_result=None,
         last_progress=made_progress,
         backlog=new_backlog,
         history=(state.history + (entry,))[-HISTORY_KEEP:],
@@ -471,32 +529,70 @@ def apply_outcome(
     return nxt
 
 
+def apply_manual_run(
+    state: AgentState,
+    *,
+    started: datetime,
+    finished: datetime,
+    result: str,
+    progress: bool,
+    backlog: bool,
+) -> AgentState:
+    """The agent's state after a run the user started outside the scheduler (`consolidate --now`).
+
+    The backlog becomes what the run left (so `schedule status` and backfill see the work it did),
+    and the run joins the history (trigger "now"). It is not the scheduler's last run: the `last_*`
+    fields, the round-robin place and the nightly mark stay as they were. A run that made progress
+    (or cleared the backlog) ends a sit-out: whatever stopped the automatic run is over.
+    """
+    made_progress = progress or (state.backlog and not backlog)
+    entry = {"at": iso(started), "trigger": "now", "result": result, "finished": iso(finished),
+             "progress": made_progress, "backlog": backlog}
+    return replace(state, backlog=backlog, skip_night=None if made_progress else state.skip_night,
+                   history=(state.history + (entry,))[-HISTORY_KEEP:])
+
+
 def next_run(agent: AgentSchedule, state: AgentState, now: datetime, cfg: ScheduleConfig) -> tuple[datetime | None, str]:
     """When the agent's next automatic run is expected, and why (for `schedule status`).
 
-    Returns (time, reason). time is None when nothing automatic will run (paused, disabled, or the
-    agent's hour lies outside the window).
+    Returns (time, reason), the same answer `pick_next` gives when asked at that time: inside a
+    window the agent does not sit out, `now` if its nightly run is due or it has a backlog;
+    otherwise the earlier of its next nightly occurrence and, with a backlog, the start of the next
+    window it does not sit out (backfill runs it then; at the same instant the nightly run wins).
+    time is None when nothing automatic will run: paused, disabled, or its hour lies outside the
+    window and it has no backlog.
     """
     if cfg.paused:
         return None, automatic_blocked(now, cfg) or "paused"
     if not agent.enabled:
         return None, "schedule disabled"
-    if not in_window(time(agent.hour, agent.minute), cfg):
-        return None, (f"its hour {agent.at_text} is outside the window {cfg.window_text()}: "
-                      "move the hour into the window or widen schedule.window_start/window_end")
-    win = current_window(now, cfg)
-    if win is not None:
-        night = night_id(win[0], cfg)
-        if state.skip_night != night:
-            if nightly_due(agent, state, now, cfg):
-                return now, "nightly run due now (catching up)"
-            if state.backlog:
-                return now, "backfill (has a backlog)"
-    occ = next_occurrence(now, agent.hour, agent.minute, cfg.tz)
-    # The occurrence must open a night the agent is not sitting out.
-    while True:
-        w = current_window(occ, cfg)
-        if w is not None and state.skip_night != night_id(w[0], cfg):
+    cur = _current_window_day(now, cfg)
+    if cur is not None and state.skip_night != night_id(cur[1], cfg):
+        if nightly_due(agent, state, now, cfg):
+            return now, "nightly run due now (catching up)"
+        if state.backlog:
+            return now, "backfill (has a backlog)"
+    hour_ok = in_window(time(agent.hour, agent.minute), cfg)
+    first_day = cur[0] if cur is not None else local_date(now, cfg.tz) - timedelta(days=1)
+    nightly: datetime | None = None
+    backfill: datetime | None = None
+    for k in range(0, 8):  # a week of windows: a sat-out night or a DST quirk skips at most one or two
+        day = first_day + timedelta(days=k)
+        start, _end = window_of(day, cfg)
+        if state.skip_night == night_id(start, cfg):
+            continue
+        if state.backlog and backfill is None and start > now:
+            backfill = start
+        if hour_ok and nightly is None:
+            occ = nightly_in_window(day, agent.hour, agent.minute, cfg)
+            if occ is not None and occ > now and (state.nightly_for is None or state.nightly_for < occ):
+                nightly = occ
+        if (nightly is not None or not hour_ok) and (backfill is not None or not state.backlog):
             break
-        occ = next_occurrence(occ, agent.hour, agent.minute, cfg.tz)
-    return occ, "nightly"
+    outside = (f"its hour {agent.at_text} is outside the window {cfg.window_text()}: "
+               "move the hour into the window or widen schedule.window_start/window_end")
+    if backfill is not None and (nightly is None or backfill < nightly):
+        return backfill, "backfill (has a backlog)" + ("" if hour_ok else f"; no nightly run: {outside}")
+    if nightly is not None:
+        return nightly, "nightly"
+    return None, outside if not hour_ok else "no nightly run found in the next week"

@@ -4,14 +4,16 @@ Layout::
 
     {"version": 1,
      "agents": {"<id>": {"last_started_at", "last_finished_at", "last_trigger", "last_result",
-                         "last_progress", "backlog", "nightly_for", "skip_night", "history": [...]}},
+                         "last_progress", "backlog", "nightly_for", "skip_night", "history": [...],
+                         "last_run_result" (only while the latest attempt was busy)}},
      "index": {"last_at", "result"}}
 
 Invariants: every write is atomic (temp file + os.replace, mode 0600) and every read-modify-write
 holds a lock (a thread lock plus `flock` on `state.json.lock` where fcntl exists), so the daemon's
 threads, a `schedule tick` and a `consolidate --now` may update it at once without losing updates.
 An unreadable file is moved aside (`state.json.corrupt-<time>`), never silently overwritten, and
-the scheduler starts afresh. Times are UTC ISO-8601. Standard library only.
+the scheduler starts afresh; an agent entry that is not an object reads as an empty state and is
+replaced by the next update (logged). Times are UTC ISO-8601. Standard library only.
 """
 
 from __future__ import annotations
@@ -116,7 +118,9 @@ class StateStore:
             return self._read()
 
     def agent_states(self) -> dict[str, AgentState]:
-        return {k: AgentState.from_dict(v) for k, v in self.load()["agents"].items() if isinstance(v, dict)}
+        """Every agent's state. An entry that is not a JSON object (a hand edit) reads as an empty
+        state, as `update_agent` treats it; the next update of that agent replaces it."""
+        return {k: AgentState.from_dict(v) for k, v in self.load()["agents"].items()}
 
     def update(self, fn: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
         """Apply `fn` to the state under the lock and write it atomically; returns the new state."""
@@ -127,11 +131,17 @@ class StateStore:
             return data
 
     def update_agent(self, agent_id: str, fn: Callable[[AgentState], AgentState]) -> AgentState:
-        """Replace one agent's state by `fn(old)`; returns the new state."""
+        """Replace one agent's state by `fn(old)`; returns the new state.
+
+        An entry that is not a JSON object (a hand edit) is taken as empty (logged) and replaced."""
         out: list[AgentState] = []
 
         def change(data: dict[str, Any]) -> None:
-            new = fn(AgentState.from_dict(data["agents"].get(agent_id)))
+            entry = data["agents"].get(agent_id)
+            if entry is not None and not isinstance(entry, dict):
+                log.warning("scheduler state of agent %s in %s was a JSON %s, not an object; "
+                            "starting that agent's state afresh", agent_id, self.path, type(entry).__name__)
+            new = fn(AgentState.from_dict(entry))
             data["agents"][agent_id] = new.to_dict()
             out.append(new)
 

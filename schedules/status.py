@@ -2,6 +2,11 @@
 
 `status_report()` returns plain JSON-ready data (UTC ISO times, plus local renderings);
 `format_status()` turns it into the human text. Standard library only.
+
+Per agent, `last_run` describes one real run of the scheduler (its start, end, trigger, result and
+progress belong together); `last_result` is the latest attempt's result, which differs from
+`last_run.result` only when that attempt found the agent busy. `next_run` is the time
+`schedules.policy.pick_next` will really start the agent (see `policy.next_run`).
 """
 
 from __future__ import annotations
@@ -56,7 +61,7 @@ def status_report(runner: Runner, *, installed: list[str] | None = None) -> dict
                 "started_at": policy.iso(st.last_started_at),
                 "finished_at": policy.iso(st.last_finished_at),
                 "trigger": st.last_trigger,
-                "result": st.last_result,
+                "result": st.last_run_result,
                 "progress": st.last_progress,
             },
             "last_result": st.last_result,
@@ -116,6 +121,8 @@ def format_status(data: dict) -> str:
             lines.append(f"  last run:  {last['started_at']} {last['trigger']}: {last['result']}")
         else:
             lines.append("  last run:  never (by the scheduler)")
+        if a["last_result"] and a["last_result"] != (last or {}).get("result"):
+            lines.append(f"  last try:  {a['last_result']}")  # a busy attempt after (or before any) run
         lines.append(f"  backlog:   {'yes' if a['backlog'] else 'no'}"
                      + (f"; sitting out until {a['skipped_until']} (last run made no progress)" if a["skipped_until"] else ""))
     for p in data["problems"]:

@@ -593,3 +593,16 @@ def test_passphrase_keys_in_every_case_style(redactor):
 def test_artifactory_prefixes_need_a_long_random_body(redactor):
     text = "part AP1234567890 shipped, batch APB2024112900123, AKC registration AKC12345678\n"
     assert_kept(redactor, text)
+
+
+def test_anthropic_keys_of_every_kind_and_length_but_not_placeholders(redactor):
+    """api03 keys (93 characters and AA), admin and OAuth tokens and shorter older keys all go;
+    an `sk-ant-` value that is a placeholder stays."""
+    admin = "sk-ant-admin01-" + rand(40, ALNUM + "_-")
+    short = "sk-ant-api03-" + rand(48, ALNUM)
+    oauth = "sk-ant-oat01-" + rand(60, ALNUM + "_-")
+    text = f"keys: {ANTHROPIC}, {admin} and {short}; token {oauth}."
+    assert redactor.redact(text).text == ("keys: [REDACTED:anthropic_key], [REDACTED:anthropic_key] and "
+                                          "[REDACTED:anthropic_key]; token [REDACTED:anthropic_key].")
+    for placeholder in ("sk-ant-api03-xxxxxxxxxxxxxxxxxxxxxxxxxxxx", "sk-ant-api03-your-key-here-placeholder-value"):
+        assert redactor.redact(f"export ANTHROPIC_KEY_EXAMPLE={placeholder}").text.endswith(placeholder)

@@ -7,17 +7,23 @@ With several agents, one that cannot be consolidated (unreadable agent.db, unexp
 reported in its summary (`failed: true`, with the fix in its error) and the others still run; the
 exit status is then 1 (after every summary is printed), so cron and scripts notice. A busy agent is
 reported but is not a failure (exit 0). No API key / a refused key stop at once (exit 1).
+
+Each agent that ran is recorded in the scheduler state (`schedule_cmd.record_manual_runs`): its
+backlog becomes what this run left, so `reverie schedule status` and the night's backfill see the
+work done; the scheduler's own last run is left as it was. The command's output does not change.
 """
 
 from __future__ import annotations
 
 import sys
+from datetime import datetime, timezone
 from typing import Any
 
 import click
 
 from ..errors import ReverieError
 from . import emit_json, pass_app
+from .schedule_cmd import record_manual_runs
 
 
 def _render(s: dict[str, Any]) -> str:
@@ -76,6 +82,7 @@ def register(cli: click.Group) -> None:
         if agent_id and all_agents:
             raise ReverieError("Choose one: --agent ID or --all.")
         cb, finish = (None, None) if as_json else _bar_callback("consolidating")
+        started = datetime.now(timezone.utc)
         try:
             if agent_id:
                 result: Any = consolidate_agent(app.home, agent_id, writer=writer, trigger="now", progress=cb)
@@ -86,6 +93,8 @@ def register(cli: click.Group) -> None:
         finally:
             if finish:
                 finish()
+        # The scheduler's backlog follows the run (else `schedule status` shows work already done).
+        record_manual_runs(app.home, summaries, started=started, finished=datetime.now(timezone.utc))
         failed = [s["agent"] for s in summaries if s.get("failed")]
         if as_json:
             emit_json(result)

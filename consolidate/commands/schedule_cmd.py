@@ -18,6 +18,7 @@ import logging
 import logging.handlers
 import os
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,45 @@ def _scrubber(home: Path):
         return engine["fn"](text) if text else text
 
     return scrub
+
+
+def record_manual_runs(home: Path, summaries: list[dict[str, Any]], *, started: datetime, finished: datetime) -> int:
+    """Tell the scheduler about a `consolidate --now` run: each agent's backlog becomes what the run
+    left, the run joins its history, a run with progress ends a sit-out
+    (`schedules.policy.apply_manual_run`). Returns how many agents were recorded.
+
+    Skipped: summaries of agents that did not run (busy, or failed before running: `failed`, or an
+    error of kind `busy`/`agent_failed`), whose backlog says nothing. Never raises: the run's own
+    result stands even when the scheduler state cannot be written (logged). Stored results are
+    counts; a result that quotes an error message goes through the secret scrubber first.
+    """
+    from schedules.policy import apply_manual_run
+    from schedules.state import StateStore
+
+    scrub = None
+    done = 0
+    try:
+        store = StateStore(state_dir(home) / "state.json")
+        for summary in summaries:
+            if not isinstance(summary, dict) or not isinstance(summary.get("agent"), str):
+                continue
+            errors = summary.get("errors") if isinstance(summary.get("errors"), list) else []
+            if summary.get("failed") or any(isinstance(e, dict) and e.get("kind") in ("busy", "agent_failed")
+                                            for e in errors):
+                continue
+            outcome = outcome_from_summary(summary)
+            result = outcome.result
+            if errors:
+                scrub = scrub or _scrubber(home)
+                result = " ".join(scrub(result).split())[:300]
+            store.update_agent(summary["agent"], lambda old, o=outcome, r=result: apply_manual_run(
+                old, started=started, finished=finished, result=r, progress=o.progress, backlog=o.backlog))
+            done += 1
+    except Exception as exc:  # noqa: BLE001 - bookkeeping must not turn a good run into a failure
+        log.warning("could not record the consolidate --now run in the scheduler state (%s); "
+                    "`reverie schedule status` may show an old backlog until the next scheduled run",
+                    type(exc).__name__)
+    return done
 
 
 def build_jobs(home: Path):

@@ -11,9 +11,17 @@ conversation) and yields one `WriteResult` per request, in request order. Rules 
 * at most `max_cards(n)` = max(1, min(5, ceil(n / 3))) cards for n candidate passages; zero when
   nothing qualifies; a correction yields a card stating the right way; never a secret value.
 
-A writer never raises for bad model output: it reports it in `WriteResult.error` (kind: malformed,
-schema, refusal, max_tokens, transient, budget, failed) and the pipeline leaves those passages for
-the next run.
+A writer never raises for bad model output: it reports it in `WriteResult.error` and the pipeline
+leaves those passages for the next run. Kinds are of two families:
+
+* faults of the request's content (`STRETCH_FAULTS` in the pipeline): malformed, schema, refusal,
+  max_tokens, failed; they count against the stretch, which is given up after repeated failures;
+* faults of the run (`RUN_FAULTS`): transient (outage, rate limit, timeout after retries), budget
+  (a cap reached, retries and re-sends included), auth (credentials refused) and account (the
+  account or the configuration cannot serve any request: credit balance too low, billing, usage
+  limit reached, model not found). They never count against a stretch; auth and account stop the
+  run at once and their message names the fix (an account message keeps the provider's reason,
+  which the pipeline redacts before it is stored or shown).
 """
 
 from __future__ import annotations
@@ -162,9 +170,30 @@ class WriteRequest:
         return {c.label: c for c in self.candidates}
 
 
+REASON_CHARS = 300
+
+
+def clip_reason(text: str, limit: int = REASON_CHARS) -> str:
+    """A provider's reason on one line, at most `limit` characters, cut only between words, so a
+    secret in it is either whole (the redactor recognises it) or left out, never half kept."""
+    words = str(text or "").split()
+    out: list[str] = []
+    size = 0
+    for w in words:
+        if size + len(w) + (1 if out else 0) > limit - 4:
+            return (" ".join(out) + " ...").strip()
+        out.append(w)
+        size += len(w) + (1 if len(out) > 1 else 0)
+    return " ".join(out)
+
+
+#: Error kinds that belong to the run (never to the stretch's content); see the module docstring.
+RUN_FAULTS = ("transient", "budget", "auth", "account")
+
+
 @dataclass
 class WriteError:
-    kind: str                  # malformed | schema | refusal | max_tokens | transient | budget | failed
+    kind: str                  # malformed | schema | refusal | max_tokens | failed | RUN_FAULTS
     message: str               # redacted, short; never passage text or keys
     retryable: bool = False
 
@@ -199,8 +228,10 @@ class CardWriter(Protocol):
 
 
 def sequential(writer, requests: Iterable[WriteRequest], budget) -> Iterator[WriteResult]:
-    """Default `write_many`: one call per request, stop calling after a transient failure or when
-    the budget is spent (the remaining requests get an error result and are left for the next run)."""
+    """Default `write_many`: one call per request, stop calling after a run fault (`RUN_FAULTS`:
+    transient, budget, auth, account) or when the budget is spent (the remaining requests get an
+    error result of the same kind and are left for the next run). `write_one(request, budget)`
+    checks the budget again before each retry and re-send; results are charged here."""
     stop: Optional[WriteError] = None
     for req in requests:
         if stop is not None:
@@ -214,6 +245,6 @@ def sequential(writer, requests: Iterable[WriteRequest], budget) -> Iterator[Wri
         result = writer.write_one(req, budget)
         if budget is not None:
             budget.charge(result)
-        if result.error is not None and result.error.kind in ("transient", "budget"):
+        if result.error is not None and result.error.kind in RUN_FAULTS:
             stop = WriteError(result.error.kind, "not attempted: " + result.error.message, retryable=True)
         yield result

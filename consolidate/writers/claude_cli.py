@@ -11,7 +11,12 @@ environment (and no ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN unless settings
 (2) no transcript of it is written, and (3) if one were written, our indexer skips sessions carrying
 the guard and consolidation skips the marker. Output is the CLI's JSON result: `structured_output`
 (or `result` holding JSON) validated into `CardsResponse`; error subtypes and non-zero exits are
-reported (rate/usage limits, overload and timeouts as transient: left for the next run).
+reported: rate limits, overload and timeouts as transient (retried, then left for the next run); a
+refused login as `auth`; account faults (credit balance too low, billing, the plan's usage limit
+reached, an unknown model) as `account`, never retried, with the CLI's reason and the fix. The
+pipeline stops the run on `auth` and `account` and gives no passage up for them.
+Budgets: every attempt, retries included, is checked against the run's call budget and dollar cap
+first (`Budget.check_attempt`); a refused attempt ends the request as kind `budget`.
 """
 
 from __future__ import annotations
@@ -26,10 +31,10 @@ from typing import Any, Iterator
 
 from pydantic import ValidationError
 
-from ..budget import RetryPolicy, Transient, cost_usd, estimate_tokens, with_retries
+from ..budget import BudgetSpent, RetryPolicy, Transient, cost_usd, estimate_tokens, with_retries
 from ..errors import ReverieError
 from ..paths import ENV_CHILD_GUARD
-from .base import CardsResponse, WriteError, WriteRequest, WriteResult, response_schema, sequential
+from .base import CardsResponse, WriteError, WriteRequest, WriteResult, clip_reason, response_schema, sequential
 from .prompts import cli_prompt
 
 log = logging.getLogger(__name__)
@@ -39,8 +44,42 @@ CHILD_SETTINGS = '{"disableAllHooks":true}'
 # instead of the user's Claude login (settings claude_cli.pass_api_key opts in).
 API_CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 _AUTH = re.compile(r"invalid api key|please run /login|not logged in|authentication[_ ]error|\b401\b|\b403\b", re.I)
-_TRANSIENT = re.compile(r"overloaded|rate.?limit|usage limit|429|529|\b5\d\d\b|timed? ?out|temporarily|ECONNRESET|"
+_TRANSIENT = re.compile(r"overloaded|rate.?limit|429|529|\b5\d\d\b|timed? ?out|temporarily|ECONNRESET|"
                         r"network|connection", re.I)
+# Faults of the account or the configuration: every call fails the same way until the user acts.
+_BILLING = re.compile(r"credit balance|billing|purchase credits|payment required|\b402\b", re.I)
+_USAGE_LIMIT = re.compile(r"usage limit|(?:5-hour|weekly|session|opus|sonnet) limit|hit your limit|"
+                          r"out of (?:extra )?usage|spend(?:ing)? limit", re.I)
+_MODEL = re.compile(r"not_found_error|(?:invalid|unknown) model|model\b.{0,60}\bnot (?:found|available|supported)|"
+                    r"\b404\b", re.I)
+
+
+def _tail(text: str, n: int) -> str:
+    """The last `n` characters of `text`, starting at a word boundary (no half word, so no half secret)."""
+    if len(text) <= n:
+        return text
+    tail = text[-n:]
+    cut = min((i for i in (tail.find(" "), tail.find("\n"), tail.find("\t")) if i >= 0), default=-1)
+    return tail[cut + 1:] if cut >= 0 else ""
+
+
+def account_error(text: str, model: str) -> "_CliError | None":
+    """An `account` fault named by the CLI's error text, with the fix; None if it names none. The
+    CLI's reason is kept, clipped between words (`clip_reason`); the pipeline redacts it."""
+    reason = clip_reason(text)
+    if _BILLING.search(text):
+        return _CliError("account", f"claude: the account cannot be billed ({reason}). Check the credit balance and "
+                                    "billing of the account `claude` uses (claude.ai settings, or the Anthropic "
+                                    "Console when claude_cli.pass_api_key is on), then run again; the passages wait "
+                                    "for the next run.")
+    if _USAGE_LIMIT.search(text):
+        return _CliError("account", f"claude: the plan's usage limit is reached ({reason}). The passages wait for "
+                                    "the next run after the limit resets, or use --writer offline or anthropic now.")
+    if _MODEL.search(text):
+        return _CliError("account", f"claude: model {model!r} is not available ({reason}). Check the model name "
+                                    "(`reverie settings set claude_cli.model haiku`); the passages wait for the "
+                                    "next run.")
+    return None
 
 
 class ClaudeCliWriter:
@@ -95,8 +134,16 @@ class ClaudeCliWriter:
         return sequential(self, requests, budget)
 
     def write_one(self, request: WriteRequest, budget=None) -> WriteResult:
+        """One child call, retried on transient faults. With a `budget`, no attempt is started that
+        would pass its call budget or dollar cap (counting this request's earlier attempts): the
+        request then ends as kind `budget`."""
         result = WriteResult(request.id)
         prompt = cli_prompt(request)
+
+        def check(_: int) -> None:
+            if budget is not None:
+                budget.check_attempt(spent_calls=result.calls, spent_usd=result.cost_usd,
+                                     estimate_usd=self.estimate_cost(request))
 
         def attempt(_: int) -> dict:
             result.calls += 1
@@ -115,10 +162,13 @@ class ClaudeCliWriter:
                 except ValueError:
                     data = None
             if proc.returncode != 0 and not isinstance(data, dict):
-                detail = (proc.stderr or "")[-300:]
+                detail = _tail(proc.stderr or "", 300)
                 if _AUTH.search(detail):
                     raise _CliError("auth", f"claude exited {proc.returncode}: not logged in or credentials refused "
                                 "(run `claude` once to log in)")
+                account = account_error(detail, self.model)
+                if account is not None:
+                    raise account
                 if _TRANSIENT.search(detail):
                     raise Transient(f"claude exited {proc.returncode} (transient)")
                 raise _CliError("failed", f"claude exited {proc.returncode}")
@@ -126,12 +176,18 @@ class ClaudeCliWriter:
                 raise _CliError("malformed", "claude printed no JSON result")
             if data.get("is_error") and _AUTH.search(str(data.get("result", ""))):
                 raise _CliError("auth", "claude: not logged in or credentials refused (run `claude` once to log in)")
+            account = account_error(str(data.get("result", "")), self.model) if data.get("is_error") else None
+            if account is not None:
+                raise account
             if data.get("is_error") and _TRANSIENT.search(str(data.get("result", ""))):
                 raise Transient(f"claude error: {data.get('subtype', 'error')}")
             return data
 
         try:
-            data = with_retries(attempt, self.retry)
+            data = with_retries(attempt, self.retry, before_attempt=check)
+        except BudgetSpent as exc:
+            result.error = WriteError("budget", str(exc), retryable=True)
+            return result
         except Transient as exc:
             result.error = WriteError("transient", f"{exc} after {self.retry.attempts} attempts", retryable=True)
             return result
@@ -173,7 +229,7 @@ class ClaudeCliWriter:
 
 class _CliError(Exception):
     """A call that will not succeed by retrying it now; `kind` is its WriteError kind
-    (malformed | failed | auth)."""
+    (malformed | failed | auth | account)."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
