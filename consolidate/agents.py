@@ -81,10 +81,23 @@ def _mapped(settings: dict, cwd: str) -> str | None:
         if not isinstance(directory, str) or not isinstance(agent_id, str):
             continue
         d = _norm_dir(directory)
-        if cwd_n == d or cwd_n.startswith(d.rstrip(os.sep) + os.sep) or d == os.sep:
-            if len(d) > best_len:
-                best, best_len = agent_id, len(d)
+        # Claude Code records the real cwd: a directory named through a symlink also counts as its
+        # target (a few lstat calls, only for the map's own directories)
+        for form in (d, _real_dir(d)):
+            if form and (cwd_n == form or cwd_n.startswith(form.rstrip(os.sep) + os.sep) or form == os.sep):
+                if len(d) > best_len:
+                    best, best_len = agent_id, len(d)
+                break
     return best
+
+
+def _real_dir(directory: str) -> str | None:
+    """`directory` with its symlinks resolved, when that differs from it (else None)."""
+    try:
+        real = os.path.realpath(directory)
+    except (OSError, ValueError):
+        return None
+    return real if real != directory else None
 
 
 def _stop_dirs() -> tuple[str, ...]:
@@ -100,7 +113,9 @@ def resolve(cwd: str, settings: dict, registry: dict) -> str | None:
 
     The walk up stops below the user's home directory and the filesystem root: those hold only
     themselves (use `agents.map` to give a whole tree to one agent). Cost: one pass over the
-    registry's directories plus at most the path depth in dict lookups; no disk access.
+    registry's directories plus at most the path depth in dict lookups; no disk access but the
+    symlink resolution of the `agents.map` directories (a directory named through a symlink maps
+    the sessions recorded under its target).
     """
     if not cwd:
         return None

@@ -114,6 +114,22 @@ def valid_timestamp(value: Any) -> bool:
     return True
 
 
+def _uuid_in_file(path: Path, uuid: str) -> bool:
+    """Whether a line of the file at `path` has this `uuid` (searched as `"uuid":"<uuid>"`, with or
+    without a space, through a read-only map of the file; False when it cannot be read)."""
+    import mmap
+
+    needles = [f'"uuid":"{uuid}"'.encode(), f'"uuid": "{uuid}"'.encode()]
+    try:
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size == 0:
+                return False
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                return any(mm.find(n) >= 0 for n in needles)
+    except (OSError, ValueError):
+        return False
+
+
 #: How many `{"` starts of a malformed line are tried as the start of a second, whole line.
 TORN_LINE_TRIES = 32
 
@@ -559,12 +575,15 @@ class _AgentWriter:
         return row[0] if row else None
 
     def _leaf_in_file(self, leaf: str, fs: FileState) -> bool:
+        """Whether the line `leaf` (a summary's leafUuid) is in this transcript: read already, stored
+        from it before, or further on in the file (a summary at the top of a transcript bigger than
+        one chunk names a line not read yet: the file is searched for that line's `"uuid"`)."""
         if leaf in fs.uuids:
             return True
         row = self.conn.execute(
             "SELECT 1 FROM message_lines l JOIN messages m ON m.id = l.message_id "
             "WHERE l.uuid = ? AND m.source = ?", (line_key(leaf), fs.source_id)).fetchone()
-        return row is not None
+        return row is not None or _uuid_in_file(fs.tf.path, leaf)
 
     # -- one chunk -----------------------------------------------------------------------------
     def write_chunk(self, fs: FileState, items: list[tuple[int, Parsed]], new_offset: int,
@@ -684,10 +703,15 @@ class _AgentWriter:
                     row = conn.execute("SELECT m.conversation FROM message_lines l JOIN messages m "
                                        "ON m.id = l.message_id WHERE l.uuid = ?", (line_key(p.leaf_uuid),)).fetchone()
                     conv = row[0] if row else conv
+                # a title the user set (/rename: custom-title) is never replaced by an automatic summary
                 conn.execute(
-                    "INSERT INTO conversations (id, title, transcript_path) VALUES (?, ?, ?) "
-                    "ON CONFLICT(id) DO UPDATE SET title = excluded.title",
-                    (conv, clean_titles[id(p)], transcript))
+                    "INSERT INTO conversations (id, title, title_source, transcript_path) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT(id) DO UPDATE SET "
+                    "title = CASE WHEN conversations.title_source = 'custom-title' "
+                    "AND excluded.title_source != 'custom-title' THEN conversations.title ELSE excluded.title END, "
+                    "title_source = CASE WHEN conversations.title_source = 'custom-title' "
+                    "AND excluded.title_source != 'custom-title' THEN 'custom-title' ELSE excluded.title_source END",
+                    (conv, clean_titles[id(p)], p.kind, transcript))
                 c.titles += 1
                 c.account(p.line_type, "title")
             self._save_mark(fs, new_offset, new_lines, stat, head)
@@ -957,6 +981,10 @@ class _Run:
         parent_s = str(parent)
         known = self.marks.get(parent_s)
         if known is not None:
+            if known[0] in self.disabled:   # the parent's agent was switched off since it was indexed
+                self._file_skip("agent_disabled")
+                self._ignore(fs, f"agent_disabled:{known[0]}", None)
+                return False
             fs.agent = known[0]
             return True
         ign = self.ignored.get(parent_s)

@@ -2,7 +2,8 @@
 
 Invariants: read-only (the db is opened with `mode=ro`, no migration runs); history texts are the
 index's, already redacted when stored, and every text returned passes `scrub` (remembered
-secrets) again; blocks that carry our own injected memories (`graph.recall.MARKER`) are skipped.
+secrets) again; the memories we injected (`graph.recall.MARKER`, inside a hook wrapper or to the
+end of their block) are never found nor shown: a block holding them counts only by its own words.
 """
 
 from __future__ import annotations
@@ -24,21 +25,68 @@ def _term_query(term: str) -> str:
     return "(" + " AND ".join(_phrase(p) for p in parts) + ")"
 
 
+#: Wrappers in which Claude Code hands a hook's output to the model, inside a user turn (v1:
+#: `<user-prompt-submit-hook>`; later versions: `<system-reminder>`).
+_WRAPPED = re.compile(r"<(user-prompt-submit-hook|system-reminder)>.*?</\1>", re.S)
+
+
+def own_text(text: str, marker: str) -> str:
+    """`text` without the memories we injected: every hook wrapper that holds `marker` is cut, and
+    what still follows a bare `marker` (an unwrapped injection runs to the end of its block)."""
+    out = _WRAPPED.sub(lambda m: " " if marker in m.group(0) else m.group(0), text)
+    at = out.find(marker)
+    return out[:at] if at >= 0 else out
+
+
+def _snippet(text: str, terms: list[str], width: int = 24) -> str:
+    """About `width` words of `text` around the first query term, the terms in [brackets] (what
+    FTS5's snippet() gives for the other blocks)."""
+    from graph.text import fold
+
+    words = text.split()
+    low = [fold(w) for w in words]
+    first = next((i for i, w in enumerate(low) if any(t in w for t in terms)), 0)
+    lo = max(0, first - width // 3)
+    piece = words[lo:lo + width]
+    shown = " ".join(f"[{w}]" if any(t in fold(w) for t in terms) else w for w in piece)
+    return ("..." if lo > 0 else "") + shown + ("..." if lo + width < len(words) else "")
+
+
 def search_history(conn: sqlite3.Connection, query: str, limit: int = 10) -> list[dict[str, Any]]:
     """Message blocks matching `query` (all content words, else any), best BM25 first, with the
-    conversation id, timestamp, role and a snippet."""
+    conversation id, timestamp, role and a snippet. A block that carries memories we injected
+    (`graph.recall.MARKER`) counts only by the user's own words around them (`own_text`): a query
+    that matches the injected memories alone finds nothing there."""
     from graph.recall import MARKER, _fts_terms, all_then_any
+    from graph.text import fold
 
     terms = _fts_terms(query)
     if not terms:
         return []
-    rows = all_then_any(lambda match: conn.execute(
-        """SELECT m.conversation, m.id, m.timestamp, m.role, b.type, b.tool_name,
-                  snippet(blocks_fts, 0, '[', ']', '...', 24), bm25(blocks_fts) AS score
-           FROM blocks_fts JOIN blocks b ON b.id = blocks_fts.rowid JOIN messages m ON m.id = b.message_id
-           WHERE blocks_fts MATCH ? AND instr(b.text, ?) = 0
-           ORDER BY score, b.id LIMIT ?""",
-        (match, MARKER, limit)).fetchall(), [_term_query(t) for t in terms])
+
+    def fetch(match: str) -> list:
+        rows = conn.execute(
+            """SELECT m.conversation, m.id, m.timestamp, m.role, b.type, b.tool_name,
+                      snippet(blocks_fts, 0, '[', ']', '...', 24), bm25(blocks_fts) AS score,
+                      CASE WHEN instr(b.text, ?) > 0 THEN b.text END
+               FROM blocks_fts JOIN blocks b ON b.id = blocks_fts.rowid JOIN messages m ON m.id = b.message_id
+               WHERE blocks_fts MATCH ?
+               ORDER BY score, b.id LIMIT ?""",
+            (MARKER, match, limit * 4)).fetchall()
+        out = []
+        need_all = " AND " in match or " OR " not in match
+        for row in rows:
+            text = row[8]
+            if text is not None:      # ours inside: keep it only for the user's own words
+                own = fold(own_text(text, MARKER))
+                hits = [t for t in terms if t in own]
+                if not hits or (need_all and len(hits) < len(terms)):
+                    continue
+                row = (*row[:6], _snippet(own_text(text, MARKER), terms), row[7])
+            out.append(row[:8])
+        return out[:limit]
+
+    rows = all_then_any(fetch, [_term_query(t) for t in terms])
     return [{"conversation": conv, "message_id": mid, "at": ts or "", "role": role, "type": btype,
              "tool": tool, "snippet": " ".join((snip or "").split()), "score": round(-float(score), 4)}
             for conv, mid, ts, role, btype, tool, snip, score in rows[:limit]]

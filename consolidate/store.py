@@ -164,6 +164,13 @@ def m001_index(db: sqlite_utils.Database) -> None:
     )
 
 
+@MIGRATIONS()
+def m002_title_source(db: sqlite_utils.Database) -> None:
+    # Which kind of line set the title: "custom-title" (the user's /rename) is never replaced by a
+    # later automatic "summary"; NULL on rows titled before this migration (any line may replace it).
+    db.execute("ALTER TABLE conversations ADD COLUMN title_source TEXT")
+
+
 def configure(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA journal_mode = WAL")

@@ -96,7 +96,7 @@ from .db import connect_readonly as _connect_readonly
 from .files import write_text_atomic
 from .text import NAME_SEP as _SEP
 from .text import NAME_STRIP as _STRIP
-from .text import NEGATIONS, STOPWORDS, name_tokens, words
+from .text import NEGATIONS, STOPWORDS, fold, name_tokens, words
 
 MARKER = "[reverie memory]"
 STANDING_CATEGORIES = ("correction", "decision", "preference")
@@ -454,10 +454,23 @@ def standing_primer(conn: sqlite3.Connection, limit: int, exclude: set[int]) -> 
     return out[:limit]
 
 
+_NON_ASCII_WORD = re.compile(r"[^\W_]*[^\x00-\x7f][^\W_]*")
+
+
 def _fts_terms(prompt: str) -> list[str]:
-    """Content words of the prompt (stopwords, negations and short numbers dropped), in order."""
+    """Content words of the prompt (stopwords, negations and short numbers dropped), in order.
+    Words with letters beyond ASCII ("Zürich", "Straße", "платежей", "決済") are kept whole (the FTS
+    tokenizer folds their case and diacritics the way it folded the stored text); the ASCII words go
+    through `graph.text.words`, which keeps identifiers whole."""
+    text = fold(prompt[:MAX_PROMPT_CHARS])
+    wide = [w for w in _NON_ASCII_WORD.findall(text) if len(w) >= 2 and w not in STOPWORDS]
+    if wide:
+        text = _NON_ASCII_WORD.sub(" ", text)
     terms: list[str] = []
-    for w in words(prompt[:MAX_PROMPT_CHARS]):
+    for w in wide:
+        if w not in terms:
+            terms.append(w)
+    for w in words(text):
         for piece in re.findall(r"\w+", w):
             if len(piece) < 2 or piece in STOPWORDS or piece in NEGATIONS or (piece.isdigit() and len(piece) < 3):
                 continue

@@ -60,8 +60,9 @@ def register(cli: click.Group) -> None:
             click.echo(f"(agent {agent!r} is switched off: the hook injects nothing for it; "
                        "`reverie settings get agents.disabled` lists the switched-off agents)", err=True)
 
-    @cli.command("search")
-    @click.argument("query", nargs=-1, required=True)
+    # a query may name a flag ("--no-verify"): words click does not know as options are search words
+    @cli.command("search", context_settings={"ignore_unknown_options": True})
+    @click.argument("query", nargs=-1, required=True, type=click.UNPROCESSED)
     @click.option("--agent", "agent", default=None, help="Agent id (default: the agent of this directory).")
     @click.option("--limit", type=click.IntRange(1, 200), default=10, show_default=True,
                   help="Results per section.")
