@@ -304,7 +304,23 @@ def latency(args: argparse.Namespace) -> None:
     for pkg in ("consolidate", "graph", "redact", "schedules"):
         compileall.compile_dir(str(ROOT / pkg), quiet=1)
     env = {k: v for k, v in os.environ.items() if k not in ("REVERIE_CHILD", "PYTHONDONTWRITEBYTECODE")}
-    hook_ms, bare_ms, venv_ms, printed = [], [], [], 0
+    # The same home with `--secrets` remembered secrets (what a long-used home accumulates): the
+    # hook scrubs every injection with them.
+    home_s = work / "home-secrets"
+    shutil.rmtree(home_s, ignore_errors=True)
+    shutil.copytree(home, home_s, symlinks=True)
+    if args.secrets:
+        import secrets as pysecrets
+        import string
+
+        from redact.memory import SecretMemory
+
+        alphabet = string.ascii_letters + string.digits + "_-"
+        mem = SecretMemory(home_s / "secrets")
+        mem.remember(["".join(pysecrets.choice(alphabet) for _ in range(12 + i % 40)) for i in range(args.secrets)])
+        remembered = mem.count()
+        mem.close()
+    hook_ms, hook_s_ms, bare_ms, venv_ms, printed = [], [], [], [], 0
     hook_prompts = prompts[: args.processes]
     for i, prompt in enumerate(hook_prompts):
         payload = json.dumps({"session_id": f"bench-{i}", "cwd": cwd, "prompt": prompt,
@@ -314,6 +330,11 @@ def latency(args: argparse.Namespace) -> None:
                              capture_output=True, env=env)
         hook_ms.append((time.perf_counter() - t) * 1000)
         printed += bool(out.stdout.strip())
+        if args.secrets:
+            t = time.perf_counter()
+            subprocess.run([reverie, "--home", str(home_s), "hook", "user-prompt-submit"], input=payload,
+                           capture_output=True, env=env)
+            hook_s_ms.append((time.perf_counter() - t) * 1000)
         t = time.perf_counter()
         subprocess.run(["python3", "-c", "import sqlite3"], capture_output=True, env=env)
         bare_ms.append((time.perf_counter() - t) * 1000)
@@ -322,6 +343,9 @@ def latency(args: argparse.Namespace) -> None:
         venv_ms.append((time.perf_counter() - t) * 1000)
     rows.append(("hook process (reverie hook user-prompt-submit)", len(hook_ms), statistics.median(hook_ms),
                  pct(hook_ms, 95), f"{printed}/{len(hook_ms)} printed an injection"))
+    if hook_s_ms:
+        rows.append((f"hook process, {remembered:,} remembered secrets", len(hook_s_ms),
+                     statistics.median(hook_s_ms), pct(hook_s_ms, 95), ""))
     rows.append(('python3 -c "import sqlite3"', len(bare_ms), statistics.median(bare_ms), pct(bare_ms, 95),
                  shutil.which("python3") or ""))
     rows.append((f'{Path(sys.executable).name} (venv) -c "import sqlite3"', len(venv_ms), statistics.median(venv_ms),
@@ -333,6 +357,8 @@ def latency(args: argparse.Namespace) -> None:
     print(f"\nhook p95 / the same interpreter's `-c 'import sqlite3'` p95 = {pct(hook_ms, 95) / pct(venv_ms, 95):.2f}x"
           f" (goal <= 3x); vs `python3` on PATH = {pct(hook_ms, 95) / pct(bare_ms, 95):.2f}x"
           " (here a pyenv shim, slower than the interpreter itself)")
+    if hook_s_ms:
+        print(f"with {remembered:,} remembered secrets: {pct(hook_s_ms, 95) / pct(venv_ms, 95):.2f}x (goal <= 3x)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -654,6 +680,8 @@ def main(argv: list[str] | None = None) -> None:
     lat.add_argument("--statements", type=int, default=300_000)
     lat.add_argument("--n", type=int, default=300, help="in-process prompts")
     lat.add_argument("--processes", type=int, default=60, help="hook processes")
+    lat.add_argument("--secrets", type=int, default=100_000,
+                     help="remembered secrets of the second hook home (0: no second home)")
     lat.add_argument("--work", default="/tmp/reverie-recall-bench")
     lat.add_argument("--rebuild", action="store_true")
     lat.set_defaults(fn=latency)
