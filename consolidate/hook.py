@@ -240,7 +240,7 @@ def secret_scrubber(home: str | Path):
     try:
         from redact.memory import SecretMemory
 
-        memory = SecretMemory(in_home(home, SECRETS_DIR))
+        memory = SecretMemory(in_home(home, SECRETS_DIR), point_lookups=True)
     except Exception:  # noqa: BLE001
         return None
 

@@ -32,7 +32,7 @@ def printable_scrubber(home: str | os.PathLike | None) -> Callable[[str], str]:
                 if "memory" not in state:
                     from redact.memory import SecretMemory
 
-                    state["memory"] = SecretMemory(in_home(home, SECRETS_DIR))
+                    state["memory"] = SecretMemory(in_home(home, SECRETS_DIR), point_lookups=True)
                 text = state["memory"].scrub(text)[0]  # type: ignore[attr-defined]
             from redact.scanner import Scanner
 

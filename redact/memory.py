@@ -15,19 +15,31 @@ Invariants:
     or quotes, not a placeholder, at least two character classes, entropy >= 2.5 bits/char).
   * `scrub(text)` removes every remembered value wherever it occurs as a token, with no context:
     tokens are maximal runs without whitespace, quotes, backticks or angle brackets; inside a run,
-    every substring that starts at the run start or just after a separator (: @ = / , ; & ? # | ( )
-    [ ] { } ! . + \\) and ends at the run end or just before one is a candidate. So a value learned
-    from `DB_PASSWORD=s3cr3tP@ss!` is found in `password s3cr3tP@ss!`, `"s3cr3tP@ss!"` and
-    `user:s3cr3tP@ss!@host`. A value glued to other word characters (`xs3cr3tP@ss!`) is not a token
-    and is not found.
-  * Lookup cost does not grow with the number of remembered secrets. A text is cut into its
+    every substring that starts at the run start or just after a cut and ends at the run end or
+    just before one is a candidate (`_bounds`). Cuts are: every ASCII punctuation or control
+    character (ESC included), Latin-1, general, CJK and fullwidth punctuation, symbols, arrows,
+    box drawing and emoji; a percent-encoded byte (`%3D<v>%26`), a backslash escape (`\\n<v>`,
+    `\\u0022<v>`), an ANSI CSI sequence (`ESC[33m<v>ESC[0m`), the option letter of a `-x` that
+    opens the run (`-p<v>`), and a chunk of non-ASCII letters next to ASCII (`密码是<v>。`). `-` and
+    `_` are weak cuts: one is a start when the piece before it is letters only (`svc-<v>`,
+    `svc_<v>`) and an end when the piece after it is (`<v>-prod`, `<v>_backup`), so ids made of hex
+    or digit groups (UUIDs, versions, dates) add no candidate; in a run with more than
+    `_MAX_SEPARATORS` cuts they are no cuts at all. So a value learned from `DB_PASSWORD=s3cr3tP@ss!`
+    is found in `password s3cr3tP@ss!`, `"s3cr3tP@ss!"`, `user:s3cr3tP@ss!@host`, `**s3cr3tP@ss!**`
+    and `svc-s3cr3tP@ss!`. A value glued to other word characters (`xs3cr3tP@ss!`, `v2-s3cr3tP@ss!`)
+    is not found. Overlapping hits are replaced as one span (their union).
+  * Lookup cost does not grow with the number of remembered secrets, and is linear in the text.
+    A text is cut into its
     runs (`str.split` after quotes, backticks and angle brackets become spaces: the same runs as
     the regex `[^\\s"'`<>]+`, at C speed), and the set of its distinct runs minus the runs already
     known to hold no remembered secret (a bounded in-memory set, emptied whenever new secrets
     arrive) is all that is examined; for ordinary text that set difference is the whole cost.
     A new run is examined once: for each candidate start, only the ends whose distance is a
     remembered length are tried (a window between the shortest and the longest remembered length,
-    found by bisection), each hashed and looked up in an in-memory set of digests loaded lazily
+    found by bisection; in a run with more than `_MAX_SEPARATORS` cuts, at most `_PIECES` pieces
+    from the start), longest first, skipping candidates inside a hit already found and candidates
+    already hashed without a hit (a bounded set, emptied with the other); each is hashed and looked
+    up in an in-memory set of digests loaded lazily
     from the db (reloaded when another process learned new secrets, checked at most once per
     second). `find_many` does one pass over a whole batch.
   * The keyed hash is HMAC-SHA256 exactly (`hmac.new(key, value, sha256)`, so hashes.db files of
@@ -55,14 +67,57 @@ DB_FILE = "hashes.db"
 REPLACEMENT = "[REDACTED:remembered]"
 MIN_LEN = 8
 _REFRESH_SECONDS = 1.0
-_MAX_SEPARATORS = 40  # runs with more separators only get candidates spanning <= 8 pieces
+#: Longest wait of a point-lookup reader for a lock (a hook must not hang on a writer).
+READ_TIMEOUT_S = 0.2
+_MAX_SEPARATORS = 40  # runs with more cuts than this only get candidates spanning <= _PIECES pieces
+_PIECES = 9
 
 _RUN_RE = re.compile(r"[^\s\"'`<>]{%d,}" % MIN_LEN)
-_SEP_RE = re.compile(r"[:@=/,;&?#|()\[\]{}!.+\\]")
+#: Separator characters: ASCII punctuation and control characters, Latin-1 and general punctuation,
+#: symbols, arrows, box drawing, CJK and fullwidth punctuation, emoji. A candidate may start just
+#: after and end just before any of them. `-` and `_` are "weak": they join the parts of
+#: identifiers, so a run with very many cuts (`_MAX_SEPARATORS`) is cut without them.
+_STRONG_SEPS = ("\x00-\x1f!#$%&()*+,./:;=?@\\[\\\\\\]^{|}~\x7f-\xbf\xd7\xf7\u2000-\u2bff\u2e00-\u2e7f"
+                "\u3000-\u303f\ufe10-\ufe1f\ufe30-\ufe6f\uff00-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65"
+                "\ufff0-\uffff\U0001f000-\U0001faff")
+_WEAK_SEPS = "\\-_"
+
+
+def _cut_re(seps: str) -> "re.Pattern[str]":
+    """The cuts of a run (see `_bounds`), with `seps` as the separator characters. Beyond single
+    separators: an option letter after a `-` that opens the run (`-p<v>`), percent-encoded bytes
+    (`%3D<v>`), backslash escapes (`\\n<v>`, `\\u0022<v>`), ANSI CSI sequences (`ESC[33m<v>`), and
+    a maximal chunk of other non-ASCII characters (letters: `密码是<v>`). Every alternative is
+    bounded or a single character class, so a search is linear in the run."""
+    return re.compile(
+        r"^-[A-Za-z]|%(?:[0-9A-Fa-f]{2})?|\\(?:u[0-9A-Fa-f]{4}|.)?|\x1b(?:\[[0-?]{0,32}[ -/]{0,4}[@-~])?"
+        r"|[" + seps + r"]|[^\x00-\x7f" + seps + r"]+", re.S)
+
+
+#: The compiled cut patterns (`_cut_res`).
+_CUT_RES: "tuple[re.Pattern[str], ...] | None" = None
+
+
+def _cut_res() -> "tuple[re.Pattern[str], ...]":
+    """(all cuts, strong cuts, all separators, strong separators), compiled on first use (about 1 ms:
+    a hook in a home without remembered secrets never pays it). The separator classes alone serve
+    the runs where every cut is one separator character (ASCII, no `%`, backslash or ESC, not
+    opening with `-`): the common case, found faster."""
+    global _CUT_RES
+    if _CUT_RES is None:
+        _CUT_RES = (_cut_re(_STRONG_SEPS + _WEAK_SEPS), _cut_re(_STRONG_SEPS),
+                    re.compile("[" + _STRONG_SEPS + _WEAK_SEPS + "]"), re.compile("[" + _STRONG_SEPS + "]"))
+    return _CUT_RES
+
+
 #: Runs known to hold no remembered secret are remembered up to this many, or this many characters
 #: in all (then forgotten at once): a bound on the memory the lookup cache can take.
 _CLEAN_MAX = 400_000
 _CLEAN_CHARS_MAX = 32_000_000
+#: The same bounds for the candidates (slices of new runs) already hashed without a hit: the same
+#: path component, identifier or id inside many different runs is hashed once.
+_MISSES_MAX = 300_000
+_MISSES_CHARS_MAX = 12_000_000
 
 
 def _runs(text: str) -> set[str]:
@@ -70,6 +125,72 @@ def _runs(text: str) -> set[str]:
     (any length; `_RUN_RE` finds the same runs of 8 or more characters, with their positions)."""
     return set(text.replace('"', " ").replace("'", " ").replace("`", " ").replace("<", " ")
                .replace(">", " ").split())
+
+
+def _bounds(run: str, weak: bool = True) -> tuple[list[int], list[int]]:
+    """(starts, ends) of the candidates inside `run`, each sorted and without repeats.
+
+    A candidate starts at 0 or just after a cut (`_cut_re`; without `-` and `_` when not `weak`), and
+    also just after the first character of a multi-character cut that starts with an ASCII character
+    (an escape, a percent-encoded byte, a CSI sequence, an opening `-x`); it ends just before a cut
+    or at the end of the run. A weak cut (`-`, `_`) glues a word to the value: it is a start when the
+    piece before it (from the previous cut) is letters only or empty (`svc-<v>`, `svc_<v>`, `__<v>`),
+    an end when the piece after it is (`<v>-prod`, `<v>_backup`, `<v>__`); ids made of hex or digit
+    groups (UUIDs, versions, dates) add no candidate. At most two starts and one end per cut: linear
+    in the run. The starts and ends include those of every strong separator character."""
+    n = len(run)
+    bound_re, strong_re, sep_re, strong_sep_re = _CUT_RES or _cut_res()
+    if run.isascii() and run[:1] != "-" and "\\" not in run and "%" not in run and "\x1b" not in run:
+        cuts = [m.start() for m in (sep_re if weak else strong_sep_re).finditer(run)]
+        starts = [0]
+        if not weak or ("-" not in run and "_" not in run):
+            starts += [p + 1 for p in cuts if p + 1 < n]
+            ends = [p for p in cuts if p]
+            ends.append(n)
+            return starts, ends
+        # the loop below, for one-character cuts (the common case: a little faster written apart)
+        ends = []
+        prev = 0  # where the piece before the current cut starts
+        cuts.append(n)
+        for i in range(len(cuts) - 1):
+            p = cuts[i]
+            c = run[p]
+            if c == "-" or c == "_":
+                nxt = cuts[i + 1]
+                if p and (nxt == p + 1 or run[p + 1:nxt].isalpha()):
+                    ends.append(p)
+                if p + 1 < n and (prev == p or run[prev:p].isalpha()):
+                    starts.append(p + 1)
+            else:
+                if p:
+                    ends.append(p)
+                if p + 1 < n:
+                    starts.append(p + 1)
+            prev = p + 1
+        ends.append(n)
+        return starts, ends
+    spans = [m.span() for m in (bound_re if weak else strong_re).finditer(run)]
+    starts = [0]
+    ends = []
+    prev = 0  # where the piece before the current cut starts
+    last = len(spans) - 1
+    for i, (p, q) in enumerate(spans):
+        if q - p == 1 and (run[p] == "-" or run[p] == "_"):
+            nxt = spans[i + 1][0] if i < last else n
+            if p and (nxt == q or run[q:nxt].isalpha()):
+                ends.append(p)
+            if q < n and (prev == p or run[prev:p].isalpha()):
+                starts.append(q)
+        else:
+            if p:
+                ends.append(p)
+            if q - p > 1 and run[p] < "\x80" and p + 1 < n:
+                starts.append(p + 1)
+            if q < n:
+                starts.append(q)
+        prev = q
+    ends.append(n)
+    return starts, ends
 
 
 def _sha256_constructor():
@@ -110,11 +231,44 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-class SecretMemory:
-    """Keyed-hash store of remembered secrets for one home (shared by all its agents)."""
+class _PointSet:
+    """The remembered hashes looked up one by one in the db (primary key) instead of loaded whole:
+    what a short-lived process (a hook: one prompt, a few dozen candidates) needs, at a cost that does
+    not grow with the number of remembered secrets. Answers are cached for the process."""
 
-    def __init__(self, secrets_dir: str | os.PathLike) -> None:
+    def __init__(self, conn: "sqlite3.Connection") -> None:
+        self.conn = conn
+        self._known: dict[bytes, bool] = {}
+        self._any = conn.execute("SELECT 1 FROM secrets LIMIT 1").fetchone() is not None
+
+    def __contains__(self, h: bytes) -> bool:
+        hit = self._known.get(h)
+        if hit is None:
+            hit = self._known[h] = self.conn.execute("SELECT 1 FROM secrets WHERE h = ?", (h,)).fetchone() is not None
+        return hit
+
+    def __bool__(self) -> bool:
+        return self._any
+
+    def update(self, hashes: Iterable[bytes]) -> None:
+        for h in hashes:
+            self._known[h] = True
+        self._any = self._any or bool(self._known)
+
+
+class SecretMemory:
+    """Keyed-hash store of remembered secrets for one home (shared by all its agents).
+
+    `point_lookups=True` (short-lived processes: the hooks, `reverie recall`/`search`): the lookup
+    reads through a read-only connection that waits at most `READ_TIMEOUT_S` for a lock and never
+    writes (no schema, no meta row), and checks each candidate by primary key instead of loading
+    every remembered hash (`_PointSet`): its cost does not grow with the number of secrets. The
+    default loads the hashes once and keeps them in memory (long runs: indexing, consolidation)."""
+
+    def __init__(self, secrets_dir: str | os.PathLike, *, point_lookups: bool = False) -> None:
         self.dir = os.fspath(secrets_dir)  # a string: pathlib costs the hook path ~2.5 ms to import
+        self.point_lookups = point_lookups
+        self._rconn: "sqlite3.Connection | None" = None
         self._key: bytes | None = None
         self._conn: "sqlite3.Connection | None" = None
         self._hashes: set[bytes] | None = None
@@ -126,6 +280,8 @@ class SecretMemory:
         self._pads = None  # (inner, outer) SHA-256 states of the key, see `_hmac_pads`
         self._clean: set[str] = set()  # runs known to hold no remembered secret
         self._clean_chars = 0
+        self._misses: set[str] = set()  # candidates (run slices) known not to be a remembered secret
+        self._misses_chars = 0
         self._cache: dict[str, tuple[tuple[int, int], ...]] = {}  # runs that hold some, with their spans
 
     # -- files --
@@ -183,10 +339,27 @@ class SecretMemory:
             self._conn = conn
         return self._conn
 
+    def _read_conn(self) -> "sqlite3.Connection":
+        """The lookup's connection: the read-write one when it is open, else (point lookups) a
+        read-only one that never creates or writes anything."""
+        if self._conn is not None or not self.point_lookups:
+            return self.conn
+        if self._rconn is None:
+            import sqlite3
+
+            path = os.path.join(self.dir, DB_FILE)
+            uri_path = path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+            conn = sqlite3.connect(f"file:{uri_path}?mode=ro", uri=True, timeout=READ_TIMEOUT_S,
+                                   isolation_level=None)
+            conn.execute("PRAGMA query_only = 1")
+            self._rconn = conn
+        return self._rconn
+
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        for conn in (self._conn, self._rconn):
+            if conn is not None:
+                conn.close()
+        self._conn = self._rconn = None
 
     def exists(self) -> bool:
         return self._has_db() and os.path.exists(os.path.join(self.dir, KEY_FILE))
@@ -219,21 +392,29 @@ class SecretMemory:
             self._hashes, self._lengths, self._generation = set(), frozenset(), 0
             self._min_len = self._max_len = 0
             return
-        conn = self.conn
+        conn = self._read_conn()
         dv = conn.execute("PRAGMA data_version").fetchone()[0]
-        gen = conn.execute("SELECT v FROM meta WHERE k = 'generation'").fetchone()[0]
+        row = conn.execute("SELECT v FROM meta WHERE k = 'generation'").fetchone()
+        gen = row[0] if row else 0
         if self._hashes is not None and not force and dv == self._data_version and gen == self._generation:
             return
         if self._hashes is None or gen != self._generation or force:
-            self._hashes = {row[0] for row in conn.execute("SELECT h FROM secrets")}
+            self._hashes = (_PointSet(conn) if self.point_lookups  # type: ignore[assignment]
+                            else {row[0] for row in conn.execute("SELECT h FROM secrets")})
             self._lengths = frozenset(row[0] for row in conn.execute("SELECT n FROM lengths"))
             self._min_len = min(self._lengths, default=0)
             self._max_len = max(self._lengths, default=0)
-            self._cache.clear()
-            self._clean.clear()
-            self._clean_chars = 0
+            self._forget()
         self._generation = gen
         self._data_version = dv
+
+    def _forget(self) -> None:
+        """Empty the lookup caches (new secrets arrived: a run or candidate seen clean may hold one)."""
+        self._cache.clear()
+        self._clean.clear()
+        self._clean_chars = 0
+        self._misses.clear()
+        self._misses_chars = 0
 
     def generation(self) -> int:
         """Increases every time new secrets are remembered (in this or another process). Read
@@ -290,57 +471,75 @@ class SecretMemory:
             self._generation += 1 if added else 0
             self._data_version = conn.execute("PRAGMA data_version").fetchone()[0]
             self._checked_at = time.monotonic()
-            self._cache.clear()
-            self._clean.clear()
-            self._clean_chars = 0
+            self._forget()
         else:
             self._load(force=True)
         return added
 
     # -- scrubbing --
     def _run_hits(self, run: str) -> tuple[tuple[int, int], ...]:
-        """Spans inside `run` whose text is a remembered secret (longest first, non-overlapping)."""
+        """Sorted, non-overlapping spans inside `run` that cover every remembered secret found in it:
+        each span is a remembered value, or the union of overlapping ones. A candidate inside a hit
+        already found is not hashed (it would change nothing)."""
         lengths = self._lengths
         hashes = self._hashes
         lo, hi = self._min_len, self._max_len
         n = len(run)
         if n < lo:
             return ()
-        seps = [m.start() for m in _SEP_RE.finditer(run)]
-        if not seps:  # one candidate: the whole run
+        starts, ends = _bounds(run)
+        if len(ends) > _MAX_SEPARATORS:  # very many cuts: `-` and `_` are not cuts in this run
+            starts, ends = _bounds(run, weak=False)
+        if len(starts) == 1 and len(ends) == 1:  # one candidate: the whole run
             return ((0, n),) if n in lengths and self.digest(run) in hashes else ()
-        starts = [0] + [p + 1 for p in seps if p + 1 < n]
-        ends = [p for p in seps if p > 0] + [n]
-        limit = len(seps) > _MAX_SEPARATORS
+        limit = len(ends) > _MAX_SEPARATORS
         inner, outer = self._key_pads()  # `_hmac` inlined below: this loop is the lookup's cost
-        # offsets are characters; an ASCII run is encoded once and sliced (bytes = characters)
-        data = run.encode("ascii") if run.isascii() else None
+        misses = self._misses
+        if len(misses) >= _MISSES_MAX or self._misses_chars > _MISSES_CHARS_MAX:
+            misses.clear()
+            self._misses_chars = 0
+        added = 0
         found: list[tuple[int, int]] = []
+        cover = 0  # the end of the furthest hit so far: candidates inside a hit are not tried
         bleft, bright = bisect.bisect_left, bisect.bisect_right
-        for si, a in enumerate(starts):
+        for a in starts:
             if a + lo > n:
                 break  # starts are sorted: no later start leaves room for the shortest secret
             # only the ends at a remembered distance from `a` (ends are sorted)
             first = bleft(ends, a + lo)
+            if a < cover:  # `a` is inside an earlier hit: only ends beyond it
+                first = max(first, bright(ends, cover))
             last = bright(ends, a + hi)
-            if limit:
-                last = min(last, si + 9)  # at most 8 more pieces when the run has very many separators
-            for b in ends[first:last]:
+            if limit:  # very many cuts: only candidates spanning at most _PIECES pieces from `a`
+                last = min(last, bright(ends, a) + _PIECES)
+            for b in reversed(ends[first:last]):  # longest first: the shorter ones lie inside a hit
                 if (b - a) in lengths:
+                    cand = run[a:b]
+                    if cand in misses:
+                        continue
                     h = inner.copy()
-                    h.update(data[a:b] if data is not None else run[a:b].encode("utf-8", "surrogatepass"))
+                    h.update(cand.encode("utf-8", "surrogatepass"))
                     o = outer.copy()
                     o.update(h.digest())
                     if o.digest() in hashes:
                         found.append((a, b))
+                        cover = max(cover, b)
+                        break
+                    misses.add(cand)
+                    added += b - a
+        self._misses_chars += added
         if not found:
             return ()
-        found.sort(key=lambda ab: (-(ab[1] - ab[0]), ab[0]))
-        chosen: list[tuple[int, int]] = []
-        for a, b in found:
-            if all(b <= c or a >= d for c, d in chosen):
-                chosen.append((a, b))
-        return tuple(sorted(chosen))
+        # overlapping hits become one span (their union): no part of any remembered value survives
+        found.sort()
+        spans = [found[0]]
+        for a, b in found[1:]:
+            pa, pb = spans[-1]
+            if a < pb:
+                spans[-1] = (pa, max(pb, b))
+            else:
+                spans.append((a, b))
+        return tuple(spans)
 
     def _keep(self, run: str, hits: tuple[tuple[int, int], ...]) -> None:
         if hits:
@@ -367,7 +566,8 @@ class SecretMemory:
         for run in new:
             hits = cache_get(run)
             if hits is None:
-                if len(run) < min_len or (len(run) > max_len and _SEP_RE.search(run) is None):
+                if len(run) < min_len or (
+                        len(run) > max_len and (_CUT_RES or _cut_res())[0].search(run) is None):
                     hits = ()
                 else:
                     hits = self._run_hits(run)
