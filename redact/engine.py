@@ -17,7 +17,15 @@ Invariants:
     so every text gets exactly the spans it gets alone).
   * `Redaction.text` never contains a detected value nor a remembered one: detected values are
     replaced where found (key kept: `DB_PASSWORD=[REDACTED:password]`), and every other occurrence
-    of a detected credential-like value in the same text is replaced too, context or not.
+    of a detected credential-like value in the same text is replaced too, context or not, glued to
+    anything (`-p<value>`, `svc-<value>`); a detected value that is not credential-like (>= 8
+    characters, no placeholder: `rootpasswd`, a passphrase) wherever it stands apart from letters
+    and digits. Linear time in the text and the occurrences (`_occurrences`).
+  * Values are each recognizer's own span (never a union of overlapping spans, which can hold more
+    than the secret): they are what is searched again in the text and what may be remembered.
+  * Terminal control sequences (`grep --color`) are looked through: detection reads the text
+    without them and spans are mapped back to the input (`_strip_ansi`); a text without an ESC
+    character costs one scan for it.
   * `Finding`s carry type, span (in the input), rule and a short keyed hash prefix; never the value.
   * With `secrets_dir`, credential-like detected values are remembered (keyed hash, see
     `redact.memory`) and remembered values are removed anywhere, later, with no hint around them.
@@ -29,6 +37,7 @@ from __future__ import annotations
 import bisect
 import logging
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -44,6 +53,8 @@ logger = logging.getLogger(__name__)
 LANGUAGE = "en"
 #: Shorter texts cannot contain a finding: remembered values have >= MIN_LEN chars, rules need more.
 MIN_SECRET_TEXT = MIN_LEN
+#: Rules whose value passes no shape check (any URL password): their weak values are not searched again.
+_UNSHAPED_RULES = frozenset({"url-userinfo"})
 #: Texts per presidio `analyze` call in `redact_many` (bounds the joined text and result lists).
 _DETECT_BATCH = 256
 
@@ -52,8 +63,8 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
     "PRIVATE_KEY": ("pem",),
     "PROVIDER_TOKEN": ("token",),
     "CONNECTION_STRING": ("userinfo", "query"),
-    "AUTH_HEADER": ("header", "bearer", "header_kv", "curl_user"),
-    "ASSIGNMENT": ("assign", "xml", "cli", "is", "k8s", "reverse", "kwquoted"),
+    "AUTH_HEADER": ("header", "bearer", "header_kv", "curl_user", "cookie"),
+    "ASSIGNMENT": ("assign", "xml", "cli", "is", "k8s", "reverse", "kwquoted", "pwvalue"),
 }
 
 
@@ -255,40 +266,44 @@ class Redactor:
         return _hmac(self._process_pads, value.encode("utf-8", "surrogatepass")).hex()[:8]
 
     def detect(self, text: str, data: bytes | None = None) -> list[Span]:
-        """Detector spans (merged), without memory; presidio runs only when the prefilter Set fired.
+        """Detector spans (merged, in `text`), without memory; presidio runs only when the
+        prefilter Set fired. Terminal colour codes are looked through (see `_strip_ansi`).
 
         `data` is `text` encoded (UTF-8, surrogatepass) when the caller has it already.
         """
+        plain = _strip_ansi(text)
+        if plain is not None:
+            return _to_input(self.detect(plain[0]), plain[1], plain[2])
         if data is None:
             data = text.encode("utf-8", "surrogatepass")
         fired = self.scanner.fired(data)
         if not fired:
             return []
-        return self._detect_fired(text, data, fired)
+        return merge_spans(self._detect_raw(text, data, fired))
 
-    def _detect_fired(self, text: str, data: bytes, fired: frozenset[int]) -> list[Span]:
-        """`detect` once the prefilter named the rules `fired` (not empty) for `text`."""
+    def _detect_raw(self, text: str, data: bytes, fired: frozenset[int]) -> list[Span]:
+        """Every recognizer's own spans (not merged) once the prefilter named the rules `fired`
+        (not empty) for `text`."""
         self._current = (text, fired, data)
         try:
             results = self.analyzer.analyze(text=text, language=LANGUAGE, entities=self.entities)
         finally:
             self._current = None
-        return merge_spans([_span(r, 0) for r in results])
+        return [_span(r, 0) for r in results]
 
     def _detect_batch(self, items: list[tuple[str, bytes, frozenset[int]]]) -> list[list[Span]]:
-        """`detect` for each (text, data, fired) of a batch, with ONE presidio `analyze` call.
+        """`_detect_raw` for each (text, data, fired) of a batch, with ONE presidio `analyze` call.
 
         presidio analyzes the texts joined with "\n", but each of our recognizers scans every text
         of the batch on its own (its own bytes, its own fired rules) and shifts the spans by the
         text's offset, so no span crosses two texts and each text gets exactly what `detect` gives
         it alone (results are only merged when they overlap, which spans of different texts never
-        do). Spans are mapped back by offset.
+        do). Spans are mapped back by offset; they are not merged (see `_with_values`).
         """
         if not items:
             return []
         if len(items) == 1:
-            text, data, _ = items[0]
-            return [self.detect(text, data)]
+            return [self._detect_raw(*items[0])]
         segments = []
         offsets = []
         pos = 0
@@ -306,20 +321,35 @@ class Redactor:
         for r in results:
             i = bisect.bisect_right(offsets, r.start) - 1
             per[i].append(_span(r, offsets[i]))
-        return [merge_spans(p) if len(p) > 1 else p for p in per]
+        return per
 
-    def _with_values(self, text: str, spans: list[Span]) -> tuple[list[Span], set[str]]:
-        """Detector spans plus other occurrences of the detected credentials in the same text, and
-        the values that may be remembered."""
-        if not spans:
-            return spans, set()
-        found = {v for v in (text[s.start:s.end] for s in spans if s.label != "private_key")
-                 if shapes.credential_like(v, allow_typed_sequence=True)}
-        if found:
-            # other occurrences of a detected value in this same text, wherever they are
-            spans = merge_spans(spans + _occurrences(text, found, spans))
-        # what may be remembered: `credential_like` without the typed-sequence exception
-        return spans, {v for v in found if not shapes.is_typed_sequence(v)}
+    def _with_values(self, text: str, raw: list[Span]) -> tuple[list[Span], set[str]]:
+        """Detector spans (`raw`: each recognizer's own, unmerged) merged, plus the other
+        occurrences of the detected values in the same text; and the values that may be remembered.
+
+        The values are each detector's own (never the union of overlapping spans, which can hold
+        more than a secret). Credential-like values are removed wherever they occur in the text;
+        other detected values of >= MIN_LEN characters that are no placeholder (`rootpasswd`, a
+        passphrase) where they stand apart from letters and digits (`_occurrences`), unless only
+        a rule that checks no shape found them (`postgres://postgres:postgres@db`: the word
+        `postgres` elsewhere in the text is no password). Only
+        credential-like values that are no typed sequence may be remembered."""
+        if not raw:
+            return raw, set()
+        strong: set[str] = set()
+        weak: set[str] = set()
+        pairs = {(text[s.start:s.end], s.rule not in _UNSHAPED_RULES) for s in raw if s.label != "private_key"}
+        for v, shaped in pairs:
+            if shapes.credential_like(v, allow_typed_sequence=True):
+                strong.add(v)
+            elif shaped and len(v) >= MIN_LEN and not shapes.is_placeholder(v):
+                weak.add(v)
+        spans = merge_spans(raw) if len(raw) > 1 else raw
+        if strong or weak:
+            more = _occurrences(text, strong, weak, spans)
+            if more:
+                spans = merge_spans(spans + more)
+        return spans, {v for v in strong if not shapes.is_typed_sequence(v)}
 
     def _learn(self, creds: set[str]) -> int:
         if not (self.learn and creds):
@@ -352,10 +382,14 @@ class Redactor:
             text = _as_text(text)
         if len(text) < MIN_SECRET_TEXT:
             return Redaction(text)  # too short to hold any key/value or token we detect or remember
-        data = text.encode("utf-8", "surrogatepass")
+        plain = _strip_ansi(text)  # None unless the text holds a terminal colour code
+        seen = text if plain is None else plain[0]
+        data = seen.encode("utf-8", "surrogatepass")
         fired = self.scanner.fired(data)
         if fired:
-            spans, creds = self._with_values(text, self._detect_fired(text, data, fired))
+            spans, creds = self._with_values(seen, self._detect_raw(seen, data, fired))
+            if plain is not None:
+                spans = _to_input(spans, plain[1], plain[2])
             learned = self._learn(creds)
         else:  # no rule can match: the common case, nothing more to do for detection
             spans, learned = [], 0
@@ -384,19 +418,29 @@ class Redactor:
         before it, which `redact` one by one cannot do; otherwise the results are the same.
         """
         items = [t if t.__class__ is str else _as_text(t) for t in texts]
-        datas = [t.encode("utf-8", "surrogatepass") if len(t) >= MIN_SECRET_TEXT else b"" for t in items]
+        seen = items  # what detection reads: a text with terminal colour codes, without them
+        plains: dict[int, tuple[str, list[int], list[int]]] = {}
+        for i in [i for i, t in enumerate(items) if "\x1b" in t]:
+            plain = _strip_ansi(items[i])
+            if plain is not None:
+                if seen is items:
+                    seen = list(items)
+                seen[i] = plain[0]
+                plains[i] = plain
+        datas = [t.encode("utf-8", "surrogatepass") if len(t) >= MIN_SECRET_TEXT else b"" for t in seen]
         spans: dict[int, list[Span]] = {}
         learned: dict[int, int] = {}
         fired = self.scanner.fired_many(datas)
         todo = [i for i, f in enumerate(fired) if f and datas[i]]
         for k in range(0, len(todo), _DETECT_BATCH):
             chunk = todo[k:k + _DETECT_BATCH]
-            detected = self._detect_batch([(items[i], datas[i], fired[i]) for i in chunk])
+            detected = self._detect_batch([(seen[i], datas[i], fired[i]) for i in chunk])
             for i, sp in zip(chunk, detected):
                 if not sp:
                     continue
-                found, creds = self._with_values(items[i], sp)
-                spans[i] = found
+                found, creds = self._with_values(seen[i], sp)
+                plain = plains.get(i)
+                spans[i] = found if plain is None else _to_input(found, plain[1], plain[2])
                 n = self._learn(creds)
                 if n:
                     learned[i] = n
@@ -434,22 +478,126 @@ def _as_text(text) -> str:
     return str(text)
 
 
-def _occurrences(text: str, values: set[str], existing: list[Span]) -> list[Span]:
-    """Spans of further occurrences of `values` in `text` that stand alone as tokens."""
+#: With at most this many distinct values, `_occurrences` runs one `str.find` pass per value (C speed,
+#: k passes); with more, one pass over the text's aligned 4-character blocks serves them all.
+_FIND_EACH_MAX = 24
+
+
+# Terminal control sequences: CSI (colours `ESC[01;31m`, `ESC[K`), OSC ended by BEL or ST
+# (titles, hyperlinks), character set selections (`ESC(B`) and two-character escapes. Each alternative is deterministic: linear time.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)|[!-/][ -/]*[0-~]|[@-Z\\-_])")
+
+
+def _strip_ansi(text: str) -> tuple[str, list[int], list[int]] | None:
+    """`text` without its terminal control sequences, for detection (`grep --color` wraps a token
+    or cuts a key in two with colour codes, which hide it from every rule), or None when there is
+    none (the usual case: one scan for an ESC character).
+
+    Returns (plain, at, removed): a sequence was cut at each plain position `at[i]`, and
+    `removed[i]` characters had been cut up to and including it (see `_to_input`)."""
+    if "\x1b" not in text:
+        return None
+    pieces: list[str] = []
+    at: list[int] = []
+    removed: list[int] = []
+    last = total = 0
+    for m in _ANSI.finditer(text):
+        a, b = m.span()
+        pieces.append(text[last:a])
+        at.append(a - total)
+        total += b - a
+        removed.append(total)
+        last = b
+    if not at:
+        return None
+    pieces.append(text[last:])
+    return "".join(pieces), at, removed
+
+
+def _to_input(spans: list[Span], at: list[int], removed: list[int]) -> list[Span]:
+    """Spans of the plain text of `_strip_ansi` as spans of its input: a span starts at its first
+    character and ends after its last one, so colour codes around a value stay and codes inside
+    it go with it. Order and disjointness are kept (the map is increasing)."""
+    def orig(k: int) -> int:
+        i = bisect.bisect_right(at, k)
+        return k + (removed[i - 1] if i else 0)
+
+    return [Span(orig(s.start), orig(s.end - 1) + 1, s.label, s.rule) for s in spans]
+
+
+def _occurrences(text: str, strong: set[str], weak: set[str], existing: list[Span]) -> list[Span]:
+    """Spans of further occurrences of detected values in `text`, not already inside `existing`.
+
+    `strong` values (credential-like: random, >= 8 characters) are removed wherever they occur,
+    glued to anything (`-p<value>`, `svc-<value>`, `<value>_backup`): such a value inside a longer
+    word is still that credential. `weak` values (detected, >= 8 characters, not placeholders, but
+    not credential-like: `rootpasswd`, a passphrase) are removed where they stand apart from
+    letters and digits, so a word-like value is not cut out of an unrelated longer word.
+
+    Time is linear in `len(text)` plus the number of occurrences: `existing` (merged, so sorted and
+    disjoint) is searched by bisection; a few values are found by one `str.find` pass each, many
+    values by one pass over the text (see `_find_many`)."""
+    values = strong | weak
+    if not values:
+        return []
+    starts = [s.start for s in existing]
+    ends = [s.end for s in existing]
+    hits = _find_each(text, values) if len(values) <= _FIND_EACH_MAX else _find_many(text, values)
     out = []
+    n = len(text)
+    for i, j in hits:
+        k = bisect.bisect_right(starts, i) - 1
+        if k >= 0 and j <= ends[k]:
+            continue  # inside a detector span already
+        if text[i:j] not in strong:
+            if (i > 0 and text[i - 1].isalnum()) or (j < n and text[j].isalnum()):
+                continue
+        out.append(Span(i, j, "remembered", "same-text"))
+    return out
+
+
+def _find_each(text: str, values: Iterable[str]) -> Iterable[tuple[int, int]]:
+    """(start, end) of every occurrence of each value (overlapping ones included), one `find` pass per value."""
     for v in values:
-        start = 0
-        while True:
-            i = text.find(v, start)
-            if i < 0:
-                break
-            j = i + len(v)
-            start = j
-            before = text[i - 1] if i > 0 else " "
-            after = text[j] if j < len(text) else " "
-            if (before.isalnum() or before in "_-") or (after.isalnum() or after in "_-"):
+        find = text.find
+        m = len(v)
+        i = find(v)
+        while i >= 0:
+            yield i, i + m
+            i = find(v, i + 1)
+
+
+def _find_many(text: str, values: set[str]) -> list[tuple[int, int]]:
+    """`_find_each` for many values (each >= 8 characters) in one pass over the text.
+
+    An occurrence of a value of >= 8 characters at position p holds the text's aligned 4-character
+    block starting at the one multiple of 4 in [p, p + 3], which is the value's own 4 characters at
+    offset o = (-p) % 4. So: index each value's 4-grams at offsets 0..3; for each aligned block of
+    the text whose 4 characters are such a gram at offset o, a value may start at q - o: look its
+    8-character head up, then the value itself (exact set lookups by length). Each (start, value)
+    is seen from exactly one block, and the work per block is bounded by the distinct (offset,
+    length) pairs of values sharing the block and head: linear in the text."""
+    grams: dict[str, set[int]] = {}
+    heads: dict[str, set[int]] = {}
+    for v in values:
+        for o in range(4):
+            grams.setdefault(v[o:o + 4], set()).add(o)
+        heads.setdefault(v[:8], set()).add(len(v))
+    grams_get, heads_get = grams.get, heads.get
+    out = []
+    n = len(text)
+    for q in range(0, n - 3, 4):
+        offs = grams_get(text[q:q + 4])
+        if offs is None:
+            continue
+        for o in offs:
+            p = q - o
+            if p < 0:
                 continue
-            if any(s.start <= i and j <= s.end for s in existing):
+            lens = heads_get(text[p:p + 8])
+            if lens is None:
                 continue
-            out.append(Span(i, j, "remembered", "same-text"))
+            for m in lens:
+                if p + m <= n and text[p:p + m] in values:  # (a slice past the end is shorter)
+                    out.append((p, p + m))
     return out

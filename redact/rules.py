@@ -39,6 +39,8 @@ Kinds (how `redact.scanner` turns a match into a span to redact):
   header    Authorization: [scheme] VALUE.
   bearer    Bearer VALUE anywhere.
   curl_user curl -u / --user USER:PASSWORD.
+  pwvalue   group 1 is a password (quotes stripped), password shaped: .netrc, `mysql -pVALUE`.
+  cookie    NAME=VALUE of a session cookie: group 2 is the value, secret shaped.
 """
 
 from __future__ import annotations
@@ -87,9 +89,11 @@ KEY_RE = r"([A-Za-z0-9_.$\-]*(?:" + _KEYWORD_ALT + r")[A-Za-z0-9_.\-]*)"
 
 # Value alternatives shared by the assignment-like rules: "double", 'single', `backtick`, bare.
 # At least 6 characters: no check accepts a shorter value, and `"input_tokens": 1234` (in every
-# transcript line) then never reaches the Python checks.
+# transcript line) then never reaches the Python checks. A double-quoted value may be JSON-escaped
+# (`\"v\"` inside a JSON string: `aws secretsmanager` output, a tool result stored as JSON); it ends
+# at the first escaped or plain quote, so one match never runs on over the keys after it.
 VALUE_RE = (
-    r"""(?:"((?:[^"\\\n]|\\.){6,})"|'([^'\n]{6,})'|`([^`\n]{6,})`|([^\s"'`,;]{6,}))"""
+    r"""(?:\\?"((?:[^"\\\n]|\\[^"\n]){6,})\\?"|'([^'\n]{6,})'|`([^`\n]{6,})`|([^\s"'`,;]{6,}))"""
 )
 SEP_RE = r"""(=>|:{1,3}=|[?.+|!]?={1,3}|:|,)"""
 
@@ -353,19 +357,34 @@ RULES: tuple[Rule, ...] = (
          r"(?i)[?&;]((?:[a-z0-9_]*(?:password|passwd|pwd|secret|token)|api[_\-]?key|apikey|access[_\-]?key|client[_\-]?secret|signature|sig))"
          r"=([^&\s\"'<>#;]{4,})", "query"),
     Rule("authorization-header", "authorization",
-         r"(?i)\b(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
+         r"(?i)\b(?:proxy-)?authorization(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?"
          r"((?:bearer|basic|token|digest|api-token|apikey|sso-key|ssws|negotiate|ntlm|hmac)[ \t]+)?"
          r"([A-Za-z0-9._~+/=:@!$%^&*\-]{8,})", "header"),
     Rule("bearer-token", "bearer",
          r"\b[Bb][Ee][Aa][Rr][Ee][Rr][ \t]+([A-Za-z0-9._~+/=\-]{16,})", "bearer"),
     Rule("api-key-header", "api_key",
          r"(?i)\b((?:x-)?(?:[a-z]+-)?(?:api-?key|auth-token|private-token|api-token|access-token|token|apikey|art-api))"
-         r"[\"']?[ \t]*:[ \t]*[\"']?([A-Za-z0-9._~+/=\-]{8,})", "header_kv"),
+         r"(?:\\?[\"'])?[ \t]*:[ \t]*(?:\\?[\"'])?([A-Za-z0-9._~+/=\-]{8,})", "header_kv"),
     Rule("curl-user", "password",
          r"(?:^|[ \t])(?:-u|--user)(?:=|[ \t]+)((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'])+)", "curl_user"),
+    # .netrc (curl, git, ftp): `machine HOST [login U] [account A] [port P] password VALUE`, on one
+    # line or over several; the `machine`/`default` entry start is what tells it from prose
+    Rule("netrc-password", "password",
+         r"(?:^|[ \t\r\n])(?:machine[ \t]+[^\s]+|default)(?:[ \t\r\n]+(?:login|account|port)[ \t]+[^\s]+)*"
+         r"[ \t\r\n]+password[ \t]+([^\s]+)", "pwvalue"),
+    # MySQL / MariaDB clients: `-pVALUE` glued to its flag (`-p VALUE` prompts, VALUE is the database)
+    Rule("mysql-dash-p", "password",
+         r"(?:^|[\s;&|(`\"'])(?i:mysql[a-z_\-]*|mariadb[a-z_\-]*)(?:[ \t]+[^\s|;&<>]+)*?[ \t]+-p"
+         r"((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'|;&<>])+)", "pwvalue"),
+    # session cookies in a Cookie / Set-Cookie header, a JSON `cookie` field, `curl -b` / `--cookie`
+    Rule("session-cookie", "token",
+         r"(?i)(?:\b(?:set-)?cookie(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?|(?:^|[ \t])(?:-b|--cookie)(?:[ \t]+|=)[\"']?)"
+         r"(?:[^\n]*?[;,][ \t]*)?"
+         r"((?:[a-z0-9_\-]*sessid|[a-z0-9_\-]*session(?:_?id)?|asp\.net_sessionid|aspsessionid[a-z]*|connect\.sid"
+         r"|_?sid|laravel_session|ci_session|rack\.session)=)([^;\s,\"'\\]{8,})", "cookie"),
     # --- KEY = value, in every syntax -------------------------------------------------------
     Rule("assignment", "secret",
-         r"(?i)" + KEY_RE + r"""(?:["']\]?|\])?(?:[ \t]+(?:string|str|int|var|const|char\*?|\[\]byte|secret|password))?[ \t]*""" + SEP_RE + r"[ \t]*" + VALUE_RE, "assign"),
+         r"(?i)" + KEY_RE + r"""(?:\\?["']\]?|\])?(?:[ \t]+(?:string|str|int|var|const|char\*?|\[\]byte|secret|password))?[ \t]*""" + SEP_RE + r"[ \t]*" + VALUE_RE, "assign"),
     Rule("xml-element", "secret",
          r"(?i)<" + KEY_RE + r">[ \t\r\n]*([^<>\s]{6,})[ \t\r\n]*</", "xml"),
     Rule("add-key-value", "secret",

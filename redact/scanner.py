@@ -26,6 +26,7 @@ import itertools
 import logging
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -81,6 +82,8 @@ _SECRET_QUALIFIERS = frozenset(
     admin root session hmac jwt bot deploy ssh gpg pgp cos iam cloud x ingest insert write read
     server secure crypto aes rsa otp totp mfa""".split()
 )
+# Last words of a key that name the secret itself ("session_token", "access_key").
+_SECRET_LAST = frozenset({"token", "key", "secret", "credential", "credentials"})
 _KEY_COMPOUNDS = ("apikey", "accesskey", "secretkey", "privatekey", "authkey", "clientkey", "masterkey",
                   "accountkey", "appkey", "licensekey", "serverkey", "sharedaccesskey", "signingkey",
                   "encryptionkey", "sessionkey", "hmackey", "restkey", "devkey", "userkey", "ingestkey")
@@ -132,9 +135,13 @@ def classify_key(key: str) -> tuple[str, str] | None:
             return "key", "api_key"
         return None
     if any(s in _EXCLUDED_SEGMENTS for s in segs):
-        # "public_key", "cache_key", "max_tokens": metadata or code, never the secret itself,
-        # unless the key also says password/secret explicitly.
-        if not any(s in _PW_SEGMENTS or "secret" in s or "password" in s for s in segs):
+        # "public_key", "cache_key", "max_tokens", "next_page_token": metadata or code, never the
+        # secret itself, unless the key also says password/secret explicitly, or ends in a secret
+        # word named by a qualifier of its own ("__Secure-next-auth.session-token": a session
+        # token, whatever the words before it)
+        if not (any(s in _PW_SEGMENTS or "secret" in s or "password" in s for s in segs)
+                or (len(segs) >= 2 and segs[-1] in _SECRET_LAST and segs[-2] in _SECRET_QUALIFIERS
+                    and segs[-2] not in _EXCLUDED_SEGMENTS)):
             return None
     if any(s in _PW_SEGMENTS or s.startswith("passw") or s.endswith("password") for s in segs):
         return "pw", "password"
@@ -173,7 +180,11 @@ def value_ok(tier: str, value: str, quoted: bool = False) -> bool:
     return shapes.token_shaped(value, min_len=12, min_entropy=3.0)
 
 
-_WELLFORMED_INTERP = re.compile(r"\$\{[A-Za-z_][\w:.\-]*(?::-[^}]*)?\}|\{\{[ \t]*[\w.|'\"() \-]+[ \t]*\}\}|\$\([^)]*\)")
+# `${VAR}`, `${VAR:-default}`, `{{ var }}`, `$(command)`. Written so that Python's backtracking
+# stays linear on any value: the name stops at the first `:-`, spaces are one class with the
+# template's words, and what runs to a closing character is bounded (`${a:-${a:-...` without `}`).
+_WELLFORMED_INTERP = re.compile(
+    r"\$\{[A-Za-z_](?:[\w.\-]|:(?!-))*(?::-[^}]{0,256})?\}|\{\{[\w.|'\"() \t\-]+\}\}|\$\([^)]{0,512}\)")
 _ESCAPE_CUT = re.compile(r"\\[nrt\"'\\]|\\$")
 _SPACE = re.compile(r"\s")
 
@@ -182,22 +193,47 @@ _QUERY_NEXT = re.compile(r"&[A-Za-z_][\w.\-\[\]]*=")
 _GENERIC_LABELS = frozenset({"token", "secret", "api_key", "password", "credential", "authorization", "bearer", "remembered"})
 
 
+def _unicode_cut(value: str) -> str:
+    """`value` up to its first non-ASCII space or punctuation (Unicode categories Z* and P*, and
+    other spaces such as U+0085): the rules' byte classes see only ASCII spaces and punctuation, so
+    a bare value would run on into `\u00a0next` or `，完成。`. Letters of any script stay."""
+    if value.isascii():
+        return value
+    for i, ch in enumerate(value):
+        if ch > "\x7f" and (ch.isspace() or unicodedata.category(ch)[0] in "PZ"):
+            return value[:i]
+    return value
+
+
+_CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
+
+
 def _clean_bare(value: str) -> str:
-    """Cut an unquoted value at an escaped newline/quote or the next URL parameter, strip trailing punctuation."""
+    """Cut an unquoted value at an escaped newline/quote, the next URL parameter or a non-ASCII
+    space or punctuation mark; strip trailing punctuation. Linear in the value."""
+    value = _unicode_cut(value)
     m = _ESCAPE_CUT.search(value)
     if m:
         value = value[: m.start()]
     m = _QUERY_NEXT.search(value)
     if m:
         value = value[: m.start()]
-    while value and value[-1] in ".,;)]}>\\":
+    end = len(value)
+    counts: dict[str, int] = {}
+    while end and value[end - 1] in ".,;)]}>\\":
         # keep a closing bracket that has its opening bracket inside the value
-        ch = value[-1]
-        pair = {")": "(", "]": "[", "}": "{", ">": "<"}.get(ch)
-        if pair and value.count(pair) >= value.count(ch):
-            break
-        value = value[:-1]
-    return value
+        ch = value[end - 1]
+        pair = _CLOSERS.get(ch)
+        if pair:
+            if pair not in counts:  # counted once over the whole value, then kept up to date
+                counts[pair] = value.count(pair, 0, end)
+            if ch not in counts:
+                counts[ch] = value.count(ch, 0, end)
+            if counts[pair] >= counts[ch]:
+                break
+            counts[ch] -= 1
+        end -= 1
+    return value[:end]
 
 
 # --- the scanner ---------------------------------------------------------------------------------
@@ -556,7 +592,7 @@ def _h_token(rule: Rule, sp, data: bytes):
     yield s, e, rule.label
 
 
-_PEM_HEADERS = re.compile(rb"-----(?:BEGIN|END)[ A-Z0-9_-]*-----|PuTTY-User-Key-File-\d:|Private-MAC:")
+_PEM_HEADERS = re.compile(rb"-----(?:BEGIN|END)[ A-Z0-9_-]{0,100}-----|PuTTY-User-Key-File-\d:|Private-MAC:")
 
 
 def _h_pem(rule: Rule, sp, data: bytes):
@@ -619,6 +655,13 @@ def _h_assign(rule: Rule, sp, data: bytes):
     s, e, quoted = _value_group(sp, 3)
     if not quoted and sep in (",", "==", "===", "!=", "!=="):
         return
+    if not quoted and s >= 0 and data.endswith(b"//", 0, sp[1][0]):
+        # `https://x-access-token:VALUE@github.com/o/r`: the key is a URL's user, the value its
+        # password, which ends at `@host` (a raw `@` cannot be in it); no `@`: `host:port/path`
+        at = data.find(b"@", s, e)
+        if at < 0:
+            return
+        e = at
     yield from _keyed_value(data, sp[1], s, e, quoted)
 
 
@@ -644,6 +687,23 @@ def _h_cli(rule: Rule, sp, data: bytes):
     if quoted:
         s, e = s + 1, e - 1
     yield from _keyed_value(data, sp[1], s, e, quoted)
+
+
+def _h_pwvalue(rule: Rule, sp, data: bytes):
+    """A password in group 1 (`.netrc` `password VALUE`, `mysql -pVALUE`), quotes stripped."""
+    s, e = sp[1][0], sp[1][1]
+    if data[s:s + 1] in (b'"', b"'") and e - s >= 2 and data[e - 1:e] == data[s:s + 1]:
+        s, e = s + 1, e - 1
+    value = _clean_bare(_s(data, s, e))
+    if not value or value.startswith("$") or _WELLFORMED_INTERP.search(value):
+        return
+    if value_ok("pw", value):
+        yield s, _end(s, value), rule.label
+
+
+def _h_cookie(rule: Rule, sp, data: bytes):
+    """The value of a session cookie (group 2), secret shaped."""
+    return _secret_shaped_value(sp, data, 2, 8, rule.label)
 
 
 def _h_is(rule: Rule, sp, data: bytes):
@@ -777,6 +837,8 @@ _HANDLERS = {
     "bearer": _h_bearer,
     "header_kv": _h_header_kv,
     "curl_user": _h_curl_user,
+    "pwvalue": _h_pwvalue,
+    "cookie": _h_cookie,
 }
 
 

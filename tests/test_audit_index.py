@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import sqlite3
-from collections import Counter
 from pathlib import Path
 
 import pytest
