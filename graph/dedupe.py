@@ -387,6 +387,18 @@ def slot_substitution(a: Analysis, b: Analysis) -> str | None:
     """Same sentence with one slot filled differently ("enable the query cache in the reporting
     service" / "... in the search service"): the content words align in order, all equal except
     one replaced run of at most three words on each side."""
+    runs = _one_replaced_run(a, b)
+    if runs is None or len(runs[0]) > 3 or len(runs[1]) > 3:
+        return None
+    left, right = set(runs[0]), set(runs[1])
+    if left & right or left <= _LIGHT or right <= _LIGHT:
+        return None
+    return "one slot differs: " + " ".join(runs[0]) + " / " + " ".join(runs[1])
+
+
+def _one_replaced_run(a: Analysis, b: Analysis) -> tuple[list[str], list[str]] | None:
+    """(a's run, b's run) when the content words of both (3 or more each) align in order, all equal
+    but one replaced run; else None."""
     from difflib import SequenceMatcher
 
     if len(a.sequence) < 3 or len(b.sequence) < 3:
@@ -396,12 +408,7 @@ def slot_substitution(a: Analysis, b: Analysis) -> str | None:
     if len(ops) != 1 or ops[0][0] != "replace":
         return None
     _, i1, i2, j1, j2 = ops[0]
-    if i2 - i1 > 3 or j2 - j1 > 3:
-        return None
-    left, right = set(a.sequence[i1:i2]), set(b.sequence[j1:j2])
-    if left & right or left <= _LIGHT or right <= _LIGHT:
-        return None
-    return "one slot differs: " + " ".join(a.sequence[i1:i2]) + " / " + " ".join(b.sequence[j1:j2])
+    return a.sequence[i1:i2], b.sequence[j1:j2]
 
 
 #: Words of a sentence that states a current setting or state ("runs", "listens on", "has", "port").
@@ -416,16 +423,12 @@ def value_update(a: Analysis, b: Analysis) -> str | None:
     PostgreSQL 15." / "... 16.", "billing-api listens on port 8080." / "... 9090."): the later one
     updates the earlier. A reason string, or None. Sentences about an event ("ran a 5K" / "ran a
     10K") name no state word and are not updates."""
-    from difflib import SequenceMatcher
-
-    if not (a.numbers - b.numbers and b.numbers - a.numbers) or len(a.sequence) < 3 or len(b.sequence) < 3:
+    if not (a.numbers - b.numbers and b.numbers - a.numbers):
         return None
-    ops = [op for op in SequenceMatcher(None, a.sequence, b.sequence, autojunk=False).get_opcodes()
-           if op[0] != "equal"]
-    if len(ops) != 1 or ops[0][0] != "replace":
+    runs = _one_replaced_run(a, b)
+    if runs is None:
         return None
-    _, i1, i2, j1, j2 = ops[0]
-    left, right = a.sequence[i1:i2], b.sequence[j1:j2]
+    left, right = runs
     if len(left) > 2 or len(right) > 2 or not all(_NUMBER.fullmatch(t) for t in left + right):
         return None
     if not (_STATE_WORDS & set(_tokens(a.text)) & set(_tokens(b.text))):

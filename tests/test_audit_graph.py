@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from fakes import make_agent
 from click.testing import CliRunner
 
 from consolidate.commands import build_cli
@@ -51,22 +52,6 @@ class _NoSecrets:
         return types.SimpleNamespace(text=text, findings=[])
 
 
-def make_agent(home: Path, agent: str, turns_by_conv: dict[str, list[tuple[str, str]]]) -> Path:
-    """An agent db holding conversations as the indexer stores them; conversation n is on day n."""
-    path = home / "agents" / agent / "agent.db"
-    db = open_db(path)
-    for n, (conv, turns) in enumerate(turns_by_conv.items()):
-        day = f"2026-10-{n + 1:02d}"
-        db.conn.execute("INSERT INTO conversations(id, cwd, first_at, last_at) VALUES (?,?,?,?)",
-                        (conv, "/w", f"{day}T09:00:00Z", f"{day}T10:00:00Z"))
-        for i, (role, text) in enumerate(turns):
-            mid = db.conn.execute(
-                "INSERT INTO messages(conversation, uuid, role, kind, timestamp) VALUES (?,?,?,?,?)",
-                (conv, f"{conv}-{i}", role, "message", f"{day}T09:{i:02d}:00Z")).lastrowid
-            db.conn.execute("INSERT INTO blocks(message_id, idx, type, text) VALUES (?,?,?,?)", (mid, 0, "text", text))
-    db.conn.commit()
-    db.close()
-    return path
 
 
 def consolidate_said(home: Path, *user_turns: str) -> Path:

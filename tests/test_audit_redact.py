@@ -20,6 +20,7 @@ import time
 import urllib.parse
 
 import pytest
+from secret_values import ALNUM, generators
 from click.testing import CliRunner
 
 from redact.engine import Redactor
@@ -27,21 +28,8 @@ from redact.memory import SecretMemory
 from redact.rescan import rescan
 
 RNG = random.Random(20261129)
-ALNUM = string.ascii_letters + string.digits
 B64 = ALNUM + "+/"
-
-
-def rand(n: int, alphabet: str = ALNUM) -> str:
-    """A random value of `n` characters holding at least one letter and one digit."""
-    while True:
-        v = "".join(RNG.choice(alphabet) for _ in range(n))
-        if any(c.isdigit() for c in v) and any(c.isalpha() for c in v):
-            return v
-
-
-def pw() -> str:
-    """A fresh credential-like password (no provider prefix: only context or memory can catch it)."""
-    return "Qz" + rand(14)
+rand, pw = generators(RNG)
 
 
 GH = "ghp_" + rand(36)

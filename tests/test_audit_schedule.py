@@ -21,6 +21,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from fakes import FAKE_CRONTAB, FAKE_RECORDER, Clock
 from click.testing import CliRunner
 
 from consolidate.commands import build_cli
@@ -45,12 +46,6 @@ def paris(y, m, d, h, mi=0) -> datetime:
     return datetime(y, m, d, h, mi, tzinfo=PARIS).astimezone(UTC)
 
 
-class Clock:
-    def __init__(self, t: datetime) -> None:
-        self.t = t
-
-    def __call__(self) -> datetime:
-        return self.t
 
 
 def ok(backlog: bool) -> RunOutcome:
@@ -601,27 +596,7 @@ def test_schedule_log_carries_no_transcript_content(reverie_home, shared_fixture
 # OS units: only the targets change, install is idempotent, uninstall restores
 
 
-FAKE_CRONTAB = """#!{python}
-import pathlib, sys
-store, calls = pathlib.Path({store!r}), pathlib.Path({calls!r})
-with calls.open("a") as fh:
-    fh.write("crontab " + " ".join(sys.argv[1:]) + "\\n")
-if sys.argv[1:] == ["-l"]:
-    if not store.exists():
-        sys.stderr.write("no crontab for tester\\n")
-        sys.exit(1)
-    sys.stdout.write(store.read_text())
-elif sys.argv[1:] == ["-"]:
-    store.write_text(sys.stdin.read())
-else:
-    sys.exit(2)
-"""
 
-FAKE_RECORDER = """#!{python}
-import pathlib, sys
-with pathlib.Path({calls!r}).open("a") as fh:
-    fh.write({name!r} + " " + " ".join(sys.argv[1:]) + "\\n")
-"""
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:

@@ -12,6 +12,7 @@ import time
 import types
 from pathlib import Path
 
+from fakes import make_agent
 
 from consolidate.pipeline import consolidate_agent
 from consolidate.store import open_db
@@ -31,22 +32,6 @@ class FakeRedactor:
         return types.SimpleNamespace(text=out, findings=[1] if out != text else [])
 
 
-def make_agent(home: Path, agent: str, conversations: dict[str, list[tuple[str, str]]]) -> Path:
-    """An agent db holding the given conversations (role, text) as the indexer would store them."""
-    path = home / "agents" / agent / "agent.db"
-    db = open_db(path)
-    for n, (conv, turns) in enumerate(conversations.items()):
-        day = f"2026-10-{n + 1:02d}"
-        db.conn.execute("INSERT INTO conversations(id, cwd, first_at, last_at) VALUES (?,?,?,?)",
-                        (conv, "/w", f"{day}T09:00:00Z", f"{day}T10:00:00Z"))
-        for i, (role, text) in enumerate(turns):
-            mid = db.conn.execute(
-                "INSERT INTO messages(conversation, uuid, role, kind, timestamp) VALUES (?,?,?,?,?)",
-                (conv, f"{conv}-{i}", role, "message", f"{day}T09:{i:02d}:00Z")).lastrowid
-            db.conn.execute("INSERT INTO blocks(message_id, idx, type, text) VALUES (?,?,?,?)", (mid, 0, "text", text))
-    db.conn.commit()
-    db.close()
-    return path
 
 
 RULES = [

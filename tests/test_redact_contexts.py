@@ -7,28 +7,17 @@ literal sits in the repository."""
 from __future__ import annotations
 
 import random
-import string
 
 import pytest
+from secret_values import generators
 
 from redact import engine
 from redact.engine import Redactor, _find_each, _find_many, _occurrences, _strip_ansi
 from redact.scanner import Span, _clean_bare, classify_key
 
 RNG = random.Random(424242)
-ALNUM = string.ascii_letters + string.digits
 ESC = "\x1b"
-
-
-def rand(n: int, alphabet: str = ALNUM) -> str:
-    while True:
-        v = "".join(RNG.choice(alphabet) for _ in range(n))
-        if any(c.isdigit() for c in v) and any(c.isalpha() for c in v):
-            return v
-
-
-def pw() -> str:
-    return "Qz" + rand(14)
+rand, pw = generators(RNG)
 
 
 GH = "ghp_" + rand(36)

@@ -12,6 +12,7 @@ from typing import Iterator
 from zoneinfo import ZoneInfo
 
 import pytest
+from fakes import Clock
 
 from schedules import policy
 from schedules.daemon import build_scheduler
@@ -32,15 +33,6 @@ def at(y, m, d, h, mi=0) -> datetime:
     return datetime(y, m, d, h, mi, tzinfo=TZ).astimezone(UTC)
 
 
-class Clock:
-    def __init__(self, t: datetime) -> None:
-        self.t = t
-
-    def __call__(self) -> datetime:
-        return self.t
-
-    def set(self, t: datetime) -> None:
-        self.t = t
 
 
 class FakeApp:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fakes import FAKE_CRONTAB, FAKE_RECORDER
 from click.testing import CliRunner
 
 from consolidate.commands import build_cli
@@ -99,27 +100,7 @@ def test_crontab_line_runs_under_sh_with_quoting_intact(spec, tmp_path):
 # install / uninstall through the CLI, against fakes
 
 
-FAKE_CRONTAB = """#!{python}
-import pathlib, sys
-store, calls = pathlib.Path({store!r}), pathlib.Path({calls!r})
-with calls.open("a") as fh:
-    fh.write("crontab " + " ".join(sys.argv[1:]) + "\\n")
-if sys.argv[1:] == ["-l"]:
-    if not store.exists():
-        sys.stderr.write("no crontab for tester\\n")
-        sys.exit(1)
-    sys.stdout.write(store.read_text())
-elif sys.argv[1:] == ["-"]:
-    store.write_text(sys.stdin.read())
-else:
-    sys.exit(2)
-"""
 
-FAKE_RECORDER = """#!{python}
-import pathlib, sys
-with pathlib.Path({calls!r}).open("a") as fh:
-    fh.write({name!r} + " " + " ".join(sys.argv[1:]) + "\\n")
-"""
 
 
 @pytest.fixture
