@@ -144,7 +144,11 @@ def _torn_line_rest(raw: bytes) -> Parsed | None:
         if at < 0:
             return None
         parsed = parse_line(raw[at:])
-        if parsed.kind not in ("malformed_json", "not_an_object"):
+        if parsed.kind in ("malformed_json", "not_an_object"):
+            continue
+        # only a whole transcript line (a message or a title with its session), never an object
+        # nested in a merely truncated line
+        if parsed.outcome in ("message", "title") and parsed.session_id:
             return parsed
     return None
 

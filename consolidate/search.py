@@ -39,16 +39,21 @@ def own_text(text: str, marker: str) -> str:
 
 
 def _snippet(text: str, terms: list[str], width: int = 24) -> str:
-    """About `width` words of `text` around the first query term, the terms in [brackets] (what
-    FTS5's snippet() gives for the other blocks)."""
-    from graph.text import fold
+    """About `width` words of `text` around the first query term, the words that match a term (the
+    same word or the same stem) in [brackets]: what FTS5's snippet() gives for the other blocks."""
+    from graph.text import fold, stem
+
+    stems = {stem(t) for t in terms}
+
+    def hit(word: str) -> bool:
+        w = fold(word).strip(".,;:!?()[]{}\"'`")
+        return bool(w) and (stem(w) in stems or w in terms)
 
     words = text.split()
-    low = [fold(w) for w in words]
-    first = next((i for i, w in enumerate(low) if any(t in w for t in terms)), 0)
+    first = next((i for i, w in enumerate(words) if hit(w)), 0)
     lo = max(0, first - width // 3)
     piece = words[lo:lo + width]
-    shown = " ".join(f"[{w}]" if any(t in fold(w) for t in terms) else w for w in piece)
+    shown = " ".join(f"[{w}]" if hit(w) else w for w in piece)
     return ("..." if lo > 0 else "") + shown + ("..." if lo + width < len(words) else "")
 
 
@@ -58,7 +63,6 @@ def search_history(conn: sqlite3.Connection, query: str, limit: int = 10) -> lis
     (`graph.recall.MARKER`) counts only by the user's own words around them (`own_text`): a query
     that matches the injected memories alone finds nothing there."""
     from graph.recall import MARKER, _fts_terms, all_then_any
-    from graph.text import fold
 
     terms = _fts_terms(query)
     if not terms:
@@ -74,16 +78,22 @@ def search_history(conn: sqlite3.Connection, query: str, limit: int = 10) -> lis
                ORDER BY score, b.id LIMIT ?""",
             (MARKER, match, limit * 4)).fetchall()
         out = []
-        need_all = " AND " in match or " OR " not in match
+        own_fts = None
         for row in rows:
             text = row[8]
-            if text is not None:      # ours inside: keep it only for the user's own words
-                own = fold(own_text(text, MARKER))
-                hits = [t for t in terms if t in own]
-                if not hits or (need_all and len(hits) < len(terms)):
+            if text is not None:      # ours inside: keep it only when the user's own words match
+                own = own_text(text, MARKER)
+                if own_fts is None:   # the same tokenizer and query as blocks_fts, on the own words
+                    own_fts = sqlite3.connect(":memory:")
+                    own_fts.execute("CREATE VIRTUAL TABLE own USING fts5(x, tokenize='porter unicode61')")
+                own_fts.execute("DELETE FROM own")
+                own_fts.execute("INSERT INTO own(x) VALUES (?)", (own,))
+                if own_fts.execute("SELECT 1 FROM own WHERE own MATCH ?", (match,)).fetchone() is None:
                     continue
-                row = (*row[:6], _snippet(own_text(text, MARKER), terms), row[7])
+                row = (*row[:6], _snippet(own, terms), row[7])
             out.append(row[:8])
+        if own_fts is not None:
+            own_fts.close()
         return out[:limit]
 
     rows = all_then_any(fetch, [_term_query(t) for t in terms])

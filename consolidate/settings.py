@@ -227,6 +227,8 @@ def check_value(dotted: str, value: Any) -> None:
         if default is not None:
             raise InvalidSetting(f"{dotted} cannot be null (default {json.dumps(default)}). {example}")
         return
+    if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
+        raise InvalidSetting(f"{dotted} must be a finite number; got {value}. {example}")
     if default is not None:
         ok = isinstance(value, type(default)) or (isinstance(default, float) and isinstance(value, int))
         if isinstance(default, (int, float)) and isinstance(value, bool) and not isinstance(default, bool):

@@ -167,13 +167,17 @@ def _tokens_compatible(a: str, b: str) -> bool:
 
 def _typo(x: str, y: str) -> bool:
     """Two spellings of one word: both >= 4 letters, the same first letter, lengths within one, and
-    one edit apart (two for words of 8 or more letters; a swap of neighbours is one edit). "servcie"
-    and "service" are; "auth"/"oauth", "mail"/"email", "ledger"/"leader", "search"/"research" are not."""
+    one edit apart (two for words of 8 or more letters; a swap of neighbours is one edit), with a
+    similarity ratio of 80 or more. "servcie" and "service" are; "auth"/"oauth", "mail"/"email",
+    "main"/"mail", "ledger"/"leader", "search"/"research" are not."""
+    from rapidfuzz import fuzz
     from rapidfuzz.distance import OSA
 
     if min(len(x), len(y)) < 4 or x[0] != y[0] or abs(len(x) - len(y)) > 1:
         return False
-    return OSA.distance(x, y) <= (2 if min(len(x), len(y)) >= 8 else 1)
+    # and similar enough as a whole: one letter swapped in a short word is another word
+    # ("main"/"mail", "prod"/"prom", "test"/"text": ratio 75), a transposition is not ("servcie": 86)
+    return OSA.distance(x, y) <= (2 if min(len(x), len(y)) >= 8 else 1) and fuzz.ratio(x, y) >= 80
 
 
 def _types_compatible(a: str, b: str) -> bool:

@@ -360,6 +360,8 @@ class SecretMemory:
             if conn is not None:
                 conn.close()
         self._conn = self._rconn = None
+        if self.point_lookups:      # its point set reads through the connection just closed
+            self._hashes = None
 
     def exists(self) -> bool:
         return self._has_db() and os.path.exists(os.path.join(self.dir, KEY_FILE))
@@ -577,7 +579,21 @@ class SecretMemory:
         return out
 
     def _ready(self) -> bool:
-        """Load (or refresh) the remembered hashes; False when there is nothing to look for."""
+        """Load (or refresh) the remembered hashes; False when there is nothing to look for. A point-
+        lookup reader never creates the key (no key file: nothing can be remembered) and takes a
+        store another process is still creating (no tables yet) as empty."""
+        if self.point_lookups and self._conn is None:
+            if not os.path.exists(os.path.join(self.dir, KEY_FILE)):
+                return False
+            import sqlite3
+
+            try:
+                self._load()
+            except sqlite3.OperationalError as exc:
+                if "no such table" not in str(exc):
+                    raise
+                return False
+            return bool(self._hashes and self._lengths)
         self._load()
         return bool(self._hashes and self._lengths)
 

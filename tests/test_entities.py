@@ -66,3 +66,20 @@ def test_alias_fixture_accuracy(db):
     assert total >= 150
     assert ok / total >= 0.95, errors
     assert [e for e in errors if e[1] == "generic" or e[2] == "generic"] == []
+
+
+def test_one_letter_changed_in_a_short_word_is_another_name_a_transposition_is_a_typo(tmp_path):
+    from consolidate.store import open_db
+
+    db = open_db(tmp_path / "agent.db")
+    r = EntityResolver(db.conn)
+    now = "2026-03-01T00:00:00Z"
+    first = {n: r.resolve(EntityRef(n, "service"), now=now).entity_id
+             for n in ("main-service", "prod-cluster", "test-runner", "billing-service")}
+    for other, twin in (("mail-service", "main-service"), ("prom-cluster", "prod-cluster"),
+                        ("text-runner", "test-runner")):
+        res = r.resolve(EntityRef(other, "service"), now=now)
+        assert (res.created, res.entity_id != first[twin]) == (True, True), other
+    res = r.resolve(EntityRef("billing-servcie", "service"), now=now)
+    assert (res.created, res.entity_id, res.how) == (False, first["billing-service"], "fuzzy")
+    db.close()

@@ -308,3 +308,19 @@ def test_agent_dirs_are_private(projects, reverie_home):
     index_all(reverie_home, projects)
     assert oct(agent_db_path(reverie_home, "shop").parent.stat().st_mode & 0o777) == "0o700"
     assert oct((reverie_home / "agents.json").stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_merely_truncated_line_is_one_rejected_line_not_a_nested_phantom():
+    """Torn-line recovery takes the rest of a malformed line as a second line only when it is a whole
+    transcript line (a message or a title with its session): an object nested in a truncated line
+    (`"content":[{"type":"text",...}`) is not one."""
+    from consolidate.index import _torn_line_rest
+
+    whole = json.dumps({"type": "user", "uuid": "u3", "sessionId": "s1", "cwd": "/w",
+                         "timestamp": "2026-01-01T00:00:00Z", "message": {"role": "user", "content": "hi there"}})
+    rest = _torn_line_rest(('{"type":"us' + whole).encode())
+    assert (rest.outcome, rest.record.uuid, rest.session_id) == ("message", "u3", "s1")
+    truncated = json.dumps({"type": "assistant", "uuid": "a", "sessionId": "s", "message": {
+        "role": "assistant", "content": [{"type": "text", "text": "x"}]}})[:-2]
+    assert _torn_line_rest(truncated.encode()) is None
+    assert _torn_line_rest(b'{"type":"user","message":{"role":"user","content":[{"type":"text"') is None

@@ -299,3 +299,31 @@ def test_minimum_lengths_agree():
     assert memory.MIN_LEN == engine.MIN_SECRET_TEXT == shapes.CREDENTIAL_MIN_LEN == 8
     assert memory._RUN_RE.pattern.endswith("{8,}")
     assert not credential_like("aB3$eF7") and credential_like("aB3$eF7h")
+
+
+def test_point_lookups_read_only_survive_close_and_never_create_a_key(tmp_path):
+    """A point-lookup reader (hooks) finds remembered values, works again after `close()`, and on a
+    secrets dir without a key file (or a store still being created) finds nothing and writes nothing."""
+    writer = SecretMemory(tmp_path / "s")
+    v = rand(20)
+    writer.remember([v])
+    writer.close()
+    reader = SecretMemory(tmp_path / "s", point_lookups=True)
+    assert reader.scrub(f"x {v} y") == ("x [REDACTED:remembered] y", 1)
+    reader.close()
+    assert reader.scrub(f"again {v}") == ("again [REDACTED:remembered]", 1)
+    reader.close()
+
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    sqlite3.connect(bare / "hashes.db").close()          # created, no tables, no key yet
+    before = sorted(p.name for p in bare.iterdir())
+    lonely = SecretMemory(bare, point_lookups=True)
+    assert lonely.scrub(f"y {v}") == (f"y {v}", 0)
+    lonely.close()
+    assert sorted(p.name for p in bare.iterdir()) == before
+    (bare / "key").write_bytes(b"k" * 32)                # a key, and still no tables
+    lonely = SecretMemory(bare, point_lookups=True)
+    assert lonely.scrub(f"z {v}") == (f"z {v}", 0)
+    lonely.close()
+    assert sorted(p.name for p in bare.iterdir()) == sorted(before + ["key"])

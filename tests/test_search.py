@@ -81,3 +81,22 @@ def test_search_with_no_match_says_none(store):
     res = CliRunner().invoke(build_cli(), ["search", "kubernetes", "--agent", store.agent])
     assert res.exit_code == 0
     assert res.output.splitlines()[1:] == ["Cards: none", "History: none"]
+
+
+def test_a_block_with_injected_memory_matches_by_its_own_words_as_fts_does(store):
+    """The user's own words beside an injected memory are matched the way FTS matches them (stems,
+    whole tokens): "deploying" finds "deployed"; "db" inside the injected memory finds nothing, even
+    though "mongodb" in the user's words contains those letters."""
+    from consolidate.search import search_history
+
+    with store.conn:
+        store.conn.execute("INSERT INTO messages(id, conversation, uuid, role, kind, timestamp) "
+                           "VALUES (9, 'conv-a', 'u9', 'user', 'message', '2026-01-12T10:00:00Z')")
+        store.conn.execute(
+            "INSERT INTO blocks(message_id, idx, type, text) VALUES (9, 0, 'text', ?)",
+            (f"I deployed the ledger service to mongodb hosts\n<system-reminder>{MARKER} db password "
+             "rotation is monthly</system-reminder>",))
+    assert [(h["message_id"], h["snippet"]) for h in search_history(store.conn, "deploying ledger")] == [
+        (9, "I [deployed] the [ledger] service to mongodb hosts")]
+    assert search_history(store.conn, "db") == []
+    assert search_history(store.conn, "rotation") == []

@@ -152,3 +152,19 @@ def test_a_settings_file_that_does_not_parse_is_never_overwritten_and_is_reporte
     assert st.checked_settings(tmp_path)["consolidate"]["keep_threshold"] == 0.4
     check = next(c for c in diagnose(tmp_path)["checks"] if c["name"] == "settings values")
     assert (check["ok"], check["detail"]) == (True, "every value is valid")
+
+
+def test_non_finite_numbers_are_refused():
+    """JSON's NaN/Infinity would pass every range check (comparisons with NaN are false) and switch
+    the dollar cap or the hook deadline off."""
+    import pytest
+
+    from consolidate import settings as st
+    from consolidate.errors import InvalidSetting
+
+    for key, raw in (("consolidate.max_cost_usd", "NaN"), ("recall.hook_deadline_s", "Infinity"),
+                     ("consolidate.keep_threshold", "-Infinity")):
+        with pytest.raises(InvalidSetting, match=f"^{key} must be a finite number"):
+            st.check_value(key, st.parse_value(key, raw))
+    assert st.problems({"consolidate": {"max_cost_usd": float("nan")}})[0].startswith(
+        "consolidate.max_cost_usd must be a finite number; got nan.")
