@@ -3,8 +3,11 @@ tests, and an agent db holding conversations as the indexer stores them."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from datetime import datetime
 from pathlib import Path
+from typing import Iterator
 
 #: A fake `crontab` (format with python=, store=, calls=): `-l` prints the stored table (or fails
 #: like crontab with none), `-` stores stdin; every call is appended to `calls`.
@@ -43,6 +46,28 @@ class Clock:
 
     def set(self, t: datetime) -> None:
         self.t = t
+
+
+@contextlib.contextmanager
+def held_by_another_thread(path: Path, *, owner: str) -> Iterator[None]:
+    """`path`'s AgentLock held by another thread (another run, or a daemon) for the with-block."""
+    from schedules.lock import AgentLock
+
+    holding, release = threading.Event(), threading.Event()
+
+    def hold():
+        with AgentLock(path, owner=owner):
+            holding.set()
+            release.wait(30)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    holding.wait(30)
+    try:
+        yield
+    finally:
+        release.set()
+        t.join()
 
 
 def make_agent(home: Path, agent: str, conversations: dict[str, list[tuple[str, str]]]) -> Path:

@@ -259,16 +259,21 @@ sys.exit({code})
 '''
 
 
-def _fake_claude(tmp_path: Path, monkeypatch, *, stdout: str = "", stderr: str = "", code: int = 0) -> Path:
-    """A `claude` on PATH printing the given output; returns the file logging one line per call."""
+def _claude_on_path(tmp_path: Path, monkeypatch, script: str) -> None:
+    """`script` (already formatted) installed as the `claude` executable first on PATH."""
     bindir = tmp_path / "bin"
     bindir.mkdir(exist_ok=True)
-    log = tmp_path / "claude-calls.log"
     exe = bindir / "claude"
-    exe.write_text(FAKE_CLAUDE_OUTPUT.format(python=sys.executable, log=str(log), stdout=stdout, stderr=stderr,
-                                             code=code))
+    exe.write_text(script)
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+
+
+def _fake_claude(tmp_path: Path, monkeypatch, *, stdout: str = "", stderr: str = "", code: int = 0) -> Path:
+    """A `claude` on PATH printing the given output; returns the file logging one line per call."""
+    log = tmp_path / "claude-calls.log"
+    _claude_on_path(tmp_path, monkeypatch, FAKE_CLAUDE_OUTPUT.format(
+        python=sys.executable, log=str(log), stdout=stdout, stderr=stderr, code=code))
     return log
 
 
@@ -383,13 +388,8 @@ else:
 
 def test_claude_cli_account_error_for_three_runs_loses_nothing(reverie_home, tmp_path, monkeypatch):
     db = _shop(reverie_home, tmp_path, {"s-1": RULES[:2]})
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
     state = tmp_path / "claude-state"
-    exe = bindir / "claude"
-    exe.write_text(FAKE_CLAUDE.format(python=sys.executable, state=str(state)))
-    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    _claude_on_path(tmp_path, monkeypatch, FAKE_CLAUDE.format(python=sys.executable, state=str(state)))
     runner = CliRunner()
     for night in range(3):
         res = runner.invoke(build_cli(), ["consolidate", "--now", "--agent", "shop", "--writer", "claude-cli", "--json"])
@@ -589,13 +589,8 @@ def test_claude_cli_child_that_hangs_is_killed_and_its_passages_wait_for_the_nex
     from consolidate.writers.claude_cli import ClaudeCliWriter
 
     db = _shop(reverie_home, tmp_path, {"s-1": RULES[:2]})
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
     log = tmp_path / "calls.log"
-    exe = bindir / "claude"
-    exe.write_text(HANGING_CLAUDE.format(python=sys.executable, log=str(log)))
-    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    _claude_on_path(tmp_path, monkeypatch, HANGING_CLAUDE.format(python=sys.executable, log=str(log)))
     w = ClaudeCliWriter(timeout_s=0.4, retry=_no_sleep(2))
     s = consolidate_agent(reverie_home, "shop", writer=w)
     assert (s["calls"], s["cards_written"], s["backlog"]) == (2, 0, True)

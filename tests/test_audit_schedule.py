@@ -14,19 +14,18 @@ import logging
 import shutil
 import sqlite3
 import sys
-import threading
 from dataclasses import replace
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
-from fakes import FAKE_CRONTAB, FAKE_RECORDER, Clock
+from fakes import FAKE_CRONTAB, FAKE_RECORDER, Clock, held_by_another_thread
 from click.testing import CliRunner
 
 from consolidate.commands import build_cli
 from schedules.daemon import build_scheduler
-from schedules.lock import AgentLock, Busy
+from schedules.lock import Busy
 from schedules import policy
 from schedules.policy import AgentSchedule, AgentState, config_from_settings, iso
 from schedules.runner import AgentSpec, Jobs, RunOutcome, Runner
@@ -491,24 +490,10 @@ def test_real_pipeline_busy_agent_is_retried_and_does_not_stop_the_others(reveri
     runner = build_runner(reverie_home)
     clock = Clock(paris(2026, 6, 10, 2))
     runner.now = clock
-    lock_path = reverie_home / "agents" / "spotter" / "lock"
-    holding, release = threading.Event(), threading.Event()
-
-    def hold():
-        with AgentLock(lock_path, owner="consolidate --now"):
-            holding.set()
-            release.wait(30)
-
-    t = threading.Thread(target=hold)
-    t.start()
-    holding.wait(30)
-    try:
+    with held_by_another_thread(reverie_home / "agents" / "spotter" / "lock", owner="consolidate --now"):
         report = runner.tick()
         during = {a["agent"]: (a["next_reason"], (a["running"] or {}).get("owner"), a["last_run"])
                   for a in status_report(runner)["agents"]}
-    finally:
-        release.set()
-        t.join()
     assert [(r.agent, r.trigger, r.busy, r.error) for r in report.runs] == [
         ("demo", "nightly", False, False), ("spotter", "nightly", True, False),
         ("spotter-gqc", "nightly", False, False)]

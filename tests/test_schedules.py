@@ -3,16 +3,13 @@ pause and consolidate-now, busy agents, state, status; the APScheduler jobs' tri
 
 from __future__ import annotations
 
-import contextlib
 import json
-import threading
 from datetime import datetime, time, timedelta, timezone
 from pathlib import Path
-from typing import Iterator
 from zoneinfo import ZoneInfo
 
 import pytest
-from fakes import Clock
+from fakes import Clock, held_by_another_thread
 
 from schedules import policy
 from schedules.daemon import build_scheduler
@@ -67,24 +64,6 @@ class FakeApp:
         return Jobs(list_agents=self.list_agents, index_all=self.index_all, consolidate=self.consolidate)
 
 
-@contextlib.contextmanager
-def held_by_another_thread(path: Path, *, owner: str) -> Iterator[None]:
-    """`path`'s AgentLock held by another thread (another run, or a daemon) for the with-block."""
-    holding, release = threading.Event(), threading.Event()
-
-    def hold():
-        with AgentLock(path, owner=owner):
-            holding.set()
-            release.wait(30)
-
-    t = threading.Thread(target=hold)
-    t.start()
-    holding.wait(30)
-    try:
-        yield
-    finally:
-        release.set()
-        t.join()
 
 
 def ok(backlog: bool) -> RunOutcome:
