@@ -1,4 +1,5 @@
-"""Scrubbing text a user typed before it is printed back (search queries, error messages).
+"""Scrubbing text before it is printed back or logged: what a user typed (search queries, error
+messages) and what the scheduler logs and stores (run results, error messages).
 
 Invariant: what `printable_scrubber(home)` returns never contains a remembered secret of the home,
 nor a value the detectors find. It costs one remembered-secret lookup (stdlib) and one prefilter pass

@@ -541,10 +541,10 @@ def test_real_pipeline_nightly_then_backfill_through_the_adapter(reverie_home, s
 
 
 def test_adapter_scrubs_messages_with_the_redaction_engine(reverie_home):
-    from consolidate.commands.schedule_cmd import _scrubber
+    from consolidate.scrubber import printable_scrubber
 
     token = "ghp_" + "R8tq2Lw9ZcXv4Nb7Mk3Hj6Gf5Dd1Ss0Aa2Pp"
-    scrub = _scrubber(reverie_home)
+    scrub = printable_scrubber(reverie_home)
     assert token not in scrub(f"upstream said: Authorization: Bearer {token}")
     assert scrub("4 cards from 103 passages in 1 conversation; backlog left") == (
         "4 cards from 103 passages in 1 conversation; backlog left")

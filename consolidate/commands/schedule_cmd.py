@@ -81,36 +81,6 @@ def outcome_from_summary(summary: dict[str, Any]):
     return RunOutcome(progress=progress, backlog=backlog, result=result)
 
 
-def _scrubber(home: Path):
-    """Secret redaction for everything the scheduler logs or stores (results, error messages).
-
-    The full engine (`redact.engine.Redactor`, built on first use, learning nothing) else the home's
-    remembered secrets; if neither can be loaded the text is withheld (fail closed).
-    """
-    from ..paths import secrets_dir
-
-    engine: dict[str, Any] = {}
-
-    def scrub(text: str) -> str:
-        if "fn" not in engine:
-            try:
-                from redact.engine import Redactor
-
-                redactor = Redactor(secrets_dir(home), learn=False)
-                engine["fn"] = lambda t: redactor.redact(t).text
-            except Exception:  # noqa: BLE001 - fall back to the light scrubber
-                try:
-                    from redact.memory import SecretMemory
-
-                    memory = SecretMemory(secrets_dir(home))
-                    engine["fn"] = lambda t: memory.scrub(t)[0]
-                except Exception:  # noqa: BLE001
-                    engine["fn"] = lambda t: "[withheld: redaction unavailable]"
-                log.warning("full redaction engine unavailable; scheduler messages use the fallback")
-        return engine["fn"](text) if text else text
-
-    return scrub
-
 
 def record_manual_runs(home: Path, summaries: list[dict[str, Any]], *, started: datetime, finished: datetime) -> int:
     """Tell the scheduler about a `consolidate --now` run: each agent's backlog becomes what the run
@@ -120,12 +90,14 @@ def record_manual_runs(home: Path, summaries: list[dict[str, Any]], *, started: 
     Skipped: summaries of agents that did not run (busy, or failed before running: `failed`, or an
     error of kind `busy`/`agent_failed`), whose backlog says nothing. Never raises: the run's own
     result stands even when the scheduler state cannot be written (logged). Stored results are
-    counts; a result that quotes an error message goes through the secret scrubber first.
+    counts, or quote an error message: every result goes through the printable scrubber first.
     """
     from schedules.policy import apply_manual_run
     from schedules.state import StateStore
 
-    scrub = None
+    from ..scrubber import printable_scrubber
+
+    scrub = printable_scrubber(home)
     done = 0
     try:
         store = StateStore(state_dir(home) / "state.json")
@@ -137,10 +109,7 @@ def record_manual_runs(home: Path, summaries: list[dict[str, Any]], *, started: 
                                             for e in errors):
                 continue
             outcome = outcome_from_summary(summary)
-            result = outcome.result
-            if errors:
-                scrub = scrub or _scrubber(home)
-                result = " ".join(scrub(result).split())[:300]
+            result = " ".join(scrub(outcome.result).split())[:300]
             store.update_agent(summary["agent"], lambda old, o=outcome, r=result: apply_manual_run(
                 old, started=started, finished=finished, result=r, progress=o.progress, backlog=o.backlog))
             done += 1
@@ -183,7 +152,12 @@ def build_jobs(home: Path):
             return RunOutcome(progress=False, backlog=False, result=f"busy: {exc}", busy=True)
         return outcome_from_summary(summary or {})
 
-    return Jobs(list_agents=list_agents, index_all=index_all, consolidate=consolidate, scrub=_scrubber(home))
+    from ..scrubber import printable_scrubber
+
+    # everything the scheduler logs or stores (results, error messages) is scrubbed; what cannot be
+    # checked is withheld
+    return Jobs(list_agents=list_agents, index_all=index_all, consolidate=consolidate,
+                scrub=printable_scrubber(home))
 
 
 def config_loader(home: Path, *, strict: bool):

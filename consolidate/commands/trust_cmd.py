@@ -22,15 +22,9 @@ _AGENT_HELP = "Agent id (default: the agent of the current directory; see `rever
 def _half_life(app: AppContext) -> float:
     from .. import settings as st  # noqa: PLC0415
 
-    value = st.get(st.load_settings(app.home), "feedback.half_life_days", 90)
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise ReverieError(f"feedback.half_life_days must be a number of days, not {value!r}: "
-                           "`reverie settings set feedback.half_life_days 90`") from None
-    if value <= 0:
-        raise ReverieError("feedback.half_life_days must be > 0: `reverie settings set feedback.half_life_days 90`")
-    return value
+    value = st.get(st.load_settings(app.home), "feedback.half_life_days")
+    st.check_value("feedback.half_life_days", value)   # InvalidSetting names the fix
+    return float(value)
 
 
 def _redactor(app: AppContext):
