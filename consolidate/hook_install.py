@@ -10,11 +10,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-#: (Claude Code event, our event, matcher or None, timeout in seconds)
-HOOK_EVENTS = (
-    ("SessionStart", "session-start", "startup|resume|clear|compact", 10),
-    ("UserPromptSubmit", "user-prompt-submit", None, 5),
-)
+from .hook import EVENTS
+
+#: (Claude Code event, our event, matcher or None, timeout in seconds); the Claude Code names are
+#: those `consolidate.hook.EVENTS` answers to (a missing event fails here, at import).
+HOOK_EVENTS = tuple((EVENTS[event][0], event, matcher, timeout) for event, matcher, timeout in (
+    ("session-start", "startup|resume|clear|compact", 10),
+    ("user-prompt-submit", None, 5),
+))
 
 
 def default_settings_file() -> Path:

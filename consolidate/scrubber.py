@@ -13,7 +13,6 @@ import logging
 import os
 from typing import Callable
 
-from .paths import SECRETS_DIR, in_home
 
 log = logging.getLogger(__name__)
 
@@ -30,19 +29,23 @@ def printable_scrubber(home: str | os.PathLike | None) -> Callable[[str], str]:
             return text
         try:
             if home is not None:
-                if "memory" not in state:
-                    from redact.memory import SecretMemory
+                if "remembered" not in state:
+                    from .hook import secret_scrubber   # the hooks' read-only point lookups
 
-                    state["memory"] = SecretMemory(in_home(home, SECRETS_DIR), point_lookups=True)
-                text = state["memory"].scrub(text)[0]  # type: ignore[attr-defined]
+                    state["remembered"] = secret_scrubber(home)
+                remembered = state["remembered"]
+                if remembered is None:
+                    return WITHHELD
+                text = remembered(text)  # type: ignore[operator]
             from redact.scanner import Scanner
 
             if Scanner.shared().triggered(text):
                 if "redactor" not in state:
                     from redact.engine import Redactor
 
-                    state["redactor"] = Redactor(in_home(home, SECRETS_DIR) if home is not None else None,
-                                                 learn=False)
+                    # detectors only: the remembered secrets are gone already, and the store is
+                    # never opened read-write (a writer holding it must not stall a print)
+                    state["redactor"] = Redactor(None, learn=False)
                 text = state["redactor"].redact(text).text  # type: ignore[attr-defined]
             return text
         except Exception:  # noqa: BLE001 - never print what could not be checked

@@ -17,7 +17,8 @@ def connect_readonly(db_path: Any, busy_timeout_s: float = 0.25, *,
                      check_same_thread: bool = False) -> sqlite3.Connection:
     """A read-only connection (`mode=ro`, `query_only`) that never creates the file (raises
     FileNotFoundError when it is missing) and waits at most `busy_timeout_s` for a lock. The path is
-    escaped for the URI, so a home whose path holds `?`, `#` or `%` opens the right file."""
+    escaped for the URI, so a home whose path holds `?`, `#` or `%` opens the right file.
+    (`redact.memory.SecretMemory._read_conn` repeats this escaping: change both together.)"""
     import os
 
     path = os.fspath(db_path)

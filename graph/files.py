@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 _serial = itertools.count(1)
 
 
-def write_text_atomic(path, text: str, *, mode: int = 0o600):
+def write_text_atomic(path: "str | os.PathLike", text: str, *, mode: int = 0o600) -> "str | os.PathLike":
+    """Write `text` (UTF-8) to `path` atomically with `mode`: a temporary file beside it, then
+    `os.replace`; a reader sees the old file or the new one, never a part. Returns `path`."""
     target = os.fspath(path)
     folder = os.path.dirname(target) or "."
     os.makedirs(folder, exist_ok=True)
@@ -46,6 +48,8 @@ def write_text_atomic(path, text: str, *, mode: int = 0o600):
     return path
 
 
-def write_json_atomic(path, data: Any, *, mode: int = 0o600, indent: int | None = 2, sort_keys: bool = False):
+def write_json_atomic(path: "str | os.PathLike", data: Any, *, mode: int = 0o600, indent: int | None = 2,
+                      sort_keys: bool = False) -> "str | os.PathLike":
+    """`data` as JSON through `write_text_atomic` (a final newline when indented). Returns `path`."""
     text = json.dumps(data, indent=indent, sort_keys=sort_keys, ensure_ascii=False)
     return write_text_atomic(path, text + "\n" if indent is not None else text, mode=mode)

@@ -260,7 +260,7 @@ class SessionState:
 
     def __init__(self, state_dir: str | os.PathLike, session: str, *, max_files: int = 500, max_age_days: int = 14,
                  max_ids: int = 5000, now: float | None = None) -> None:
-        self.dir = os.fspath(state_dir)   # strings, not pathlib: ~2.5 ms of the hook's import
+        self.dir = os.fspath(state_dir)   # strings, not pathlib: ~2.7 ms of the hook's import
         safe = re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", session or "") and not session.startswith(".")
         if not safe:
             import hashlib

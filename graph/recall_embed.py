@@ -96,7 +96,7 @@ class LiteEmbedder:
 
     def __init__(self, model_dir: str | os.PathLike, cache_dir: str | os.PathLike, *,
                  source: str | None = None) -> None:
-        self.model_dir = os.fspath(model_dir)   # strings, not pathlib: ~2.5 ms of the hook's import
+        self.model_dir = os.fspath(model_dir)   # strings, not pathlib: ~2.7 ms of the hook's import
         tok_path = os.path.join(self.model_dir, "tokenizer.json")
         st_path = os.path.join(self.model_dir, "model.safetensors")
         if not os.path.isfile(tok_path) or not os.path.isfile(st_path):

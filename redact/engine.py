@@ -413,7 +413,7 @@ class Redactor:
         can hold a detector finding, and if so each text's own Set pass names its rules; the texts
         with some go through ONE presidio `analyze` call per chunk of up to `_DETECT_BATCH` texts
         (`_detect_batch`). Then one pass of the secret memory over the batch
-        (`SecretMemory.find_many`). Since detection (and learning) of the whole batch
+        (`SecretMemory.find_sparse`). Since detection (and learning) of the whole batch
         comes first, a value learned from any text of the batch is also removed from the texts
         before it, which `redact` one by one cannot do; otherwise the results are the same.
         """

@@ -41,7 +41,7 @@ Invariants:
     already hashed without a hit (a bounded set, emptied with the other); each is hashed and looked
     up in an in-memory set of digests loaded lazily
     from the db (reloaded when another process learned new secrets, checked at most once per
-    second). `find_many` does one pass over a whole batch.
+    second). `find_sparse` (and `find_many`) does one pass over a whole batch.
   * The keyed hash is HMAC-SHA256 exactly (`hmac.new(key, value, sha256)`, so hashes.db files of
     every version match), computed from SHA-256 states precomputed over the key's inner and outer
     pads (one `copy` + `update` + `digest` each per candidate) with the interpreter's builtin
@@ -266,7 +266,7 @@ class SecretMemory:
     default loads the hashes once and keeps them in memory (long runs: indexing, consolidation)."""
 
     def __init__(self, secrets_dir: str | os.PathLike, *, point_lookups: bool = False) -> None:
-        self.dir = os.fspath(secrets_dir)  # a string: pathlib costs the hook path ~2.5 ms to import
+        self.dir = os.fspath(secrets_dir)  # a string: pathlib costs the hook path ~2.7 ms to import
         self.point_lookups = point_lookups
         self._rconn: "sqlite3.Connection | None" = None
         self._key: bytes | None = None
@@ -341,7 +341,8 @@ class SecretMemory:
 
     def _read_conn(self) -> "sqlite3.Connection":
         """The lookup's connection: the read-write one when it is open, else (point lookups) a
-        read-only one that never creates or writes anything."""
+        read-only one that never creates or writes anything. (The URI escaping is that of
+        `graph.db.connect_readonly`, which redact/ may not import: change both together.)"""
         if self._conn is not None or not self.point_lookups:
             return self.conn
         if self._rconn is None:
@@ -561,18 +562,13 @@ class SecretMemory:
         new = runs - self._clean
         if not new:
             return {}
-        min_len, max_len = self._min_len, self._max_len
         cache_get = self._cache.get
         keep = self._keep
         out: dict[str, tuple[tuple[int, int], ...]] = {}
         for run in new:
             hits = cache_get(run)
             if hits is None:
-                if len(run) < min_len or (
-                        len(run) > max_len and (_CUT_RES or _cut_res())[0].search(run) is None):
-                    hits = ()
-                else:
-                    hits = self._run_hits(run)
+                hits = self._run_hits(run)   # it rejects short runs and uncut long ones at once
                 keep(run, hits)
             if hits:
                 out[run] = hits

@@ -417,3 +417,13 @@ def test_real_hook_on_a_consolidated_home_imports_no_heavy_module(tmp_path):
                     if line.startswith("import time:") and line.count("|") == 2}
         assert "graph.recall" in imported and "redact.memory" in imported
         assert sorted(m for m in imported if m.split(".")[0] in HEAVY) == []
+
+
+def test_the_entry_the_installer_and_the_hook_name_the_same_events():
+    """A hook event the CLI fast path does not dispatch, or the installer writes under another
+    name, would never run: the three lists are one."""
+    from consolidate import cli, hook, hook_install
+
+    assert set(cli.HOOK_EVENTS) == set(hook.EVENTS) == {e[1] for e in hook_install.HOOK_EVENTS}
+    assert [(e[0], e[1]) for e in hook_install.HOOK_EVENTS] == [
+        ("SessionStart", "session-start"), ("UserPromptSubmit", "user-prompt-submit")]
