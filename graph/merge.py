@@ -101,6 +101,11 @@ class _Vectors:
         return [(int(self.ids[i]), float(sims[i])) for i in idx if sims[i] >= floor]
 
 
+def _term(word: str) -> str:
+    """`word` as one FTS5 phrase term (quoted; quotes inside dropped)."""
+    return '"' + word.replace('"', "") + '"'
+
+
 class MergeSession:
     """Merges cards into one agent db, keeping vectors, analyses and the entity tables cached.
 
@@ -196,7 +201,7 @@ class MergeSession:
         for w in words(statement):
             if w in STOPWORDS or len(w) < 2:
                 continue
-            term = '"' + w.replace('"', "") + '"'
+            term = _term(w)
             if term not in terms:
                 terms.append(term)
         if not terms:
@@ -333,8 +338,9 @@ class MergeSession:
             self._seen = ()
             raise
         if result.action in ("inserted", "superseded", "outdated"):
-            for w in words(statement):      # counts that the new card changes
-                self._dfs.pop('"' + w.replace('"', "") + '"', None)
+            # the new card changes counts, also of terms FTS splits out of its names ("gateway" of
+            # "api-gateway"): all are read again
+            self._dfs.clear()
             if self._scan:
                 self.vectors.add(result.card_id, vec)
             self._analyses[result.card_id] = new_an

@@ -662,8 +662,9 @@ def nearest_cards(conn: sqlite3.Connection, prompt: str, entity_ids: list[int], 
     small = FULL_SCAN_MAX_CARDS > 0 and conn.execute(
         "SELECT count(*) FROM (SELECT 1 FROM cards WHERE status = 'active' LIMIT ?)",
         (FULL_SCAN_MAX_CARDS + 1,)).fetchone()[0] <= FULL_SCAN_MAX_CARDS
-    # A small store's every cosine, computed once (the named entities' cards read theirs from it).
-    scanned = _full_scan(conn, qvec, dim) if qvec is not None and small else None
+    # A small store's every cosine, computed once (the named entities' cards read theirs from it);
+    # not when neither words nor names can find a candidate: vectors alone never add one then.
+    scanned = _full_scan(conn, qvec, dim) if qvec is not None and small and (match or entity_ids) else None
     if match:
         try:
             rows = conn.execute(
