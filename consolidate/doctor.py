@@ -59,17 +59,19 @@ def diagnose(home: Path, projects_dir: Path | None = None) -> dict[str, Any]:
     from .index import db_bytes
 
     home = Path(home)
-    settings = _settings.load_settings(home)
-    registry = load_registry(home).get("agents", {})
+    user, bad = _settings.read_user(home)            # settings.json read once
+    settings = _settings.with_defaults(user)
+    registry_data = load_registry(home)               # agents.json read once
+    registry = registry_data.get("agents", {})
     agents = []
-    checks_later: list[dict[str, Any]] = []
-    for agent_id in known_agent_ids(home):
+    checks: list[dict[str, Any]] = []
+    for agent_id in known_agent_ids(home, registry_data):
         db = agent_db_path(home, agent_id)
         versions, db_error = _schema_versions(db) if db.exists() else ({}, None)
         if db_error:
-            checks_later.append(_check(f"agent {agent_id} database", False, f"{db} cannot be read ({db_error})",
-                                       f"move {db} aside, then `reverie index` rebuilds it from the transcripts "
-                                       "still on disk", optional=False))
+            checks.append(_check(f"agent {agent_id} database", False, f"{db} cannot be read ({db_error})",
+                                 f"move {db} aside, then `reverie index` rebuilds it from the transcripts "
+                                 "still on disk", optional=False))
         agents.append({
             "id": agent_id,
             "cwds": list((registry.get(agent_id) or {}).get("cwds", [])),
@@ -80,19 +82,17 @@ def diagnose(home: Path, projects_dir: Path | None = None) -> dict[str, Any]:
             "pending_migrations": _pending(versions) if db.exists() and not db_error else [],
             "db_error": db_error,
         })
-    checks = checks_later
 
     sp = settings_path(home)
     if sp.exists():
         mode = sp.stat().st_mode & 0o777
-        bad = _settings.file_problem(home)
         if bad:
             checks.append(_check("settings file", False, f"{sp} {bad}; every command runs on the defaults "
                                  "until it is fixed", f"fix or remove {sp}", optional=False))
         else:
             checks.append(_check("settings file", mode & 0o077 == 0, f"{sp} (mode {mode:o})",
                                  f"chmod 600 {sp}", optional=False))
-            found = _settings.problems(_settings.user_settings(home))
+            found = _settings.problems(user)
             checks.append(_check("settings values", not found, " ".join(found) if found else "every value is valid",
                                  "reverie settings set KEY VALUE   (each message names its key)", optional=False))
     else:

@@ -679,12 +679,12 @@ def _summary(agent_id: str, writer: Any, acc: _Acc, budget: Budget, backlog: boo
     }
 
 
-def list_agent_ids(home: Path) -> list[str]:
+def list_agent_ids(home: Path, settings: Optional[dict] = None) -> list[str]:
     """Agents of the home that have a db, enabled ones only (settings agents.disabled)."""
     from .agents import disabled_agents, known_agent_ids
 
     home = Path(home)
-    disabled = disabled_agents(settings_mod.load_settings(home))
+    disabled = disabled_agents(settings if settings is not None else settings_mod.load_settings(home))
     # The ids and switches only: `agents.list_agents` would also open every agent.db for its counts.
     return [i for i in known_agent_ids(home) if i not in disabled and agent_db_path(home, i).exists()]
 
@@ -701,12 +701,13 @@ def consolidate_all(home: Path, *, writer: Any = None, trigger: str = "now", now
     """Consolidate every enabled agent in turn. A busy agent (kind `busy`) or one that cannot be
     consolidated (kind `agent_failed`, `failed: true`: unreadable database, unexpected fault) gets an
     error summary and the others still run. Faults that are the same for every agent (no API key,
-    key refused) are raised at once: running the others would only repeat them."""
+    key refused, invalid settings) are raised at once: running the others would only repeat them."""
+    settings = settings_mod.checked_settings(home)   # read and checked once for every agent
     out = []
-    for agent_id in list_agent_ids(home):
+    for agent_id in list_agent_ids(home, settings):
         try:
             out.append(consolidate_agent(home, agent_id, writer=writer, trigger=trigger, now=now,
-                                         progress=progress))
+                                         progress=progress, settings=settings))
         except (UnknownAgent, NoApiKey, ApiAuthFailed):
             raise
         except AgentBusy as exc:

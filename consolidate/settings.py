@@ -91,7 +91,12 @@ def _deep_merge(base: dict, override: dict) -> dict:
 
 def load_settings(home: str | Path) -> dict[str, Any]:
     """Defaults merged with `<home>/settings.json` (ignored if absent or not a JSON object)."""
-    return _deep_merge(DEFAULTS, user_settings(home))
+    return with_defaults(user_settings(home))
+
+
+def with_defaults(data: dict[str, Any]) -> dict[str, Any]:
+    """The user's settings `data` deep-merged over DEFAULTS (every key of DEFAULTS present)."""
+    return _deep_merge(DEFAULTS, data)
 
 
 def save_settings(home: Path, data: dict[str, Any]) -> Path:
@@ -104,12 +109,25 @@ def save_settings(home: Path, data: dict[str, Any]) -> Path:
 def user_settings(home: str | Path) -> dict[str, Any]:
     """Only what the user has set (no defaults): the thing to edit and save back; {} when the
     file is absent, unreadable or not a JSON object."""
+    return read_user(home)[0]
+
+
+def read_user(home: str | Path) -> tuple[dict[str, Any], str | None]:
+    """(what the user has set, why the file cannot be used or None), from one read of
+    `<home>/settings.json`: an absent file is ({}, None); an unreadable one, one that is not JSON or
+    not a JSON object is ({}, the reason)."""
     try:
         with open(in_home(home, SETTINGS_FILE), encoding="utf-8") as fh:
-            data = json.loads(fh.read())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+            text = fh.read()
+    except FileNotFoundError:
+        return {}, None
+    except (OSError, UnicodeDecodeError) as exc:
+        return {}, f"cannot be read ({exc.__class__.__name__}: {getattr(exc, 'strerror', None) or exc})"
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return {}, f"is not valid JSON ({exc})"
+    return (data, None) if isinstance(data, dict) else ({}, "is not a JSON object")
 
 
 def get(settings: dict[str, Any], dotted: str, default: Any = None) -> Any:
@@ -133,13 +151,12 @@ def half_life_days(settings: dict[str, Any]) -> float:
 def set_value(home: Path, dotted: str, value: Any) -> Path:
     """Set one dotted key in the user's settings file and save it (0600). A file that exists but
     cannot be used is never overwritten: `InvalidSetting` names it."""
-    bad = file_problem(home)
+    data, bad = read_user(home)
     if bad:
         from .errors import InvalidSetting
 
         raise InvalidSetting(f"{in_home(home, SETTINGS_FILE)} {bad}: fix or remove it first; "
                              f"nothing was changed.")
-    data = user_settings(home)
     node = data
     parts = dotted.split(".")
     for part in parts[:-1]:
@@ -285,20 +302,9 @@ def problems(data: dict[str, Any], prefix: str = "") -> list[str]:
 
 
 def file_problem(home: str | Path) -> str | None:
-    """Why `<home>/settings.json` cannot be used (unreadable, not JSON, not an object), or None when it
-    is fine or absent. Commands then run on the defaults: `doctor` and `settings set` say so."""
-    try:
-        with open(in_home(home, SETTINGS_FILE), encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        return f"cannot be read ({exc.__class__.__name__}: {getattr(exc, 'strerror', None) or exc})"
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        return f"is not valid JSON ({exc})"
-    return None if isinstance(data, dict) else "is not a JSON object"
+    """Why `<home>/settings.json` cannot be used (`read_user`), or None when it is fine or absent.
+    `reverie index` and `consolidate` then refuse to run; the hooks and recall use the defaults."""
+    return read_user(home)[1]
 
 
 def checked_settings(home: str | Path) -> dict[str, Any]:
@@ -307,14 +313,14 @@ def checked_settings(home: str | Path) -> dict[str, Any]:
     would fail later or silently fall back (the hook keeps reading `load_settings` and fails open)."""
     from .errors import InvalidSetting
 
-    bad = file_problem(home)
+    data, bad = read_user(home)
     if bad:
         raise InvalidSetting(f"{in_home(home, SETTINGS_FILE)} {bad}: fix or remove it "
                              f"(`reverie doctor` checks it).")
-    found = problems(user_settings(home))
+    found = problems(data)
     if found:
         raise InvalidSetting("Invalid settings: " + " ".join(found))
-    return load_settings(home)
+    return with_defaults(data)
 
 
 def set_checked(home: Path, dotted: str, raw: str) -> tuple[Path, Any]:
