@@ -82,13 +82,17 @@ def _mapped(settings: dict, cwd: str) -> str | None:
             continue
         d = _norm_dir(directory)
         # Claude Code records the real cwd: a directory named through a symlink also counts as its
-        # target (a few lstat calls, only for the map's own directories)
-        for form in (d, _real_dir(d)):
-            if form and (cwd_n == form or cwd_n.startswith(form.rstrip(os.sep) + os.sep) or form == os.sep):
-                if len(d) > best_len:
-                    best, best_len = agent_id, len(d)
-                break
+        # target (a few lstat calls, only for a map directory that does not hold the cwd as written)
+        if _holds(d, cwd_n) or _holds(_real_dir(d), cwd_n):
+            if len(d) > best_len:
+                best, best_len = agent_id, len(d)
     return best
+
+
+def _holds(directory: str | None, cwd: str) -> bool:
+    """Whether `cwd` is `directory` or below it (both normalized)."""
+    return bool(directory) and (cwd == directory or cwd.startswith(directory.rstrip(os.sep) + os.sep)
+                                or directory == os.sep)
 
 
 def _real_dir(directory: str) -> str | None:

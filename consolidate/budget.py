@@ -103,17 +103,17 @@ def with_retries(fn: Callable[[int], T], policy: RetryPolicy,
     before a retry names the fault that retry was for."""
     last: Transient | None = None
     for attempt in range(max(1, policy.attempts)):
-        if attempt and last is not None:
-            if before_attempt:
-                try:
-                    before_attempt(attempt)
-                except BudgetSpent as exc:
-                    raise BudgetSpent(f"{exc}; not retried after {last}", exc.what) from None
+        if before_attempt:
+            try:
+                before_attempt(attempt)
+            except BudgetSpent as exc:
+                if last is None:
+                    raise
+                raise BudgetSpent(f"{exc}; not retried after {last}", exc.what) from None
+        if last is not None:   # a retry: wait first
             wait = policy.delay(attempt - 1, last.retry_after)
             log.info("transient fault (%s), retry %d in %.2fs", last, attempt, wait)
             policy.sleep(wait)
-        elif before_attempt:
-            before_attempt(attempt)
         try:
             return fn(attempt)
         except Transient as exc:
@@ -155,9 +155,6 @@ class Budget:
         return True
 
     # calls and cost --------------------------------------------------------------------------
-    def calls_left(self) -> int:
-        return max(0, self.max_calls - self.calls)
-
     def refuse_call(self, writer, request, *, estimate_usd: float = 0.0) -> Optional[str]:
         """A reason not to make this call, or None (writers that make no model call are never refused)."""
         if not getattr(writer, "model_backed", False):

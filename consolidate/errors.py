@@ -40,3 +40,12 @@ class ApiAuthFailed(ReverieError):
             message = (f"The Anthropic API refused the key ({detail}). Check it with `reverie doctor`; "
                        f"{API_KEY_FIX}. ANTHROPIC_API_KEY, when set, takes precedence over settings.")
         super().__init__(message)
+
+
+def is_busy(exc: BaseException) -> bool:
+    """A database error that only means another connection holds a lock (busy, not damaged)."""
+    import sqlite3
+
+    return isinstance(exc, sqlite3.OperationalError) and (
+        getattr(exc, "sqlite_errorname", "") in ("SQLITE_BUSY", "SQLITE_LOCKED") or any(
+            w in str(exc).lower() for w in ("database is locked", "database table is locked", "database is busy")))

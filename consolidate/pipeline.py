@@ -49,7 +49,7 @@ from typing import Any, Callable, Optional
 from . import settings as settings_mod
 from .budget import Budget, RetryPolicy
 from .classify import Judgement, classify
-from .errors import AgentBusy, AgentDbUnreadable, ApiAuthFailed, NoApiKey, ReverieError, UnknownAgent
+from .errors import AgentBusy, AgentDbUnreadable, ApiAuthFailed, NoApiKey, ReverieError, UnknownAgent, is_busy
 from .passages import Passage, cut_passages, load_messages
 from .paths import agent_db_path, agent_dir, recall_log_path
 
@@ -352,18 +352,12 @@ def consolidate_agent(home: Path, agent_id: str, *, writer: Any = None, trigger:
     except Busy as exc:
         raise AgentBusy(f"Agent {agent_id!r} is being consolidated by another process ({exc}); try again when it finishes.") from None
     except sqlite3.OperationalError as exc:
-        if not _locked(exc):
+        if not is_busy(exc):
             raise _unreadable(agent_id, db_path, exc) from None
         raise AgentBusy(f"Agent {agent_id!r}: its database is held by another process ({exc}); try again when it "
                         "finishes (nothing was lost: the next run resumes where this one stopped).") from None
     except sqlite3.DatabaseError as exc:
         raise _unreadable(agent_id, db_path, exc) from None
-
-
-def _locked(exc: sqlite3.OperationalError) -> bool:
-    """A database busy or locked by another connection (not damaged)."""
-    return getattr(exc, "sqlite_errorname", "") in ("SQLITE_BUSY", "SQLITE_LOCKED") or any(
-        w in str(exc).lower() for w in ("database is locked", "database table is locked", "database is busy"))
 
 
 def _unreadable(agent_id: str, db_path: Path, exc: Exception) -> AgentDbUnreadable:

@@ -14,6 +14,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 
+#: The tokenizer of the index's `blocks_fts` (consolidate.store m001_index); `search_history` matches
+#: the user's own words beside an injected memory with it too.
+BLOCKS_TOKENIZER = "porter unicode61"
+
+
 def _term_query(term: str) -> str:
     """One query term for `blocks_fts` (detail=none: no multi-token phrases): a word is a one-token
     phrase; an identifier such as `tool_result` or `parse-config` is the AND of its parts."""
@@ -85,7 +90,7 @@ def search_history(conn: sqlite3.Connection, query: str, limit: int = 10) -> lis
                 own = own_text(text, MARKER)
                 if own_fts is None:   # the same tokenizer and query as blocks_fts, on the own words
                     own_fts = sqlite3.connect(":memory:")
-                    own_fts.execute("CREATE VIRTUAL TABLE own USING fts5(x, tokenize='porter unicode61')")
+                    own_fts.execute(f"CREATE VIRTUAL TABLE own USING fts5(x, tokenize='{BLOCKS_TOKENIZER}')")
                 own_fts.execute("DELETE FROM own")
                 own_fts.execute("INSERT INTO own(x) VALUES (?)", (own,))
                 if own_fts.execute("SELECT 1 FROM own WHERE own MATCH ?", (match,)).fetchone() is None:

@@ -13,6 +13,8 @@ from pathlib import Path
 import sqlite_utils
 from sqlite_utils import Migrations
 
+from .search import BLOCKS_TOKENIZER
+
 BUSY_TIMEOUT_MS = 5000
 
 MIGRATIONS = Migrations("reverie.index")
@@ -133,9 +135,9 @@ def m001_index(db: sqlite_utils.Database) -> None:
     # supported, so consolidate.search sends an identifier such as `tool_result` as the AND of its
     # one-token parts (`result` still finds `tool_result`, as in prose).
     db.execute(
-        """CREATE VIRTUAL TABLE blocks_fts USING fts5(
+        f"""CREATE VIRTUAL TABLE blocks_fts USING fts5(
             text, content='blocks', content_rowid='id',
-            tokenize='porter unicode61', detail=none
+            tokenize='{BLOCKS_TOKENIZER}', detail=none
         )"""
     )
     db.execute(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import ReverieError
+from ..errors import ReverieError, is_busy
 from ..paths import resolve_home
 
 
@@ -37,8 +37,7 @@ def emit(data, as_json: bool, render) -> None:
 def _database_message(exc: sqlite3.DatabaseError, path: object) -> str:
     """What to say when a database fails under a command (the library did not name it)."""
     what = f"{path}" if path else "A reverie database"
-    text = str(exc).lower()
-    if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+    if is_busy(exc):
         return f"{what} is busy (held by another reverie process): try again when it finishes."
     return (f"{what} cannot be used ({type(exc).__name__}: {exc}). Run `reverie doctor` to check it; a "
             "damaged agent.db can be moved aside and rebuilt with `reverie index`.")
@@ -48,16 +47,15 @@ class ReverieGroup(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, ReverieError) as exc:
+            # A message may quote what the user typed (an entity name, an id) or a database's words:
+            # scrubbed like any print.
+            from ..scrubber import printable_scrubber
             from ._agent import DB_META
 
-            raise click.ClickException(_database_message(exc, ctx.meta.get(DB_META))) from None
-        except ReverieError as exc:
-            # A message may quote what the user typed (an entity name, an id): scrubbed like any print.
-            from ..scrubber import printable_scrubber
-
-            home = getattr(ctx.obj, "home", None)
-            raise click.ClickException(printable_scrubber(home)(str(exc))) from None
+            message = (_database_message(exc, ctx.meta.get(DB_META)) if isinstance(exc, sqlite3.DatabaseError)
+                       else str(exc))
+            raise click.ClickException(printable_scrubber(getattr(ctx.obj, "home", None))(message)) from None
 
 
 def build_cli() -> click.Group:
