@@ -308,8 +308,8 @@ def latency(args: argparse.Namespace) -> None:
     # hook scrubs every injection with them.
     home_s = work / "home-secrets"
     shutil.rmtree(home_s, ignore_errors=True)
-    shutil.copytree(home, home_s, symlinks=True)
     if args.secrets:
+        shutil.copytree(home, home_s, symlinks=True)
         import secrets as pysecrets
         import string
 
@@ -585,7 +585,12 @@ def _budgets_for(tokens: int):
 
 
 def locomo_misses(args: argparse.Namespace) -> None:
+    import functools
     import re
+
+    from redact.engine import Redactor
+
+    redactor = functools.cache(lambda: Redactor(None))
 
     from bench import locomo
     from graph.recall import connect_readonly, match_entities, nearest_cards, recall
@@ -658,11 +663,11 @@ def locomo_misses(args: argparse.Namespace) -> None:
                     lines.append(f"      card #{cid} rank {rank.get(cid, '-')}: {statements[cid][:140]}")
             if lines and shown < args.show:
                 shown += 1
-                print(f"\n[{sid}, category {cat}] {question} -> {qa.get('answer')!s}"
-                      f"   named: {[e['name'] for e in named]}")
-                for i, c in enumerate(ranking[:5], start=1):
-                    print(f"    {i}. #{c['id']} {c['score']:.3f} {c['statement'][:130]}")
-                print("\n".join(lines))
+                block = [f"\n[{sid}, category {cat}] {question} -> {qa.get('answer')!s}"
+                         f"   named: {[e['name'] for e in named]}"]
+                block += [f"    {i}. #{c['id']} {c['score']:.3f} {c['statement'][:130]}"
+                          for i, c in enumerate(ranking[:5], start=1)]
+                print(redactor().redact("\n".join(block + lines)).text)   # every printed text redacted
         conn.close()
     if not shares:
         print("no questions")

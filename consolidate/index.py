@@ -710,11 +710,9 @@ class _AgentWriter:
                 # a title the user set (/rename: custom-title) is never replaced by an automatic summary
                 conn.execute(
                     "INSERT INTO conversations (id, title, title_source, transcript_path) VALUES (?, ?, ?, ?) "
-                    "ON CONFLICT(id) DO UPDATE SET "
-                    "title = CASE WHEN conversations.title_source = 'custom-title' "
-                    "AND excluded.title_source != 'custom-title' THEN conversations.title ELSE excluded.title END, "
-                    "title_source = CASE WHEN conversations.title_source = 'custom-title' "
-                    "AND excluded.title_source != 'custom-title' THEN 'custom-title' ELSE excluded.title_source END",
+                    "ON CONFLICT(id) DO UPDATE SET title = excluded.title, title_source = excluded.title_source "
+                    "WHERE conversations.title_source IS NOT 'custom-title' "
+                    "OR excluded.title_source = 'custom-title'",
                     (conv, clean_titles[id(p)], p.kind, transcript))
                 c.titles += 1
                 c.account(p.line_type, "title")

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from typing import Any, Iterable
 
 from . import relations
@@ -133,12 +134,10 @@ def _forget_in_episodes(conn, card_ids: list[int], now: str, names: Iterable[str
     An offline summary ("Worked on: <first request>. Learned: ...") of a session where a forgotten
     card was seen, or that names a forgotten entity, gets its "Learned:" part rebuilt from the
     session's remaining active cards, and loses its request when the request said the forgotten
-    point (two distinctive words of a forgotten statement, or a forgotten name). Any summary (model or person written too) then has the forgotten statements' text
-    cut out and every whole-word mention of a forgotten name replaced by "[forgotten]". Returns how
-    many episodes changed. Runs inside the caller's transaction; a db without the episodes table
+    point (two distinctive words of a forgotten statement, or a forgotten name). Any summary (model
+    or person written too) then has the forgotten statements' text cut out and every whole-word
+    mention of a forgotten name replaced by "[forgotten]". Returns how many episodes changed. Runs inside the caller's transaction; a db without the episodes table
     (no trust schema) has nothing to do."""
-    import re
-
     from .episodes import SUMMARY_CARD_WORDS, _clip_words, session_card_statements, summarize_offline
 
     try:
@@ -163,6 +162,7 @@ def _forget_in_episodes(conn, card_ids: list[int], now: str, names: Iterable[str
     name_re = (re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(n) for n in wanted) + r")(?![\w-])", re.I)
                if wanted else None)
     forgotten = set(card_ids)
+    statement_words = [_words(st) for st in statements]
     changed = 0
     rows = conn.execute("SELECT id, session, summary, writer FROM episodes").fetchall()
     for eid, session, summary, writer in rows:
@@ -176,7 +176,8 @@ def _forget_in_episodes(conn, card_ids: list[int], now: str, names: Iterable[str
             request = new[:cut].strip() if cut >= 0 else new.strip()
             if request.startswith("Worked on: "):
                 request = request[len("Worked on: "):]
-            if named or any(len(_words(request) & _words(st)) >= 2 for st in statements):
+            said = _words(request)
+            if named or any(len(said & sw) >= 2 for sw in statement_words):
                 request = ""    # the request said what is forgotten (two of its words or more, or a name)
             remaining = [st for st in session_card_statements(conn, session, limit=len(forgotten) + 2)
                          if st not in statements and not (name_re and name_re.search(st))][:2]
@@ -194,12 +195,11 @@ def _forget_in_episodes(conn, card_ids: list[int], now: str, names: Iterable[str
 
 
 def _words(text: str) -> set[str]:
-    """Distinctive words of a text (4+ characters, hyphenated names whole, not stopwords), lowercased."""
-    import re
+    """Distinctive words of a text (`graph.text.words`: identifiers whole; 4+ characters, not
+    stopwords)."""
+    from .text import STOPWORDS, words
 
-    from .text import STOPWORDS
-
-    return {w for w in re.findall(r"[a-z0-9][a-z0-9_-]*[a-z0-9]", text.lower()) if len(w) >= 4 and w not in STOPWORDS}
+    return {w for w in words(text) if len(w) >= 4 and w not in STOPWORDS}
 
 
 def scrub_storage(conn) -> None:

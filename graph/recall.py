@@ -98,6 +98,9 @@ from .text import NAME_SEP as _SEP
 from .text import NAME_STRIP as _STRIP
 from .text import NEGATIONS, STOPWORDS, fold, name_tokens, words
 
+# The figures in the comments of this module are one-off comparisons, each measured by editing the
+# constant and rerunning `python bench/recall_bench.py locomo --rebuild` (quality) or `... latency`
+# (timing) on the tree of that day; no bench option sets these constants.
 MARKER = "[reverie memory]"
 STANDING_CATEGORIES = ("correction", "decision", "preference")
 #: Busy timeout of the read-only connection (WAL readers normally never wait at all).
