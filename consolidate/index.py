@@ -114,20 +114,22 @@ def valid_timestamp(value: Any) -> bool:
     return True
 
 
-def _uuid_in_file(path: Path, uuid: str) -> bool:
-    """Whether a line of the file at `path` has this `uuid` (searched as `"uuid":"<uuid>"`, with or
-    without a space, through a read-only map of the file; False when it cannot be read)."""
+_UUID_FIELD = re.compile(rb'"uuid": ?"([^"\\]{1,128})"')
+
+
+def _file_uuids(path: Path) -> frozenset[str]:
+    """The `"uuid"` values of every line of the file at `path` (one pass through a read-only map of
+    the file; empty when it cannot be read)."""
     import mmap
 
-    needles = [f'"uuid":"{uuid}"'.encode(), f'"uuid": "{uuid}"'.encode()]
     try:
         with open(path, "rb") as fh:
             if os.fstat(fh.fileno()).st_size == 0:
-                return False
+                return frozenset()
             with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                return any(mm.find(n) >= 0 for n in needles)
+                return frozenset(m.group(1).decode("utf-8", "replace") for m in _UUID_FIELD.finditer(mm))
     except (OSError, ValueError):
-        return False
+        return frozenset()
 
 
 #: How many `{"` starts of a malformed line are tried as the start of a second, whole line.
@@ -352,6 +354,7 @@ class FileState:
     sub_roots: dict[str, str] = field(default_factory=dict)   # v1 sidechain line uuid -> root uuid
     uuids: set[str] = field(default_factory=set)              # line uuids seen in this file this run
     source_id: int | None = None
+    all_uuids: frozenset[str] | None = None   # every line uuid of the file (read once, for summaries)
 
 
 class _Counters:
@@ -581,13 +584,17 @@ class _AgentWriter:
     def _leaf_in_file(self, leaf: str, fs: FileState) -> bool:
         """Whether the line `leaf` (a summary's leafUuid) is in this transcript: read already, stored
         from it before, or further on in the file (a summary at the top of a transcript bigger than
-        one chunk names a line not read yet: the file is searched for that line's `"uuid"`)."""
+        one chunk names a line not read yet: the file's `"uuid"` values are read once per run)."""
         if leaf in fs.uuids:
             return True
         row = self.conn.execute(
             "SELECT 1 FROM message_lines l JOIN messages m ON m.id = l.message_id "
             "WHERE l.uuid = ? AND m.source = ?", (line_key(leaf), fs.source_id)).fetchone()
-        return row is not None or _uuid_in_file(fs.tf.path, leaf)
+        if row is not None:
+            return True
+        if fs.all_uuids is None:
+            fs.all_uuids = _file_uuids(fs.tf.path)
+        return leaf in fs.all_uuids
 
     # -- one chunk -----------------------------------------------------------------------------
     def write_chunk(self, fs: FileState, items: list[tuple[int, Parsed]], new_offset: int,
