@@ -45,7 +45,7 @@ def dataset() -> tuple[list[tuple[float, ...]], list[bool], list[int], list[bool
     """(features, is_evidence, sample index, has a category) for every LoCoMo turn; a turn without a
     passage (too short to cut) gets all-zero features and no category."""
     from bench.consolidate_bench import locomo_passages
-    from consolidate.classify import USER_TERMS, classify, user_turn_features
+    from reverie.consolidate.classify import USER_TERMS, classify, user_turn_features
 
     feats, labels, groups, gated = [], [], [], []
     for n, _sid, is_ev, p in locomo_passages():
@@ -164,7 +164,7 @@ def ceiling(X, y, groups, gated, current, l2: float) -> None:
     import numpy as np
 
     from bench.consolidate_bench import _ranked
-    from graph.embed import load_embedder
+    from reverie.graph.embed import load_embedder
 
     model = ROOT.parent / "shared" / "models" / "minilm-l6-m2v-256"
     if not model.exists():
@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> None:
     import numpy as np
 
     from bench.consolidate_bench import DEV_SAMPLES
-    from consolidate import classify as C
+    from reverie.consolidate import classify as C
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--l2", type=float, default=1.0, help="L2 penalty on the standardised free weights")

@@ -67,7 +67,7 @@ ASSISTANT_TEXTS = [
 
 
 def build_corpus(home: Path, conversations: int, turns: int, seed: int = 7) -> tuple[Path, int]:
-    from consolidate.store import open_db
+    from reverie.consolidate.store import open_db
 
     rnd = random.Random(seed)
     path = home / "agents" / "bench" / "agent.db"
@@ -93,8 +93,8 @@ def build_corpus(home: Path, conversations: int, turns: int, seed: int = 7) -> t
 
 
 def bench_throughput(conversations: int, turns: int) -> dict:
-    from consolidate import settings
-    from consolidate.pipeline import consolidate_agent
+    from reverie.consolidate import settings
+    from reverie.consolidate.pipeline import consolidate_agent
 
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
@@ -116,7 +116,7 @@ def locomo_passages() -> list[tuple[int, str, bool, object]]:
     one transcript (one conversation), every turn a user message, so a session's first turn has no
     context and every later one the turn before it."""
     from bench import locomo
-    from consolidate.passages import Msg, cut_passages
+    from reverie.consolidate.passages import Msg, cut_passages
 
     if not LOCOMO.exists():
         return []
@@ -160,7 +160,7 @@ def _ranked(scores: list[tuple[bool, float]], keep: float = 0.40, recall: float 
 
 
 def bench_locomo(thresholds: list[float]) -> dict:
-    from consolidate.classify import classify
+    from reverie.consolidate.classify import classify
 
     rows = locomo_passages()
     if not rows:
@@ -188,8 +188,8 @@ def bench_locomo(thresholds: list[float]) -> dict:
 def locomo_misses(n: int, threshold: float) -> tuple[list[tuple[float, str, str]], list[tuple[float, str, str]]]:
     """(dropped evidence turns, kept other turns) of the development split at `threshold`, `n` of each,
     spread evenly over the split: (keep, previous turn's tail, the turn), texts redacted."""
-    from consolidate.classify import classify
-    from redact.engine import Redactor
+    from reverie.consolidate.classify import classify
+    from reverie.redact.engine import Redactor
 
     dropped, kept = [], []
     for i, _sid, is_ev, p in locomo_passages():
@@ -216,9 +216,9 @@ def locomo_misses(n: int, threshold: float) -> tuple[list[tuple[float, str, str]
 
 def fixture_passages() -> list:
     """Every passage of the shared Claude Code fixtures (indexed into a scratch home)."""
-    from consolidate.index import index_all
-    from consolidate.passages import cut_passages, load_messages
-    from consolidate.store import open_db
+    from reverie.consolidate.index import index_all
+    from reverie.consolidate.passages import cut_passages, load_messages
+    from reverie.consolidate.store import open_db
 
     if not FIXTURES.exists():
         return []
@@ -235,7 +235,7 @@ def fixture_passages() -> list:
 
 
 def bench_classifier_speed(passages: list, repeat: int) -> dict:
-    from consolidate.classify import classify
+    from reverie.consolidate.classify import classify
 
     best = float("inf")
     for _ in range(max(1, repeat)):
@@ -264,12 +264,12 @@ def _link_fixtures(tmp: Path) -> tuple[Path, Path]:
 
 
 def bench_fixtures() -> dict:
-    from consolidate import settings as settings_mod
-    from consolidate.classify import classify
-    from consolidate.index import index_all
-    from consolidate.passages import cut_passages, load_messages
-    from consolidate.pipeline import consolidate_all
-    from consolidate.store import open_db
+    from reverie.consolidate import settings as settings_mod
+    from reverie.consolidate.classify import classify
+    from reverie.consolidate.index import index_all
+    from reverie.consolidate.passages import cut_passages, load_messages
+    from reverie.consolidate.pipeline import consolidate_all
+    from reverie.consolidate.store import open_db
 
     if not FIXTURES.exists():
         return {}
@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--misses", type=int, default=0, metavar="N",
                     help="print N dropped evidence turns and N kept other turns of the LoCoMo dev split")
     args = ap.parse_args(argv)
-    from consolidate.settings import DEFAULTS
+    from reverie.consolidate.settings import DEFAULTS
 
     thr = float(DEFAULTS["consolidate"]["keep_threshold"])
     tp = bench_throughput(args.conversations, args.turns)

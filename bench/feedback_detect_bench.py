@@ -31,15 +31,15 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
-    from consolidate.agents import list_agents
-    from consolidate.classify import classify
-    from consolidate.index import index_all
-    from consolidate.passages import cut_passages, load_messages
-    from consolidate.paths import agent_db_path
-    from consolidate.pipeline import consolidate_agent
-    from consolidate.store import open_db
-    from graph import feedback_detect as fd
-    from graph.recall import recall, recalled_ids
+    from reverie.consolidate.agents import list_agents
+    from reverie.consolidate.classify import classify
+    from reverie.consolidate.index import index_all
+    from reverie.consolidate.passages import cut_passages, load_messages
+    from reverie.consolidate.paths import agent_db_path
+    from reverie.consolidate.pipeline import consolidate_agent
+    from reverie.consolidate.store import open_db
+    from reverie.graph import feedback_detect as fd
+    from reverie.graph.recall import recall, recalled_ids
 
     home = Path(tempfile.mkdtemp(prefix="reverie-fd-bench-"))
     report: dict = {"agents": []}

@@ -41,7 +41,7 @@ def _memory_db():
 
     import sqlite_utils
 
-    from graph import store as graph_store
+    from reverie.graph import store as graph_store
 
     conn = sqlite3.connect(":memory:")
     db = sqlite_utils.Database(conn)
@@ -54,8 +54,8 @@ def _memory_db():
 
 def dedupe_scores(embedder) -> dict:
     """Merge-level precision/recall on the labeled pairs with this embedder."""
-    from graph.merge import MergeSession
-    from graph.model import NewCard
+    from reverie.graph.merge import MergeSession
+    from reverie.graph.model import NewCard
 
     rows = [json.loads(line) for line in PAIRS.read_text().splitlines() if line.strip()]
     conf: dict[tuple[str, str], int] = {}
@@ -88,8 +88,8 @@ def dedupe_scores(embedder) -> dict:
 
 def entity_accuracy(embedder) -> tuple[int, int, list]:
     """(correct, total, errors) on the labeled alias set; errors are (mention, expected, got)."""
-    from graph.entities import EntityResolver, is_generic
-    from graph.model import EntityRef
+    from reverie.graph.entities import EntityResolver, is_generic
+    from reverie.graph.model import EntityRef
 
     rows = [json.loads(line) for line in ALIASES.read_text().splitlines() if line.strip()]
     db = _memory_db()
@@ -177,9 +177,9 @@ def _statement(rng: random.Random, svcs, hosts, dbs):
 def build_store(path: Path, n_cards: int, n_entities: int, seed: int = 7) -> list[tuple]:
     """A store with n_cards synthetic cards (bulk SQL, no vectors yet), entities and relations.
     Returns the generated (statement, verb, subject, object) rows (for restatements)."""
-    from consolidate.store import open_db
-    from graph.entities import canonical_key, normalize_entity  # noqa: F401
-    from graph.text import normalize_statement
+    from reverie.consolidate.store import open_db
+    from reverie.graph.entities import canonical_key, normalize_entity  # noqa: F401
+    from reverie.graph.text import normalize_statement
 
     rng = random.Random(seed)
     svcs, hosts, dbs = _names(rng, n_entities)
@@ -227,10 +227,10 @@ def build_store(path: Path, n_cards: int, n_entities: int, seed: int = 7) -> lis
 
 
 def throughput(store: Path, made: list[tuple], embedder, n_new: int, seed: int = 11) -> dict:
-    from consolidate.store import open_db
-    from graph.merge import MergeSession
-    from graph.model import EntityRef, NewCard, RelationRef
-    from graph.store import ensure_vectors
+    from reverie.consolidate.store import open_db
+    from reverie.graph.merge import MergeSession
+    from reverie.graph.model import EntityRef, NewCard, RelationRef
+    from reverie.graph.store import ensure_vectors
 
     rng = random.Random(seed)
     db = open_db(store)
@@ -278,9 +278,9 @@ def throughput(store: Path, made: list[tuple], embedder, n_new: int, seed: int =
 
 def html_check(out_prefix: Path) -> dict:
     """Write a `reverie graph --html` page for a small agent and render it in headless chromium."""
-    from graph import view
-    from graph.merge import MergeSession
-    from graph.model import EntityRef, NewCard, RelationRef
+    from reverie.graph import view
+    from reverie.graph.merge import MergeSession
+    from reverie.graph.model import EntityRef, NewCard, RelationRef
 
     browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     db = _memory_db()
@@ -330,7 +330,7 @@ def main() -> None:
     ap.add_argument("--show-errors", action="store_true")
     args = ap.parse_args()
 
-    from graph.embed import LexicalEmbedder, load_embedder
+    from reverie.graph.embed import LexicalEmbedder, load_embedder
 
     embedders = [LexicalEmbedder()]
     if SHARED_MODEL.exists():

@@ -155,15 +155,15 @@ def _timed(fn):
 
 
 def _agent_dbs(home: Path) -> list[Path]:
-    from consolidate.agents import known_agent_ids
-    from consolidate.paths import agent_db_path
+    from reverie.consolidate.agents import known_agent_ids
+    from reverie.consolidate.paths import agent_db_path
 
     return [p for p in (agent_db_path(home, a) for a in known_agent_ids(home)) if p.exists()]
 
 
 def db_report(home: Path) -> dict:
     """db bytes, indexed text bytes, freelist bytes and the dbstat breakdown over every agent db."""
-    from consolidate.index import db_bytes
+    from reverie.consolidate.index import db_bytes
 
     out = {"db": 0, "text": 0, "free": 0, "dbs": 0, "by_name": {}, "unused": {}}
     for p in _agent_dbs(home):
@@ -182,9 +182,9 @@ def db_report(home: Path) -> dict:
 
 def search_costs(home: Path) -> list[tuple[str, int, float]]:
     """(query, blocks matched, seconds) of search_history on the largest agent db."""
-    from consolidate.search import search_history
-    from consolidate.search import _term_query
-    from graph.recall import _fts_terms
+    from reverie.consolidate.search import search_history
+    from reverie.consolidate.search import _term_query
+    from reverie.graph.recall import _fts_terms
 
     dbs = sorted(_agent_dbs(home), key=lambda p: p.stat().st_size)
     if not dbs:
@@ -201,7 +201,7 @@ def search_costs(home: Path) -> list[tuple[str, int, float]]:
 
 
 def run_pass(corpus: Path, home: Path, redactor, append_n: int) -> dict:
-    from consolidate.index import index_all
+    from reverie.consolidate.index import index_all
 
     shutil.rmtree(home, ignore_errors=True)
     restore_corpus(corpus)
@@ -228,9 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
 
-    import consolidate.index  # noqa: F401  (imports outside the timed runs)
-    import consolidate.store  # noqa: F401
-    import graph.store  # noqa: F401
+    import reverie.consolidate.index  # noqa: F401  (imports outside the timed runs)
+    import reverie.consolidate.store  # noqa: F401
+    import reverie.graph.store  # noqa: F401
 
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="reverie-bench-"))
     base.mkdir(parents=True, exist_ok=True)
@@ -245,8 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     n_files = sum(1 for _ in corpus.rglob("*.jsonl"))
     n_bytes = sum(p.stat().st_size for p in corpus.rglob("*.jsonl"))
 
-    from consolidate.paths import secrets_dir
-    from redact.engine import Redactor
+    from reverie.consolidate.paths import secrets_dir
+    from reverie.redact.engine import Redactor
 
     home_r, home_i = base / "home-redacted", base / "home-identity"
     shutil.rmtree(home_r, ignore_errors=True)

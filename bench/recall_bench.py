@@ -83,9 +83,9 @@ def _vocabulary() -> list[str]:
 
 def build_synthetic(path: Path, *, cards: int, entities: int, statements: int, seed: int = 7) -> dict:
     """Write a synthetic agent db at `path` (graph schema via consolidate.store.open_db)."""
-    from consolidate.store import open_db
-    from graph.embed import Model2VecEmbedder, to_blob
-    from graph.entities import normalize_entity
+    from reverie.consolidate.store import open_db
+    from reverie.graph.embed import Model2VecEmbedder, to_blob
+    from reverie.graph.entities import normalize_entity
 
     rng = random.Random(seed)
     vocab = _vocabulary()
@@ -251,8 +251,8 @@ def _time_calls(fn, items) -> list[float]:
 
 
 def latency(args: argparse.Namespace) -> None:
-    from graph.recall import recall
-    from graph.recall_embed import LiteEmbedder
+    from reverie.graph.recall import recall
+    from reverie.graph.recall_embed import LiteEmbedder
 
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -263,7 +263,7 @@ def latency(args: argparse.Namespace) -> None:
     else:
         # A store cached by an earlier version: bring its schema up to date (migrations) and give it
         # evidence rows if it has none.
-        from consolidate.store import open_db
+        from reverie.consolidate.store import open_db
 
         db = open_db(db_path)
         added = add_synthetic_evidence(db.conn)
@@ -313,7 +313,7 @@ def latency(args: argparse.Namespace) -> None:
         import secrets as pysecrets
         import string
 
-        from redact.memory import SecretMemory
+        from reverie.redact.memory import SecretMemory
 
         alphabet = string.ascii_letters + string.digits + "_-"
         mem = SecretMemory(home_s / "secrets")
@@ -368,8 +368,8 @@ def latency(args: argparse.Namespace) -> None:
 def _build_locomo_home(home: Path, locomo_path: Path, samples: list[str] | None) -> list[str]:
     """Convert, index and consolidate (offline writer) every conversation; returns agent ids."""
     from bench import locomo
-    from consolidate.index import index_all
-    from consolidate.pipeline import consolidate_agent
+    from reverie.consolidate.index import index_all
+    from reverie.consolidate.pipeline import consolidate_agent
 
     projects = home.parent / "projects"
     shutil.rmtree(projects, ignore_errors=True)
@@ -420,7 +420,7 @@ def _card_turns(db_path: Path) -> tuple[dict[int, set[str]], dict[tuple, set[int
 
 def _turn_rankings(turns: list, question: str, emb, turn_vecs) -> tuple[list[int], list[int]]:
     """Turn indices ranked by BM25 (FTS5, porter) and by BM25+cosine RRF (k=60)."""
-    from graph.recall import _fts_terms, _phrase
+    from reverie.graph.recall import _fts_terms, _phrase
 
     conn = _turn_rankings.conn
     terms = _fts_terms(question)
@@ -470,9 +470,9 @@ def locomo_quality(args: argparse.Namespace) -> None:
     import re
 
     from bench import locomo
-    from graph.embed import Model2VecEmbedder
-    from graph.recall import recall
-    from graph.recall_embed import LexicalLite, LiteEmbedder
+    from reverie.graph.embed import Model2VecEmbedder
+    from reverie.graph.recall import recall
+    from reverie.graph.recall_embed import LexicalLite, LiteEmbedder
 
     work = Path(args.work)
     home = work / "locomo-home"
@@ -578,7 +578,7 @@ def locomo_quality(args: argparse.Namespace) -> None:
 
 def _budgets_for(tokens: int):
     """The bench budgets: `Budgets().scaled(chars)` with item caps raised so characters bind."""
-    from graph.recall import Budgets
+    from reverie.graph.recall import Budgets
 
     b = Budgets().scaled(tokens * 4)
     return Budgets(**{**b.as_dict(), "standing_items": 50, "notes_items": 50, "entities": 8})
@@ -588,13 +588,13 @@ def locomo_misses(args: argparse.Namespace) -> None:
     import functools
     import re
 
-    from redact.engine import Redactor
+    from reverie.redact.engine import Redactor
 
     redactor = functools.cache(lambda: Redactor(None))
 
     from bench import locomo
-    from graph.recall import connect_readonly, match_entities, nearest_cards, recall
-    from graph.recall_embed import LexicalLite, LiteEmbedder
+    from reverie.graph.recall import connect_readonly, match_entities, nearest_cards, recall
+    from reverie.graph.recall_embed import LexicalLite, LiteEmbedder
 
     work = Path(args.work)
     if not (work / "locomo-home" / "agents").exists():

@@ -90,7 +90,7 @@ _MARKER = re.compile(r"\[REDACTED(?::[a-z_]+)?\]")
 
 def secret_value(text: str) -> str:
     """The secret of a labelled row (see the module docstring)."""
-    from redact.shapes import shannon
+    from reverie.redact.shapes import shannon
 
     m = _PEM.search(text)
     if m:
@@ -143,7 +143,7 @@ class OurTool:
     name = "reverie"
 
     def __init__(self) -> None:
-        from redact.engine import Redactor
+        from reverie.redact.engine import Redactor
 
         self.r = Redactor(None)
 
@@ -257,7 +257,7 @@ def _masked_row(text: str, value: str, width: int = 150) -> str:
 
 
 def quality_table(name: str, rows: list[dict], tools: list, show_misses: bool, show_flags: bool) -> dict:
-    from redact.shapes import is_placeholder
+    from reverie.redact.shapes import is_placeholder
 
     print(f"\n== {name}: {sum(r['label'] == 'secret' for r in rows)} secret rows "
           f"({sum(r['label'] == 'secret' and r.get('source') == 'literal' for r in rows)} literal), "
@@ -330,14 +330,14 @@ def fixture_texts(root: Path) -> tuple[list[str], list[str], int]:
 
 
 def mask(value: str) -> str:
-    from redact.shapes import shannon
+    from reverie.redact.shapes import shannon
 
     shape = re.sub(r"[a-z]+", "a", re.sub(r"[A-Z]+", "A", re.sub(r"[0-9]+", "9", value)))[:24]
     return f"{value[:3]}… len={len(value)} H={shannon(value):.2f} shape={shape}"
 
 
 def transcript_findings(texts: list[str], total_bytes: int) -> int:
-    from redact.engine import Redactor
+    from reverie.redact.engine import Redactor
 
     r = Redactor(None)
     n = 0
@@ -360,8 +360,8 @@ _TEXTS: tuple = ()
 
 
 def throughput(lines: list[str], mb: float, rows: list[dict]) -> dict:
-    from redact.engine import Redactor
-    from redact.memory import SecretMemory
+    from reverie.redact.engine import Redactor
+    from reverie.redact.memory import SecretMemory
 
     target = int(mb * 1e6)
     corpus: list[str] = []
@@ -413,7 +413,7 @@ def throughput(lines: list[str], mb: float, rows: list[dict]) -> dict:
         import string
 
         alphabet = string.ascii_letters + string.digits + "_-"
-        from redact.shapes import credential_like
+        from reverie.redact.shapes import credential_like
 
         values = ["".join(pysecrets.choice(alphabet) for _ in range(12 + i % 40)) for i in range(100_000)]
         values = [v for v in values if credential_like(v)]  # what remember() accepts

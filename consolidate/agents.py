@@ -195,7 +195,7 @@ def _registry_locked(home: Path) -> Iterator[None]:
 
 
 def _save_registry(home: Path, data: dict) -> None:
-    from graph.files import write_json_atomic
+    from reverie.graph.files import write_json_atomic
 
     write_json_atomic(registry_path(home), data, sort_keys=True)
 

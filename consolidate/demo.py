@@ -148,7 +148,7 @@ def step_consolidate(demo: Demo) -> None:
 
 
 def step_cards(demo: Demo) -> None:
-    from graph.store import active_cards
+    from reverie.graph.store import active_cards
 
     from .paths import agent_db_path
     from .store import open_db
@@ -167,8 +167,8 @@ def step_cards(demo: Demo) -> None:
 
 
 def step_graph(demo: Demo) -> None:
-    from graph import view
-    from graph.entities import find_entity
+    from reverie.graph import view
+    from reverie.graph.entities import find_entity
 
     from .paths import agent_db_path
     from .store import open_db

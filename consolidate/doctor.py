@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from graph.db import connect_readonly
+from reverie.graph.db import connect_readonly
 
 from . import settings as _settings
 from .agents import known_agent_ids, load_registry
@@ -102,7 +102,7 @@ def diagnose(home: Path, projects_dir: Path | None = None) -> dict[str, Any]:
     checks.append(_check("Claude Code transcripts", pdir.is_dir(), str(pdir),
                          "reverie index --projects-dir DIR   (or set CLAUDE_CONFIG_DIR)", optional=False))
 
-    redact_ok = importlib.util.find_spec("redact.engine") is not None
+    redact_ok = importlib.util.find_spec("reverie.redact.engine") is not None
     checks.append(_check("redaction engine", redact_ok, "redact.engine importable" if redact_ok else "redact.engine missing",
                          "pip install -e .   (from the reverie checkout)", optional=False))
 

@@ -138,7 +138,7 @@ class Injection:
 
     def __init__(self, home: str | Path, agent: str, db: str, kind: str, session: str | None,
                  result: dict[str, Any]) -> None:
-        from graph.recall import recalled_ids
+        from reverie.graph.recall import recalled_ids
 
         self._home, self.agent, self.db, self.kind, self.session = home, agent, db, kind, session
         self._pending = result.pop("session_pending", None)
@@ -157,7 +157,7 @@ class Injection:
         if not self.text:
             return
         if self.session and self._pending is not None:
-            from graph.recall import record_session
+            from reverie.graph.recall import record_session
 
             record_session(self.db, self.session, self._pending)
             self._pending = None
@@ -173,8 +173,8 @@ def recall_for_agent(home: str | Path, agent: str, kind: str, prompt: str = "", 
     (the context no longer holds what it got, whatever is shown now). Raises
     `ScrubberUnavailable` when the secret check cannot load, and on database errors."""
     from . import settings as settings_mod
-    from graph.recall import Budgets, recall, record_session
-    from graph.recall_embed import prompt_embedder
+    from reverie.graph.recall import Budgets, recall, record_session
+    from reverie.graph.recall_embed import prompt_embedder
 
     settings = settings if settings is not None else settings_mod.load_settings(home)
     db = in_home(home, AGENTS_DIR, agent, AGENT_DB)
@@ -238,7 +238,7 @@ def build_injection(event: str, data: dict[str, Any], home: str | Path, settings
 def secret_scrubber(home: str | Path):
     """`text -> text` with remembered secrets removed, or None when the check is unavailable."""
     try:
-        from redact.memory import SecretMemory
+        from reverie.redact.memory import SecretMemory
 
         memory = SecretMemory(in_home(home, SECRETS_DIR), point_lookups=True)
     except Exception:  # noqa: BLE001

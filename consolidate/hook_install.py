@@ -122,7 +122,7 @@ def install(path: Path, command: str) -> dict[str, Any]:
     """Merge our hooks into the settings file at `path` (created if absent). The previous file is
     copied to `<name>.reverie-backup-<UTC time>` first; nothing is written when nothing changes."""
     import shutil
-    from graph.files import write_json_atomic
+    from reverie.graph.files import write_json_atomic
 
     from .errors import ReverieError
 

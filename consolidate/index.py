@@ -63,8 +63,8 @@ from typing import Any, Callable
 from . import agents as _agents
 from . import settings as _settings
 from .errors import ReverieError
-from graph.db import connect_readonly
-from graph.files import write_json_atomic
+from reverie.graph.db import connect_readonly
+from reverie.graph.files import write_json_atomic
 from .paths import agent_db_path, default_projects_dir, secrets_dir
 from .source import Parsed, Record, TranscriptFile, clip, discover, first_prompt_text, is_own_session_prompt, parse_line
 
@@ -215,7 +215,7 @@ class RedactionUnavailable(ReverieError):
 def load_redactor(home: Path):
     """The heavy redaction engine for this home (build once per run). Fails loudly when absent."""
     try:
-        from redact.engine import Redactor
+        from reverie.redact.engine import Redactor
     except ImportError as exc:
         raise RedactionUnavailable(str(exc)) from exc
     return Redactor(secrets_dir(home))
@@ -224,7 +224,7 @@ def load_redactor(home: Path):
 def _memory_generation(home: Path) -> Any:
     """A value that changes when the home's secret memory learns a secret (None if unknown)."""
     try:
-        from redact.memory import SecretMemory
+        from reverie.redact.memory import SecretMemory
     except ImportError:
         return None
     try:
@@ -1283,8 +1283,8 @@ def rescan_agent(home: Path, agent_id: str) -> int:
     Then the WAL is checkpointed (redact.rescan does). Called at the start and end of each index
     run and at the end of each consolidation. Returns rows changed (0 when nothing to do)."""
     try:
-        from redact.memory import SecretMemory
-        from redact.rescan import rescan
+        from reverie.redact.memory import SecretMemory
+        from reverie.redact.rescan import rescan
     except ImportError:
         log.warning("redact.rescan is not available; earlier rows were not re-scrubbed")
         return 0
@@ -1334,7 +1334,7 @@ def rescan_agent(home: Path, agent_id: str) -> int:
 def _rescan_cards(conn: sqlite3.Connection, memory: Any) -> int:
     """Scrub card statements; a changed statement gets its `norm` recomputed (cards_fts follows by
     trigger), and the FTS index is merged so no old segment keeps the value."""
-    from graph.text import normalize_statement
+    from reverie.graph.text import normalize_statement
 
     changed = 0
     last = 0
@@ -1362,8 +1362,8 @@ def _rescan_entities(conn: sqlite3.Connection, memory: Any) -> int:
     """Scrub entity names and aliases; their normalized keys (`norm`, derived from the name, so
     they carry the value too) are recomputed. An alias whose new key is taken already is dropped
     (the entity keeps its other aliases)."""
-    from graph.db import transaction
-    from graph.entities import normalize_entity
+    from reverie.graph.db import transaction
+    from reverie.graph.entities import normalize_entity
 
     try:
         ents = conn.execute("SELECT id, name FROM entities").fetchall()
@@ -1412,7 +1412,7 @@ def _rescan_feedback_notes(conn: sqlite3.Connection, memory: Any) -> int:
             updates.append((new, fid))
     if not updates:
         return 0
-    from graph.db import transaction
+    from reverie.graph.db import transaction
 
     with transaction(conn):       # BEGIN IMMEDIATE: the DDL is part of the same transaction
         if row:

@@ -225,7 +225,7 @@ def _evidence_start(statement: str, passage) -> int:
     was built from both turns), else the passage's own message."""
     if not passage.context_id or not passage.context:
         return passage.message_id
-    from graph.text import STOPWORDS, words
+    from reverie.graph.text import STOPWORDS, words
 
     said = {w for w in words(statement) if len(w) >= 4 and w not in STOPWORDS}
     asked = {w for w in words(passage.context) if len(w) >= 4 and w not in STOPWORDS}
@@ -234,7 +234,7 @@ def _evidence_start(statement: str, passage) -> int:
 
 def to_new_card(verified, conversation: str, writer_name: str, now_iso: str):
     """A verified draft as the graph's NewCard (evidence = the cited passages' messages)."""
-    from graph.model import EntityRef, Evidence, NewCard, RelationRef
+    from reverie.graph.model import EntityRef, Evidence, NewCard, RelationRef
 
     draft = verified.draft
     cited = sorted(verified.candidates, key=lambda c: c.passage.message_id)
@@ -265,7 +265,7 @@ def to_new_card(verified, conversation: str, writer_name: str, now_iso: str):
 
 def _known(db) -> dict[str, str]:
     """The agent's entity names (3+ characters, lower-cased) -> type, for the classifier and writers."""
-    from graph.entities import known_entities
+    from reverie.graph.entities import known_entities
 
     return {name.lower(): typ or "other" for name, typ in known_entities(db) if name and len(name) >= 3}
 
@@ -282,7 +282,7 @@ class _LazyEmbedder:
 
     def get(self) -> Any:
         if self.embedder is None:
-            from graph.embed import load_embedder
+            from reverie.graph.embed import load_embedder
 
             self.embedder = load_embedder(self.setting)
             if self.setting and self.embedder.fallback_reason:
@@ -295,7 +295,7 @@ class _LazyEmbedder:
 
 def _fold_recall_log(home: Path, agent_id: str, db, now) -> dict:
     """After a run: the graph's lifecycle upkeep (fold memory-recalls.jsonl into access counts, then fade)."""
-    from graph.lifecycle import maintain
+    from reverie.graph.lifecycle import maintain
 
     return maintain(db, now=now, recall_log=recall_log_path(home, agent_id))
 
@@ -321,7 +321,7 @@ class _Acc:
 
 
 def _lock(home: Path, agent_id: str):
-    from schedules.lock import LOCK_NAME, AgentLock
+    from reverie.schedules.lock import LOCK_NAME, AgentLock
 
     return AgentLock(agent_dir(home, agent_id) / LOCK_NAME, owner="consolidate")
 
@@ -344,7 +344,7 @@ def consolidate_agent(home: Path, agent_id: str, *, writer: Any = None, trigger:
                            f"for it. Switch it on with `reverie settings set agents.disabled '[...]'` "
                            f"(the list without {agent_id!r}).")
     w = writer if (writer is not None and not isinstance(writer, str)) else make_writer(writer, settings, trigger=trigger)
-    from schedules.lock import Busy
+    from reverie.schedules.lock import Busy
 
     try:
         with _lock(home, agent_id):
@@ -379,8 +379,8 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
     conn = db.conn
     run_id = _start_run(conn, trigger, writer.name, now_iso)
     acc = _Acc()
-    from graph.merge import merge_card
-    from graph.store import transaction
+    from reverie.graph.merge import merge_card
+    from reverie.graph.store import transaction
 
     embedder = _LazyEmbedder(settings.get("embedding_model"))
     max_attempts = max(1, int(cfg.get("max_stretch_attempts", MAX_STRETCH_ATTEMPTS)))
@@ -606,7 +606,7 @@ def _trust_stage(home: Path, agent_id: str, db, plan: list, known: dict, run_id:
     (`progress.trust_message_id`), not only this run's, and the turns between the two marks; the
     watermark moves to the progress read at the start only after the stage completed. So a run that
     was killed or failed after committing stretches leaves them for the next run's stage."""
-    from graph import episodes, feedback_detect, trust
+    from reverie.graph import episodes, feedback_detect, trust
 
     conn = db.conn
     due = trust_pending(conn)

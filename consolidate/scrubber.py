@@ -37,11 +37,11 @@ def printable_scrubber(home: str | os.PathLike | None) -> Callable[[str], str]:
                 if remembered is None:
                     return WITHHELD
                 text = remembered(text)  # type: ignore[operator]
-            from redact.scanner import Scanner
+            from reverie.redact.scanner import Scanner
 
             if Scanner.shared().triggered(text):
                 if "redactor" not in state:
-                    from redact.engine import Redactor
+                    from reverie.redact.engine import Redactor
 
                     # detectors only: the remembered secrets are gone already, and the store is
                     # never opened read-write (a writer holding it must not stall a print)

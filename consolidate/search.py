@@ -22,7 +22,7 @@ BLOCKS_TOKENIZER = "porter unicode61"
 def _term_query(term: str) -> str:
     """One query term for `blocks_fts` (detail=none: no multi-token phrases): a word is a one-token
     phrase; an identifier such as `tool_result` or `parse-config` is the AND of its parts."""
-    from graph.recall import _phrase
+    from reverie.graph.recall import _phrase
 
     parts = [p for p in re.split(r"[\W_]+", term) if p]
     if len(parts) <= 1:
@@ -46,7 +46,7 @@ def own_text(text: str, marker: str) -> str:
 def _snippet(text: str, terms: list[str], width: int = 24) -> str:
     """About `width` words of `text` around the first query term, the words that match a term (the
     same word or the same stem) in [brackets]: what FTS5's snippet() gives for the other blocks."""
-    from graph.text import fold, stem
+    from reverie.graph.text import fold, stem
 
     stems = {stem(t) for t in terms}
 
@@ -67,7 +67,7 @@ def search_history(conn: sqlite3.Connection, query: str, limit: int = 10) -> lis
     conversation id, timestamp, role and a snippet. A block that carries memories we injected
     (`graph.recall.MARKER`) counts only by the user's own words around them (`own_text`): a query
     that matches the injected memories alone finds nothing there."""
-    from graph.recall import MARKER, _fts_terms, all_then_any
+    from reverie.graph.recall import MARKER, _fts_terms, all_then_any
 
     terms = _fts_terms(query)
     if not terms:
@@ -110,7 +110,7 @@ def search_history(conn: sqlite3.Connection, query: str, limit: int = 10) -> lis
 def search(db_path: Path, query: str, *, limit: int = 10,
            scrub: Callable[[str], str] | None = None) -> dict[str, Any]:
     """{"query", "cards": [...], "history": [...]} for one agent db."""
-    from graph.recall import connect_readonly, search_cards
+    from reverie.graph.recall import connect_readonly, search_cards
 
     clean = scrub or (lambda s: s)
     conn = connect_readonly(db_path, busy_timeout_s=2.0)

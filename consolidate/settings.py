@@ -101,7 +101,7 @@ def with_defaults(data: dict[str, Any]) -> dict[str, Any]:
 
 def save_settings(home: Path, data: dict[str, Any]) -> Path:
     """Write settings atomically with mode 0600 (graph.files creates it so); returns the path."""
-    from graph.files import write_json_atomic
+    from reverie.graph.files import write_json_atomic
 
     return write_json_atomic(settings_path(home), data, sort_keys=True)
 
@@ -272,7 +272,7 @@ def check_value(dotted: str, value: Any) -> None:
 
 def _check_schedule(section: dict[str, Any]) -> None:
     """What the scheduler makes of the `schedule` section with `section` set over the defaults."""
-    from schedules.policy import ScheduleConfigError, config_from_settings
+    from reverie.schedules.policy import ScheduleConfigError, config_from_settings
 
     from .errors import InvalidSetting
 

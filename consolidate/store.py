@@ -183,8 +183,8 @@ def configure(conn: sqlite3.Connection) -> None:
 
 def open_db(path: Path) -> sqlite_utils.Database:
     """Open (creating if needed) an agent db, configured, with every migration applied."""
-    from graph import store as graph_store
-    from graph import trust_store
+    from reverie.graph import store as graph_store
+    from reverie.graph import trust_store
 
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)

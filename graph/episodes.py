@@ -25,7 +25,7 @@ TYPE_CHECKING = False  # typing costs the hook path ~2.4 ms
 if TYPE_CHECKING:
     from typing import Any, Iterable
 
-from graph.trust import (
+from reverie.graph.trust import (
     DECAY_STEP,
     RESTORE_STEP,
     _conn,

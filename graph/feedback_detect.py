@@ -34,7 +34,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple, Sequence
 
-from graph.trust import UnknownCard, _conn, iso, parse_ts, record_feedback, transaction
+from reverie.graph.trust import UnknownCard, _conn, iso, parse_ts, record_feedback, transaction
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +215,7 @@ def read_recall_log(path: str | Path) -> tuple[list[dict[str, Any]], int]:
     ids). There is one reader of the log (graph.lifecycle) with one cursor, so access counts,
     feedback detection and episode reinforcement see the same new lines once each. Without a fold
     in this process since the last call: ([], 0) (nothing is re-read from the start of the log)."""
-    from graph.lifecycle import take_pass_batch
+    from reverie.graph.lifecycle import take_pass_batch
 
     batch = take_pass_batch(Path(path))
     if batch is None:

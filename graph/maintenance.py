@@ -25,8 +25,8 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from graph.episodes import MAX_EPISODES, PRUNE_CONFIDENCE, PRUNE_SALIENCE
-from graph.trust import (
+from reverie.graph.episodes import MAX_EPISODES, PRUNE_CONFIDENCE, PRUNE_SALIENCE
+from reverie.graph.trust import (
     MAINTENANCE_BELOW,
     _conn,
     _now,

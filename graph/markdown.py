@@ -39,12 +39,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
-from graph.episodes import record_episode
-from graph.files import write_text_atomic
-from graph.forget import is_forgotten
-from graph.model import CATEGORIES
-from graph.text import normalize_statement
-from graph.trust import (
+from reverie.graph.episodes import record_episode
+from reverie.graph.files import write_text_atomic
+from reverie.graph.forget import is_forgotten
+from reverie.graph.model import CATEGORIES
+from reverie.graph.text import normalize_statement
+from reverie.graph.trust import (
     _conn,
     _now,
     copy_links,

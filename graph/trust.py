@@ -487,7 +487,7 @@ def set_pinned(db: Any, card_id: int, pinned: bool, *, now: datetime | None = No
 
 def _normalize(text: str) -> str:
     """The cards.norm value: graph.text.normalize_statement (stdlib, deterministic)."""
-    from graph.text import normalize_statement
+    from reverie.graph.text import normalize_statement
 
     return normalize_statement(text)
 
@@ -513,8 +513,8 @@ def set_card_status(db: Any, card_id: int, status: str, *, at: str) -> None:
     its statements touch (a retired/removed/archived card stops feeding relation state and weight;
     a card moved back starts again). `status` must be one of `graph.model.CARD_STATUSES`. Does not
     commit."""
-    from graph import relations
-    from graph.model import CARD_STATUSES
+    from reverie.graph import relations
+    from reverie.graph.model import CARD_STATUSES
 
     if status not in CARD_STATUSES:
         raise ValueError(f"card status must be one of {', '.join(CARD_STATUSES)}, not {status!r}")

@@ -2,7 +2,7 @@
 
 Usage::
 
-    from schedules.lock import LOCK_NAME, AgentLock, Busy
+    from reverie.schedules.lock import LOCK_NAME, AgentLock, Busy
 
     try:
         with AgentLock(agent_dir / LOCK_NAME, owner="consolidate --now"):

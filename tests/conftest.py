@@ -31,7 +31,7 @@ def shared_fixtures():
 @pytest.fixture
 def db(tmp_path):
     """A blank agent db with every migration applied (consolidate.store.open_db)."""
-    from consolidate.store import open_db
+    from reverie.consolidate.store import open_db
 
     d = open_db(tmp_path / "agent.db")
     yield d

@@ -51,7 +51,7 @@ class Clock:
 @contextlib.contextmanager
 def held_by_another_thread(path: Path, *, owner: str) -> Iterator[None]:
     """`path`'s AgentLock held by another thread (another run, or a daemon) for the with-block."""
-    from schedules.lock import AgentLock
+    from reverie.schedules.lock import AgentLock
 
     holding, release = threading.Event(), threading.Event()
 
@@ -73,7 +73,7 @@ def held_by_another_thread(path: Path, *, owner: str) -> Iterator[None]:
 def make_agent(home: Path, agent: str, conversations: dict[str, list[tuple[str, str]]]) -> Path:
     """An agent db holding the given conversations ((role, text) turns) as the indexer stores them;
     conversation n is on day n of October 2026."""
-    from consolidate.store import open_db
+    from reverie.consolidate.store import open_db
 
     path = home / "agents" / agent / "agent.db"
     db = open_db(path)

@@ -6,8 +6,8 @@ import json
 import subprocess
 import sys
 
-from consolidate import agents
-from consolidate.settings import set_value
+from reverie.consolidate import agents
+from reverie.consolidate.settings import set_value
 
 
 def test_slugify():
@@ -53,8 +53,8 @@ def test_disabled_agent_is_still_found_and_flagged(reverie_home):
 
 
 def test_lookup_uses_the_standard_library_only(reverie_home):
-    code = ("import sys; from consolidate.agents import agent_for_cwd; agent_for_cwd(sys.argv[1], '/x'); "
-            "heavy = [m for m in ('sqlite_utils', 'click', 'presidio_analyzer', 'redact.engine', 'consolidate.index') "
+    code = ("import sys; from reverie.consolidate.agents import agent_for_cwd; agent_for_cwd(sys.argv[1], '/x'); "
+            "heavy = [m for m in ('sqlite_utils', 'click', 'presidio_analyzer', 'reverie.redact.engine', 'reverie.consolidate.index') "
             "if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code, str(reverie_home)], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from consolidate.commands import build_cli
+from reverie.consolidate.commands import build_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures" / "claude-code"
@@ -51,7 +51,7 @@ def no_traceback(res) -> bool:
 def _built(tmp_path_factory):
     if not SHARED_FIXTURES.exists():
         pytest.skip("../shared/fixtures not present")
-    from consolidate.index import index_all
+    from reverie.consolidate.index import index_all
 
     base = tmp_path_factory.mktemp("audit-cli")
     projects = base / "projects"

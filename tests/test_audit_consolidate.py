@@ -30,12 +30,12 @@ import httpx2
 import pytest
 from click.testing import CliRunner
 
-from consolidate.budget import RetryPolicy
-from consolidate.commands import build_cli
-from consolidate.index import index_all
-from consolidate.pipeline import consolidate_agent, list_agent_ids
-from consolidate.writers.base import WriteError, WriteResult
-from consolidate.writers.offline import OfflineWriter
+from reverie.consolidate.budget import RetryPolicy
+from reverie.consolidate.commands import build_cli
+from reverie.consolidate.index import index_all
+from reverie.consolidate.pipeline import consolidate_agent, list_agent_ids
+from reverie.consolidate.writers.base import WriteError, WriteResult
+from reverie.consolidate.writers.offline import OfflineWriter
 from transcripts import line, write
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -133,7 +133,7 @@ class Scripted:
 
 
 def _anthropic(handler, **kw):
-    from consolidate.writers.anthropic_writer import AnthropicWriter
+    from reverie.consolidate.writers.anthropic_writer import AnthropicWriter
 
     return AnthropicWriter(api_key=API_KEY, http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
                            retry=_no_sleep(), **kw)
@@ -144,7 +144,7 @@ def _anthropic(handler, **kw):
 
 
 def test_call_budget_holds_when_the_only_allowed_request_is_retried(reverie_home, tmp_path):
-    from consolidate import settings
+    from reverie.consolidate import settings
 
     db = _shop(reverie_home, tmp_path, {"s-1": RULES})
     settings.set_value(reverie_home, "consolidate.max_calls", 1)
@@ -157,7 +157,7 @@ def test_call_budget_holds_when_the_only_allowed_request_is_retried(reverie_home
 
 
 def test_dollar_cap_holds_across_the_max_tokens_retry(reverie_home, tmp_path):
-    from consolidate import settings
+    from reverie.consolidate import settings
 
     _shop(reverie_home, tmp_path, {"s-1": RULES})
     settings.set_value(reverie_home, "consolidate.max_cost_usd", 0.02)
@@ -193,9 +193,9 @@ def test_a_batch_given_up_while_polling_is_cancelled_or_counted(reverie_home, tm
 
 def _request(rid: str = "c:0"):
     """A one-conversation WriteRequest of two rule passages (for writer-level tests)."""
-    from consolidate.classify import classify
-    from consolidate.passages import Passage
-    from consolidate.writers.base import Candidate, WriteRequest
+    from reverie.consolidate.classify import classify
+    from reverie.consolidate.passages import Passage
+    from reverie.consolidate.writers.base import Candidate, WriteRequest
 
     cands = []
     for i, text in enumerate(RULES[0:3:2]):
@@ -215,7 +215,7 @@ def test_max_tokens_resend_refused_by_the_budget(spent_calls, spent_usd, max_cal
     """The re-send at twice the limit is checked against both caps with what the first answer
     cost; refused, it is left for the next run when a fresh run could send it, else it stays the
     stretch's max_tokens fault (counted, so an oversized stretch cannot block the agent for ever)."""
-    from consolidate.budget import Budget
+    from reverie.consolidate.budget import Budget
 
     srv = Scripted(*_fixture("max_tokens.json"))
     budget = Budget(max_calls=max_calls, max_cost_usd=cap, calls=spent_calls, cost=spent_usd)
@@ -235,7 +235,7 @@ def test_max_tokens_resend_refused_by_the_budget(spent_calls, spent_usd, max_cal
 
 def test_budget_refuses_the_retry_before_waiting_for_it():
     """A retry the call budget refuses is never slept for nor sent; the error says what it was for."""
-    from consolidate.budget import Budget
+    from reverie.consolidate.budget import Budget
 
     srv = Scripted(*_fixture("overloaded_529.json"))
     waits: list[float] = []
@@ -278,8 +278,8 @@ def _fake_claude(tmp_path: Path, monkeypatch, *, stdout: str = "", stderr: str =
 
 
 def test_claude_cli_retries_are_checked_against_the_call_budget(tmp_path, monkeypatch):
-    from consolidate.budget import Budget
-    from consolidate.writers.claude_cli import ClaudeCliWriter
+    from reverie.consolidate.budget import Budget
+    from reverie.consolidate.writers.claude_cli import ClaudeCliWriter
 
     log = _fake_claude(tmp_path, monkeypatch, stderr="API Error: 529 Overloaded\n", code=1)
     budget = Budget(max_calls=2)
@@ -321,7 +321,7 @@ CANCEL = ("POST", "/v1/messages/batches/msgbatch_01/cancel")
      "HTTP 500; batch msgbatch_01 ended but its results could not be read (its requests are billed)", False),
 ])
 def test_every_way_of_giving_a_batch_up_cancels_it_and_charges_its_requests(case, kw, wait_s, kind, note, cancelled):
-    from consolidate.budget import Budget
+    from reverie.consolidate.budget import Budget
 
     seen: list[tuple[str, str]] = []
     w = _anthropic(_batch_handler(_fixture("batch.json"), seen, **kw), use_batches=True, batch_poll_s=0.0,
@@ -445,7 +445,7 @@ def test_an_account_error_reason_is_redacted_and_ends_the_run_as_failed(reverie_
 
 def test_a_long_provider_reason_is_cut_between_words_never_inside_a_secret():
     """A secret in a reason is kept whole (the redactor sees it) or left out, never cut in half."""
-    from consolidate.writers.base import clip_reason
+    from reverie.consolidate.writers.base import clip_reason
 
     leaked = "sk-ant-api03-" + ("Zr8Tq2Lw5Nx-" * 8)[:93] + "AA"
     assert clip_reason("Your credit balance\n  is too low.") == "Your credit balance is too low."
@@ -465,7 +465,7 @@ def test_a_long_provider_reason_is_cut_between_words_never_inside_a_secret():
 ])
 def test_claude_cli_account_faults_are_kind_account_and_never_retried(tmp_path, monkeypatch, out, err, code, kind,
                                                                       calls, fix):
-    from consolidate.writers.claude_cli import ClaudeCliWriter
+    from reverie.consolidate.writers.claude_cli import ClaudeCliWriter
 
     log = _fake_claude(tmp_path, monkeypatch, stdout=out, stderr=err, code=code)
     res = ClaudeCliWriter(retry=_no_sleep(2)).write_one(_request())
@@ -528,7 +528,7 @@ def test_cli_anthropic_malformed_then_success_then_nothing_and_the_key_never_lea
     run sends the same passages, writes the cards with cost = recorded tokens x price and the request
     carries structured output and cache_control; a third run sends nothing. The API key appears in no
     output, no log record (DEBUG, SDK included) and no byte under the home."""
-    from consolidate import settings
+    from reverie.consolidate import settings
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
     db = _shop(reverie_home, tmp_path, {"s-1": RULES})
@@ -586,7 +586,7 @@ time.sleep(30)
 
 def test_claude_cli_child_that_hangs_is_killed_and_its_passages_wait_for_the_next_run(reverie_home, tmp_path,
                                                                                       monkeypatch):
-    from consolidate.writers.claude_cli import ClaudeCliWriter
+    from reverie.consolidate.writers.claude_cli import ClaudeCliWriter
 
     db = _shop(reverie_home, tmp_path, {"s-1": RULES[:2]})
     log = tmp_path / "calls.log"
@@ -631,7 +631,7 @@ def test_resume_after_a_failed_call_or_a_passage_budget_equals_one_clean_run(sam
     """On the project's multi-conversation samples: (a) one clean run; (b) a run whose 3rd writer call
     fails, then a normal run; (c) max_passages=3 and runs until no backlog. (b) and (c) end with exactly
     the clean run's cards, evidence, sessions and progress; one more run writes nothing."""
-    from consolidate import settings
+    from reverie.consolidate import settings
 
     def fresh(name: str) -> Path:
         home = tmp_path / name
@@ -739,7 +739,7 @@ def test_offline_card_cap_per_call_and_no_cards_for_chatter(reverie_home, tmp_pa
     """Every offline call stays within max(1, min(5, ceil(n/3))) on the samples and the shared
     fixtures (the verifier would silently drop the excess as over_cap: none is rejected), and a
     conversation of pure chatter and progress reports gives zero candidates and zero cards."""
-    from consolidate.writers.base import max_cards
+    from reverie.consolidate.writers.base import max_cards
 
     calls: list[tuple[int, int]] = []
 

@@ -20,13 +20,13 @@ import pytest
 from fakes import make_agent
 from click.testing import CliRunner
 
-from consolidate.commands import build_cli
-from consolidate.paths import agent_db_path
-from consolidate.pipeline import consolidate_agent
-from consolidate.store import open_db
-from graph.entities import EntityResolver
-from graph.merge import MergeSession
-from graph.model import EntityRef, NewCard, RelationRef
+from reverie.consolidate.commands import build_cli
+from reverie.consolidate.paths import agent_db_path
+from reverie.consolidate.pipeline import consolidate_agent
+from reverie.consolidate.store import open_db
+from reverie.graph.entities import EntityResolver
+from reverie.graph.merge import MergeSession
+from reverie.graph.model import EntityRef, NewCard, RelationRef
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "fixtures" / "sample-projects"
@@ -91,7 +91,7 @@ def dump(path: Path) -> dict[str, list]:
 
 @pytest.fixture(scope="module")
 def _sample_home(tmp_path_factory) -> Path:
-    from consolidate.index import index_all
+    from reverie.consolidate.index import index_all
 
     home = tmp_path_factory.mktemp("audit-graph") / "home"
     with pytest.MonkeyPatch.context() as mp:

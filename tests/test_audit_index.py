@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from consolidate import index as index_mod
-from consolidate.commands import build_cli
-from consolidate.index import index_all
+from reverie.consolidate import index as index_mod
+from reverie.consolidate.commands import build_cli
+from reverie.consolidate.index import index_all
 from transcripts import line, write
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -158,7 +158,7 @@ def _plant(projects: Path) -> None:
 
 
 def _cli():
-    from consolidate.commands import build_cli
+    from reverie.consolidate.commands import build_cli
 
     return build_cli()
 
@@ -170,7 +170,7 @@ def _invoke(*args: str, input: str | None = None):
 
 def _hook(home: Path, event: str, payload: dict) -> subprocess.CompletedProcess:
     env = dict(os.environ, REVERIE_HOME=str(home))
-    return subprocess.run([sys.executable, "-m", "consolidate", "hook", event], input=json.dumps(payload),
+    return subprocess.run([sys.executable, "-m", "reverie.consolidate", "hook", event], input=json.dumps(payload),
                           capture_output=True, text=True, env=env, timeout=60)
 
 
@@ -262,7 +262,7 @@ def test_log_records_at_debug_carry_no_secret(planted_home):
                      ("recall", "--agent", AGENT, "--prompt", "payments-api " + GH),
                      ("search", "payments-api", "--agent", AGENT)):
             assert _invoke(*args).exit_code == 0
-        from consolidate.hook import prepare_injection
+        from reverie.consolidate.hook import prepare_injection
 
         inj = prepare_injection("user-prompt-submit", {"cwd": CWD, "session_id": "s-log",
                                                        "prompt": "payments-api with " + GH + " DB_PASSWORD=" + DB_PW},
@@ -364,7 +364,7 @@ def test_long_tool_input_is_clipped_only_after_redaction(tmp_path, reverie_home)
     the tail copy is never stored verbatim, even though the clip cuts away its context."""
     cmd = ("set -euo pipefail\n" + _SETUP + "export DB_PASSWORD=" + DB_PW + "\n" + _SETUP +
            "echo " + DB_PW + " | docker login registry.internal -u deploy --password-stdin\n")
-    from redact.engine import Redactor
+    from reverie.redact.engine import Redactor
 
     assert DB_PW not in Redactor(None).redact(cmd).text     # the engine alone would remove it
     projects = tmp_path / "projects"

@@ -19,6 +19,7 @@ builtin blake2b). Figures (latency, throughput) come from bench/, never asserted
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -81,9 +82,17 @@ def _connect(database, *a, **kw):
     return conn
 sqlite3.connect = _connect
 sys.argv = ["reverie", "hook", sys.argv[1]]
-from consolidate.cli import main
+from reverie.consolidate.cli import main
 main()
 '''
+
+
+@functools.cache
+def startup_modules() -> frozenset[str]:
+    """What a bare `python -c pass` of this interpreter imports (site, .pth files)."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", "pass"], capture_output=True, timeout=60)
+    return frozenset(line.rsplit("|", 1)[1].strip() for line in proc.stderr.decode().splitlines()
+                     if line.startswith("import time:") and line.count("|") == 2)
 
 
 class HookRun:
@@ -114,7 +123,10 @@ class HookRun:
                 self.rows[db] = self.rows.get(db, 0) + int(n)
 
     def forbidden(self) -> list[str]:
-        return sorted(m for m in self.modules if m.split(".")[0] in FORBIDDEN)
+        """Heavy modules the hook imported beyond what the interpreter's own startup imports (an
+        editable install's path finder, loaded from a .pth file, brings pathlib into every process;
+        an installed wheel does not)."""
+        return sorted(m for m in self.modules - startup_modules() if m.split(".")[0] in FORBIDDEN)
 
 
 def primer(session: str) -> dict:
@@ -132,7 +144,7 @@ def _build_home(home: Path, settings: dict | None = None) -> Path:
     if settings:
         (home / "settings.json").write_text(json.dumps(settings))
     env = {**os.environ, "REVERIE_HOME": str(home), "TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS": ""}
-    reverie = [sys.executable, "-m", "consolidate"]
+    reverie = [sys.executable, "-m", "reverie.consolidate"]
     for args in (["index", "--projects-dir", str(SAMPLES), "--json"],
                  ["consolidate", "--now", "--all", "--writer", "offline", "--json"]):
         done = subprocess.run([*reverie, *args], capture_output=True, env=env, timeout=300)
@@ -168,9 +180,9 @@ def _assert_light_and_one_agent(run: HookRun, home: Path, extra_dbs: tuple[str, 
     assert run.returncode == 0
     assert run.context, "the hook printed nothing: the import check would mean nothing"
     assert run.forbidden() == []
-    assert "graph.recall" in run.modules and "redact.memory" in run.modules
-    assert not {"consolidate.index", "consolidate.pipeline", "redact.engine", "graph.merge",
-                "consolidate.commands"} & run.modules
+    assert "reverie.graph.recall" in run.modules and "reverie.redact.memory" in run.modules
+    assert not {"reverie.consolidate.index", "reverie.consolidate.pipeline", "reverie.redact.engine", "reverie.graph.merge",
+                "reverie.consolidate.commands"} & run.modules
     expected = [f"file:{_agent_db(home)}?mode=ro", _hashes_db(home), *extra_dbs]
     assert sorted(run.dbs) == sorted(expected)
 
@@ -193,18 +205,18 @@ def test_hook_on_a_consolidated_home_is_light_and_opens_one_agent_db(home, event
 #: graph.recall with graph.text/trust/db, graph.recall_embed, redact.memory), the entry module and
 #: package inits, plus two the page does not list: graph.files (its contracts section calls the
 #: atomic write hook-safe) and, at session start only, graph.episodes (the closing note says so).
-DOCUMENTED_HOOK_MODULES = {"consolidate", "consolidate.cli", "consolidate.paths", "consolidate.settings",
-                           "consolidate.agents", "consolidate.hook", "graph", "graph.recall", "graph.text",
-                           "graph.trust", "graph.db", "graph.recall_embed", "graph.files", "redact", "redact.memory"}
+DOCUMENTED_HOOK_MODULES = {"reverie", "reverie.consolidate", "reverie.consolidate.cli", "reverie.consolidate.paths", "reverie.consolidate.settings",
+                           "reverie.consolidate.agents", "reverie.consolidate.hook", "reverie.graph", "reverie.graph.recall", "reverie.graph.text",
+                           "reverie.graph.trust", "reverie.graph.db", "reverie.graph.recall_embed", "reverie.graph.files", "reverie.redact", "reverie.redact.memory"}
 
 
-@pytest.mark.parametrize("event, extra", [("session-start", {"graph.episodes"}), ("user-prompt-submit", set())])
+@pytest.mark.parametrize("event, extra", [("session-start", {"reverie.graph.episodes"}), ("user-prompt-submit", set())])
 def test_hook_loads_exactly_the_documented_modules_of_ours(home, event, extra):
     """A guard against a module creeping onto the hook path: the exact set of first-party modules."""
     payload = primer("mods") if event == "session-start" else prompt("mods", "deploy billing-api to prod-k8s")
     run = HookRun(home, event, payload)
     assert run.context
-    ours = {m for m in run.modules if m.split(".")[0] in ("consolidate", "graph", "redact", "schedules")}
+    ours = {m for m in run.modules if m.split(".")[0] == "reverie"}
     assert ours == DOCUMENTED_HOOK_MODULES | extra
 
 
@@ -229,7 +241,7 @@ def test_remembered_secret_is_scrubbed_on_the_light_path(home, event):
         (card,) = conn.execute("SELECT id FROM cards WHERE statement LIKE 'This repo uses pnpm%'").fetchone()
         conn.execute("UPDATE cards SET statement = statement || ? WHERE id = ?", (f" CI tenant: {value}.", card))
     conn.close()
-    learn = subprocess.run([sys.executable, "-c", "import sys; from redact.memory import SecretMemory; "
+    learn = subprocess.run([sys.executable, "-c", "import sys; from reverie.redact.memory import SecretMemory; "
                             "print(SecretMemory(sys.argv[1]).remember([sys.argv[2]]))",
                             str(home / "secrets"), value], capture_output=True, text=True, check=True)
     assert learn.stdout.strip() == "1"
@@ -359,7 +371,7 @@ def test_hook_reads_of_the_secret_memory_do_not_grow_with_remembered_secrets(hom
     rng = random.Random(5)
     values = ["".join(rng.choice(string.ascii_letters + string.digits) for _ in range(rng.randint(16, 40)))
               for _ in range(3000)]
-    code = ("import json, sys; from redact.memory import SecretMemory; m = SecretMemory(sys.argv[1]); "
+    code = ("import json, sys; from reverie.redact.memory import SecretMemory; m = SecretMemory(sys.argv[1]); "
             "m.remember(json.loads(sys.stdin.read())); print(m.count())")
     learn = subprocess.run([sys.executable, "-c", code, str(home / "secrets")], input=json.dumps(values),
                            capture_output=True, text=True, check=True)
@@ -376,7 +388,7 @@ def test_hook_reads_of_the_secret_memory_do_not_grow_with_remembered_secrets(hom
 
 
 def _imports_of(home: Path, *args: str) -> tuple[int, str, set[str]]:
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "consolidate", *args],
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "reverie.consolidate", *args],
                           capture_output=True, timeout=120, cwd=str(home),
                           env={**os.environ, "REVERIE_HOME": str(home), "TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS": ""})
     mods = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.decode("utf-8", "replace").splitlines()

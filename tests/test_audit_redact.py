@@ -23,9 +23,9 @@ import pytest
 from secret_values import ALNUM, generators
 from click.testing import CliRunner
 
-from redact.engine import Redactor
-from redact.memory import SecretMemory
-from redact.rescan import rescan
+from reverie.redact.engine import Redactor
+from reverie.redact.memory import SecretMemory
+from reverie.redact.rescan import rescan
 
 RNG = random.Random(20261129)
 B64 = ALNUM + "+/"
@@ -363,8 +363,8 @@ def test_many_repeated_findings_scale_linearly(redactor):
 def test_cli_json_prints_no_value_with_memory_detection_and_overlaps(tmp_path):
     """`reverie redact --json` with the home's memory: remembered, detected, overlapping (a token
     inside a URL inside an assignment) and a PEM block; no value, no 8-character piece of one."""
-    from consolidate.commands import build_cli
-    from consolidate.paths import resolve_home, secrets_dir
+    from reverie.consolidate.commands import build_cli
+    from reverie.consolidate.paths import resolve_home, secrets_dir
 
     p, late = pw(), pw()
     SecretMemory(secrets_dir(resolve_home())).remember([late])
@@ -397,7 +397,7 @@ def _fts_hits(conn: sqlite3.Connection, value: str) -> int:
 
 
 def test_rescan_scrubs_markdown_and_glued_forms_from_rows_and_fts(tmp_path):
-    from consolidate.store import open_db
+    from reverie.consolidate.store import open_db
 
     db = open_db(tmp_path / "agent.db")
     conn = db.conn
@@ -426,7 +426,7 @@ def test_rescan_scrubs_markdown_and_glued_forms_from_rows_and_fts(tmp_path):
 def test_rescan_scrubs_plain_occurrences_in_every_graph_table(tmp_path):
     """Passing guard: the library rescan with the memory over cards, episodes and entities rows
     (direct rows, no pipeline) leaves no copy and the FTS indexes no longer find it."""
-    from consolidate.store import open_db
+    from reverie.consolidate.store import open_db
 
     db = open_db(tmp_path / "agent.db")
     conn = db.conn

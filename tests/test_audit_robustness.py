@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from consolidate.commands import build_cli
+from reverie.consolidate.commands import build_cli
 from transcripts import line, write
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -144,7 +144,7 @@ def test_every_kind_of_bad_line_is_counted_exactly_and_good_lines_around_it_are_
 
 
 def test_an_over_long_last_line_is_rejected_once_not_again_after_an_append(shop, projects, reverie_home):
-    from consolidate.settings import set_value
+    from reverie.consolidate.settings import set_value
 
     # Longer than the limit and than two reads (8 MiB each): the line is dropped while it is read.
     set_value(reverie_home, "index.max_line_bytes", 1_000_000)
@@ -278,9 +278,9 @@ def test_a_garbage_timestamp_does_not_drop_the_card_of_that_turn(shop, projects,
 @pytest.fixture
 def short_busy(monkeypatch):
     """The store's busy timeout cut to 0.1 s so a held lock fails fast (in-process CLI only)."""
-    import consolidate.store
+    from reverie.consolidate import store
 
-    monkeypatch.setattr(consolidate.store, "BUSY_TIMEOUT_MS", 100)
+    monkeypatch.setattr(store, "BUSY_TIMEOUT_MS", 100)
 
 
 def _hold_exclusive(db: Path) -> sqlite3.Connection:
@@ -446,8 +446,8 @@ def after(owner, name):
         return result
     setattr(owner, name, patched)
 
-import consolidate.index as index
-import consolidate.pipeline as pipeline
+import reverie.consolidate.index as index
+import reverie.consolidate.pipeline as pipeline
 index.index_all.__kwdefaults__["chunk_bytes"] = 4096
 if where == "index_in_tx":        # inside a chunk's transaction, before COMMIT
     after(index._AgentWriter, "_save_mark")
@@ -455,7 +455,7 @@ elif where == "index_committed":  # right after a chunk committed
     after(index._AgentWriter, "write_chunk")
 elif where == "stretch_in_tx":    # inside a stretch's transaction (cards merged, progress saved, no COMMIT)
     after(pipeline, "_save_progress")
-from consolidate.cli import main
+from reverie.consolidate.cli import main
 main(sys.argv[1:])
 """
 

@@ -23,14 +23,14 @@ import pytest
 from fakes import FAKE_CRONTAB, FAKE_RECORDER, Clock, held_by_another_thread
 from click.testing import CliRunner
 
-from consolidate.commands import build_cli
-from schedules.daemon import build_scheduler
-from schedules.lock import Busy
-from schedules import policy
-from schedules.policy import AgentSchedule, AgentState, config_from_settings, iso
-from schedules.runner import AgentSpec, Jobs, RunOutcome, Runner
-from schedules.state import StateStore
-from schedules.status import format_status, status_report
+from reverie.consolidate.commands import build_cli
+from reverie.schedules.daemon import build_scheduler
+from reverie.schedules.lock import Busy
+from reverie.schedules import policy
+from reverie.schedules.policy import AgentSchedule, AgentState, config_from_settings, iso
+from reverie.schedules.runner import AgentSpec, Jobs, RunOutcome, Runner
+from reverie.schedules.state import StateStore
+from reverie.schedules.status import format_status, status_report
 
 UTC = timezone.utc
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -262,7 +262,7 @@ def test_update_agent_replaces_a_non_object_entry_and_logs_it(tmp_path, caplog):
     path.write_text(json.dumps({"version": 1, "agents": {"a": "oops", "b": {"backlog": True}}, "index": {}}))
     store = StateStore(path)
     assert store.agent_states() == {"a": AgentState(), "b": AgentState(backlog=True)}
-    with caplog.at_level(logging.WARNING, logger="schedules.state"):
+    with caplog.at_level(logging.WARNING, logger="reverie.schedules.state"):
         assert store.update_agent("a", lambda old: replace(old, backlog=True)) == AgentState(backlog=True)
     assert json.loads(path.read_text())["agents"] == {"a": AgentState(backlog=True).to_dict(),
                                                        "b": {"backlog": True}}
@@ -377,16 +377,16 @@ def test_busy_passes_keep_the_real_run_and_a_real_run_ends_the_busy_mark(tmp_pat
 
 
 def _index_fixtures(home: Path, fixtures: Path) -> None:
-    from consolidate.index import index_all
-    from consolidate.settings import set_value
+    from reverie.consolidate.index import index_all
+    from reverie.consolidate.settings import set_value
 
     index_all(home, projects_dir=fixtures)
     set_value(home, "schedule.timezone", "Europe/Paris")
 
 
 def test_status_backlog_after_consolidate_now_clears_it(reverie_home, shared_fixtures, tmp_path, monkeypatch):
-    from consolidate.commands.schedule_cmd import build_runner
-    from consolidate.settings import set_value
+    from reverie.consolidate.commands.schedule_cmd import build_runner
+    from reverie.consolidate.settings import set_value
 
     monkeypatch.setenv("HOME", str(tmp_path / "user"))
     monkeypatch.setenv("PATH", str(tmp_path / "nobin"))
@@ -420,7 +420,7 @@ def test_status_backlog_after_consolidate_now_clears_it(reverie_home, shared_fix
 
 
 def test_record_manual_runs_sets_the_backlog_of_the_agents_that_ran_only(tmp_path):
-    from consolidate.commands.schedule_cmd import record_manual_runs
+    from reverie.consolidate.commands.schedule_cmd import record_manual_runs
 
     store = StateStore(tmp_path / "schedules" / "state.json")
     before = AgentState(last_started_at=paris(2026, 6, 10, 2), last_finished_at=paris(2026, 6, 10, 2, 10),
@@ -454,7 +454,7 @@ def test_record_manual_runs_sets_the_backlog_of_the_agents_that_ran_only(tmp_pat
 
 
 def test_record_manual_runs_never_raises(tmp_path, caplog):
-    from consolidate.commands.schedule_cmd import record_manual_runs
+    from reverie.consolidate.commands.schedule_cmd import record_manual_runs
 
     (tmp_path / "schedules").write_text("a file where the folder should be")
     with caplog.at_level(logging.WARNING):
@@ -484,7 +484,7 @@ def test_consolidate_now_records_the_backlog_but_not_as_the_schedulers_last_run(
 
 
 def test_real_pipeline_busy_agent_is_retried_and_does_not_stop_the_others(reverie_home, shared_fixtures):
-    from consolidate.commands.schedule_cmd import build_runner
+    from reverie.consolidate.commands.schedule_cmd import build_runner
 
     _index_fixtures(reverie_home, shared_fixtures)
     runner = build_runner(reverie_home)
@@ -510,9 +510,9 @@ def test_real_pipeline_busy_agent_is_retried_and_does_not_stop_the_others(reveri
 
 def test_real_pipeline_disabled_agent_never_runs_and_a_broken_one_does_not_stop_the_others(
         reverie_home, shared_fixtures):
-    from consolidate.commands.schedule_cmd import build_runner
-    from consolidate.settings import set_value
-    from schedules.policy import AgentState
+    from reverie.consolidate.commands.schedule_cmd import build_runner
+    from reverie.consolidate.settings import set_value
+    from reverie.schedules.policy import AgentState
 
     _index_fixtures(reverie_home, shared_fixtures)
     set_value(reverie_home, "agents.disabled", ["spotter"])
@@ -543,7 +543,7 @@ def test_real_pipeline_disabled_agent_never_runs_and_a_broken_one_does_not_stop_
 def test_schedule_log_carries_no_transcript_content(reverie_home, shared_fixtures, tmp_path, monkeypatch):
     """A real `reverie schedule tick` (index + nightly + backfill of the shared fixtures): no text of a
     message or a card reaches schedule.log."""
-    from consolidate.settings import set_value
+    from reverie.consolidate.settings import set_value
 
     monkeypatch.setenv("HOME", str(tmp_path / "user"))
     shutil.copytree(shared_fixtures, tmp_path / "claude-config" / "projects")
@@ -624,7 +624,7 @@ def test_install_twice_then_uninstall_touches_only_its_targets(reverie_home, tmp
     changed_user_files = [k for k in before["user"] if first["user"].get(k) != before["user"][k]]
     assert changed_user_files == []
     added_cron = [ln for ln in first["crontab"].splitlines() if ln not in before["crontab"].splitlines()]
-    from schedules.units import UnitSpec
+    from reverie.schedules.units import UnitSpec
 
     spec = UnitSpec(home=reverie_home, argv=())
     expected_files = {"cron": [], "launchd": [f"Library/LaunchAgents/{spec.label}.plist"],

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from consolidate.classify import classify, fact_in, named_things, read_statements, speaker_label, split_sentences
-from consolidate.passages import Passage
+from reverie.consolidate.classify import classify, fact_in, named_things, read_statements, speaker_label, split_sentences
+from reverie.consolidate.passages import Passage
 
 
 def judge(text, kind="user", previous_reply=""):
@@ -98,7 +98,7 @@ def test_speaker_label_sentences_and_facts():
 def test_an_answer_to_a_question_is_more_likely_kept():
     """The previous human turn (passage context) asking a question raises the answer's keep over the
     same turn after a statement that uses the same words (so novelty is equal)."""
-    from consolidate.classify import answers_question
+    from reverie.consolidate.classify import answers_question
 
     text = "Caroline: It was great, the kids loved the lake."
     alone = Passage(key="user:2", kind="user", text=text, conversation="c", message_id=2, timestamp="")
@@ -118,7 +118,7 @@ def _user(text, context="", previous_reply=""):
 
 
 def test_content_words_and_novelty():
-    from consolidate.classify import content_words, novelty
+    from reverie.consolidate.classify import content_words, novelty
 
     assert content_words("Caroline went hiking; the hikes were long, and I loved this trail!") == {
         "caroline", "went", "hiking", "hike", "long", "loved", "trail"}
@@ -148,7 +148,7 @@ def test_blank_backticked_names_are_no_names(text):
 def test_opening_a_conversation():
     """A turn nothing was said before opens the conversation; one after another human turn or after the
     agent's reply does not. Opening raises keep, all else equal."""
-    from consolidate.classify import opens_conversation, user_turn_features, USER_TERMS
+    from reverie.consolidate.classify import opens_conversation, user_turn_features, USER_TERMS
 
     text = "Sam: I started a pottery class in Porto last week."
     first, after_turn, after_reply = _user(text), _user(text, context="Priya: Hi Sam!"), _user(text, previous_reply="Hi!")
@@ -159,7 +159,7 @@ def test_opening_a_conversation():
 
 
 def test_user_turn_features_whole_row():
-    from consolidate.classify import USER_TERMS, USER_WEIGHTS, user_turn_features
+    from reverie.consolidate.classify import USER_TERMS, USER_WEIGHTS, user_turn_features
 
     p = _user("Priya: I adopted a beagle named Biscuit last March! Do you have pets?",
               context="Sam: Anything new with you?")

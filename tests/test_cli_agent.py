@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from consolidate.agents import assign_agent
-from consolidate.commands import build_cli
-from consolidate.paths import agent_db_path
-from consolidate.store import open_db
+from reverie.consolidate.agents import assign_agent
+from reverie.consolidate.commands import build_cli
+from reverie.consolidate.paths import agent_db_path
+from reverie.consolidate.store import open_db
 from test_recall import Store
 
 #: Every command that takes --agent, with the arguments it needs besides it.

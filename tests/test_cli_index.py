@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from consolidate.commands import build_cli
+from reverie.consolidate.commands import build_cli
 
 SESSION = "4b1c0d6e-1111-4a2b-9c3d-5e6f7a8b9c0d"
 

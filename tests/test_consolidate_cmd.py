@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from consolidate.commands import build_cli
+from reverie.consolidate.commands import build_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "fixtures" / "sample-projects"
@@ -49,7 +49,7 @@ EXPECTED_CARDS = {
 def indexed(reverie_home):
     if not SAMPLES.exists():
         pytest.skip("fixtures/sample-projects not generated")
-    from consolidate.index import index_all
+    from reverie.consolidate.index import index_all
 
     index_all(reverie_home, SAMPLES)
     return reverie_home

@@ -2,10 +2,10 @@
 consolidation's own redactor) is gone from every stored byte once a consolidation has run."""
 
 
-from consolidate.index import index_all
-from consolidate.paths import agent_db_path, secrets_dir
-from consolidate.pipeline import consolidate_agent
-from redact.memory import SecretMemory
+from reverie.consolidate.index import index_all
+from reverie.consolidate.paths import agent_db_path, secrets_dir
+from reverie.consolidate.pipeline import consolidate_agent
+from reverie.redact.memory import SecretMemory
 
 from transcripts import db_bytes, line
 

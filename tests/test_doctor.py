@@ -6,9 +6,9 @@ import json
 
 from click.testing import CliRunner
 
-from consolidate.commands import build_cli
-from consolidate.doctor import diagnose
-from consolidate.settings import set_value
+from reverie.consolidate.commands import build_cli
+from reverie.consolidate.doctor import diagnose
+from reverie.consolidate.settings import set_value
 
 
 def _checks(report):
@@ -33,7 +33,7 @@ def test_fresh_home_reports_every_gap_with_its_fix(tmp_path, monkeypatch):
 
 
 def test_configured_parts_and_agent_dbs(tmp_path, monkeypatch):
-    from consolidate.index import index_all
+    from reverie.consolidate.index import index_all
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

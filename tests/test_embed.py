@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from consolidate.store import open_db
-from graph.embed import LexicalEmbedder, Model2VecEmbedder, from_blob, load_embedder, to_blob
-from graph.store import ensure_vectors
+from reverie.consolidate.store import open_db
+from reverie.graph.embed import LexicalEmbedder, Model2VecEmbedder, from_blob, load_embedder, to_blob
+from reverie.graph.store import ensure_vectors
 
 from conftest import SHARED_MODEL
 

@@ -3,9 +3,9 @@
 from pathlib import Path
 
 
-from graph.entities import EntityResolver, display_name, is_generic, normalize_entity
-from graph.merge import MergeSession
-from graph.model import EntityRef, NewCard
+from reverie.graph.entities import EntityResolver, display_name, is_generic, normalize_entity
+from reverie.graph.merge import MergeSession
+from reverie.graph.model import EntityRef, NewCard
 
 ROOT = Path(__file__).resolve().parent.parent
 NOW = "2025-03-01T00:00:00Z"
@@ -69,7 +69,7 @@ def test_alias_fixture_accuracy(db):
 
 
 def test_one_letter_changed_in_a_short_word_is_another_name_a_transposition_is_a_typo(tmp_path):
-    from consolidate.store import open_db
+    from reverie.consolidate.store import open_db
 
     db = open_db(tmp_path / "agent.db")
     r = EntityResolver(db.conn)

@@ -4,7 +4,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from graph import episodes as ep
+from reverie.graph import episodes as ep
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
 

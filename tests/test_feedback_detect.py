@@ -5,9 +5,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from consolidate.store import open_db
-from graph import feedback_detect as fd
-from graph.feedback_detect import CardPoint, Turn
+from reverie.consolidate.store import open_db
+from reverie.graph import feedback_detect as fd
+from reverie.graph.feedback_detect import CardPoint, Turn
 
 T = datetime(2026, 4, 2, 10, 0, tzinfo=timezone.utc)
 
@@ -116,7 +116,7 @@ def test_user_turns_only_give_no_helpful(db):
 
 
 def test_read_recall_log_with_rotation_and_bad_lines(db, tmp_path):
-    from graph import lifecycle
+    from reverie.graph import lifecycle
 
     path = tmp_path / "memory-recalls.jsonl"
     (tmp_path / "memory-recalls.jsonl.1").write_text(json.dumps(EVENTS[0]) + "\n{broken\n")
@@ -133,8 +133,8 @@ def test_read_recall_log_with_rotation_and_bad_lines(db, tmp_path):
 
 
 def test_a_card_the_session_itself_made_out_of_date_is_not_helpful(tmp_path):
-    from graph.merge import merge_card
-    from graph.model import NewCard, RelationRef
+    from reverie.graph.merge import merge_card
+    from reverie.graph.model import NewCard, RelationRef
 
     store = open_db(tmp_path / "outdated.db")
     now = datetime(2026, 3, 12, tzinfo=timezone.utc)

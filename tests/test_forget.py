@@ -5,12 +5,12 @@ from datetime import datetime, timezone
 
 from click.testing import CliRunner
 
-from consolidate.commands import build_cli
-from consolidate.paths import agent_db_path
-from consolidate.store import open_db
-from graph import forget
-from graph.merge import MergeSession
-from graph.model import EntityRef, Evidence, NewCard, RelationRef
+from reverie.consolidate.commands import build_cli
+from reverie.consolidate.paths import agent_db_path
+from reverie.consolidate.store import open_db
+from reverie.graph import forget
+from reverie.graph.merge import MergeSession
+from reverie.graph.model import EntityRef, Evidence, NewCard, RelationRef
 
 NOW = datetime(2025, 3, 1, tzinfo=timezone.utc)
 
@@ -114,7 +114,7 @@ def _db_bytes(path):
 
 
 def test_forget_leaves_no_byte_of_the_statement_in_episodes_fts_or_wal(tmp_path):
-    from graph import episodes as ep
+    from reverie.graph import episodes as ep
 
     path = tmp_path / "agent.db"
     db = open_db(path)

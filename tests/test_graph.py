@@ -7,12 +7,12 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
-from consolidate.commands import build_cli
-from consolidate.paths import agent_db_path
-from consolidate.store import open_db
-from graph import view
-from graph.merge import MergeSession
-from graph.model import EntityRef, NewCard, RelationRef
+from reverie.consolidate.commands import build_cli
+from reverie.consolidate.paths import agent_db_path
+from reverie.consolidate.store import open_db
+from reverie.graph import view
+from reverie.graph.merge import MergeSession
+from reverie.graph.model import EntityRef, NewCard, RelationRef
 
 NOW = "2025-03-01T00:00:00Z"
 FACTS = [

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from graph.dedupe import analyze, judge_pair
-from graph.embed import LexicalEmbedder, Model2VecEmbedder
+from reverie.graph.dedupe import analyze, judge_pair
+from reverie.graph.embed import LexicalEmbedder, Model2VecEmbedder
 
 from conftest import SHARED_MODEL
 

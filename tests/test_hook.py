@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from consolidate.commands import build_cli
-from consolidate import hook as hook_mod
-from consolidate import hook_install
-from consolidate.hook import append_recall_log
-from consolidate.hook_install import merge_hooks
-from consolidate.paths import recall_log_path, secrets_dir
-from consolidate.settings import set_value
-from graph.recall import MARKER, recall
-from redact.memory import SecretMemory
+from reverie.consolidate.commands import build_cli
+from reverie.consolidate import hook as hook_mod
+from reverie.consolidate import hook_install
+from reverie.consolidate.hook import append_recall_log
+from reverie.consolidate.hook_install import merge_hooks
+from reverie.consolidate.paths import recall_log_path, secrets_dir
+from reverie.consolidate.settings import set_value
+from reverie.graph.recall import MARKER, recall
+from reverie.redact.memory import SecretMemory
 from test_recall import WRITER, Store
 
 REVERIE = shutil.which("reverie", path=str(Path(sys.executable).parent)) or shutil.which("reverie")
@@ -383,11 +383,11 @@ def test_recall_command_prints_what_the_hook_injects_and_logs_the_same_line(stor
 
 
 def test_recall_command_uses_the_feedback_half_life_setting(store, reverie_home, monkeypatch):
-    import graph.recall
+    import reverie.graph.recall as graph_recall
 
     seen = []
-    real = graph.recall.recall
-    monkeypatch.setattr(graph.recall, "recall", lambda *a, **kw: seen.append(kw["half_life_days"]) or real(*a, **kw))
+    real = graph_recall.recall
+    monkeypatch.setattr(graph_recall, "recall", lambda *a, **kw: seen.append(kw["half_life_days"]) or real(*a, **kw))
     set_value(reverie_home, "feedback.half_life_days", 7)
     res = CliRunner().invoke(build_cli(), ["recall", "--agent", store.agent, "--prompt", "billing-api pool"])
     assert res.exit_code == 0, res.output
@@ -409,20 +409,20 @@ def test_real_hook_on_a_consolidated_home_imports_no_heavy_module(tmp_path):
                          ("user-prompt-submit", {"prompt": "deploy the PDF export worker for billing-api",
                                                  "hook_event_name": "UserPromptSubmit"})):
         data = json.dumps({"session_id": "imports", "cwd": "/home/dev/acme/billing-api", **extra}).encode()
-        out = subprocess.run([sys.executable, "-X", "importtime", "-m", "consolidate", "hook", event], input=data,
+        out = subprocess.run([sys.executable, "-X", "importtime", "-m", "reverie.consolidate", "hook", event], input=data,
                              capture_output=True, env=env, timeout=60)
         assert out.returncode == 0
         assert json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"] != ""
         imported = {line.rsplit("|", 1)[1].strip() for line in out.stderr.decode().splitlines()
                     if line.startswith("import time:") and line.count("|") == 2}
-        assert "graph.recall" in imported and "redact.memory" in imported
+        assert "reverie.graph.recall" in imported and "reverie.redact.memory" in imported
         assert sorted(m for m in imported if m.split(".")[0] in HEAVY) == []
 
 
 def test_the_entry_the_installer_and_the_hook_name_the_same_events():
     """A hook event the CLI fast path does not dispatch, or the installer writes under another
     name, would never run: the three lists are one."""
-    from consolidate import cli, hook, hook_install
+    from reverie.consolidate import cli, hook, hook_install
 
     assert set(cli.HOOK_EVENTS) == set(hook.EVENTS) == {e[1] for e in hook_install.HOOK_EVENTS}
     assert [(e[0], e[1]) for e in hook_install.HOOK_EVENTS] == [

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from consolidate import index as index_mod
-from consolidate.index import index_all
-from consolidate.paths import agent_db_path
-from consolidate.settings import set_value
+from reverie.consolidate import index as index_mod
+from reverie.consolidate.index import index_all
+from reverie.consolidate.paths import agent_db_path
+from reverie.consolidate.settings import set_value
 from transcripts import line, write
 
 
@@ -198,7 +198,7 @@ def test_deleted_transcript_counts_as_gone_and_stays_in_the_index(projects, reve
     s = index_all(reverie_home, projects)
     assert (s["files_seen"], s["files_missing"], s["messages_added"]) == (1, 1, 0)
     assert _rows(reverie_home, "shop", "SELECT path LIKE '%s-1.jsonl', missing FROM sources ORDER BY path") == [(1, 1), (0, 0)]
-    from consolidate.agents import list_agents
+    from reverie.consolidate.agents import list_agents
 
     (row,) = list_agents(reverie_home)
     assert (row["conversations"], row["messages"], row["transcripts_on_disk"]) == (2, 2, 1)
@@ -314,7 +314,7 @@ def test_a_merely_truncated_line_is_one_rejected_line_not_a_nested_phantom():
     """Torn-line recovery takes the rest of a malformed line as a second line only when it is a whole
     transcript line (a message or a title with its session): an object nested in a truncated line
     (`"content":[{"type":"text",...}`) is not one."""
-    from consolidate.index import _torn_line_rest
+    from reverie.consolidate.index import _torn_line_rest
 
     whole = json.dumps({"type": "user", "uuid": "u3", "sessionId": "s1", "cwd": "/w",
                          "timestamp": "2026-01-01T00:00:00Z", "message": {"role": "user", "content": "hi there"}})

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from consolidate import index as index_mod
-from consolidate.index import index_all
-from consolidate.paths import agent_db_path
+from reverie.consolidate import index as index_mod
+from reverie.consolidate.index import index_all
+from reverie.consolidate.paths import agent_db_path
 import transcripts
 from transcripts import CWD
 
@@ -85,7 +85,7 @@ def test_a_20_mb_line_is_indexed_clipped_and_the_rest_of_the_file_too(proj, reve
 
 
 def test_a_line_longer_than_the_limit_is_rejected_without_holding_it(proj, reverie_home):
-    from consolidate.settings import set_value
+    from reverie.consolidate.settings import set_value
 
     set_value(reverie_home, "index.max_line_bytes", 100_000)
     long_line = line("u2", "x" * 300_000)

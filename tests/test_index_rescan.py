@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from consolidate.index import index_all, rescan_agent, shape_checked
-from consolidate.paths import agent_db_path, secrets_dir
-from consolidate.source import parse_line
-from consolidate.store import open_db
-from graph import episodes as ep
-from graph import trust
-from graph.merge import merge_card
-from graph.model import EntityRef, NewCard
-from redact.memory import SecretMemory
+from reverie.consolidate.index import index_all, rescan_agent, shape_checked
+from reverie.consolidate.paths import agent_db_path, secrets_dir
+from reverie.consolidate.source import parse_line
+from reverie.consolidate.store import open_db
+from reverie.graph import episodes as ep
+from reverie.graph import trust
+from reverie.graph.merge import merge_card
+from reverie.graph.model import EntityRef, NewCard
+from reverie.redact.memory import SecretMemory
 from transcripts import db_bytes
 
 SECRET = "ghp_Zq8vT3kLmN9pR2sW5xY7aB4cD6eF1gH0jK2m"

@@ -27,7 +27,7 @@ def test_generator_reproduces_the_committed_samples(tmp_path):
 
 
 def test_demo_indexes_the_samples_and_shows_agents_and_a_conversation(tmp_path, capsys):
-    from consolidate import demo
+    from reverie.consolidate import demo
 
     assert demo.main(["--home", str(tmp_path / "demo-home")]) == 0
     out = capsys.readouterr().out

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from consolidate import index as index_mod
-from consolidate.index import _LeafPacker, index_all, line_key, load_conversation, unkey
-from consolidate.paths import agent_db_path
+from reverie.consolidate import index as index_mod
+from reverie.consolidate.index import _LeafPacker, index_all, line_key, load_conversation, unkey
+from reverie.consolidate.paths import agent_db_path
 import transcripts
 from transcripts import write
 
@@ -160,7 +160,7 @@ def test_blocks_leaf_pages_are_nearly_full(proj, reverie_home):
 
 
 def test_history_search_works_on_the_index(proj, reverie_home):
-    from consolidate.search import search_history
+    from reverie.consolidate.search import search_history
 
     write(proj / "s-1.jsonl",
           line("user", "u1", "Deploying the billing service failed: tool_result missing in parse_line"),

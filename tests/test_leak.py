@@ -81,7 +81,7 @@ def _write_transcripts(projects: Path) -> None:
 
 def _reverie(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     env = dict(os.environ, REVERIE_HOME=str(home), TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS="")
-    return subprocess.run([sys.executable, "-m", "consolidate", *args], input=stdin, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "reverie.consolidate", *args], input=stdin, capture_output=True,
                           text=True, env=env, timeout=300)
 
 

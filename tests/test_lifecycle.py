@@ -5,9 +5,9 @@ import os
 from datetime import datetime, timedelta, timezone
 
 
-from graph import lifecycle
-from graph.merge import MergeSession
-from graph.model import NewCard
+from reverie.graph import lifecycle
+from reverie.graph.merge import MergeSession
+from reverie.graph.model import NewCard
 
 T0 = datetime(2025, 1, 1, 9, 0, tzinfo=timezone.utc)
 
@@ -75,8 +75,8 @@ def test_recalling_a_faded_card_revives_it(db, tmp_path):
 
 def test_recall_log_fold_is_incremental_and_counts_bad_lines(db, tmp_path):
     seed(db)
-    from graph.merge import merge_card
-    from graph.model import EntityRef
+    from reverie.graph.merge import merge_card
+    from reverie.graph.model import EntityRef
 
     merge_card(db, NewCard("batch-01 hosts nightly-export.", "fact", 0.7, "s3", "2025-01-02T00:00:00Z",
                            entities=[EntityRef("batch-01", "host")]), now=T0)
@@ -155,7 +155,7 @@ def _line(at, ids, episodes=()):
 
 
 def test_one_reader_feeds_all_consumers_same_second_events_and_lock_file(db, tmp_path):
-    from graph import feedback_detect
+    from reverie.graph import feedback_detect
 
     seed(db)
     log = tmp_path / "memory-recalls.jsonl"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from schedules import lock as lockmod
-from schedules.lock import AgentLock, Busy, LockInfo, read_holder
+from reverie.schedules import lock as lockmod
+from reverie.schedules.lock import AgentLock, Busy, LockInfo, read_holder
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,7 +23,7 @@ HELPER = textwrap.dedent(
     """
     import sys, time
     sys.path.insert(0, sys.argv[4])
-    from schedules import lock as lockmod
+    from reverie.schedules import lock as lockmod
     lockmod._BACKEND = sys.argv[2]
     path, mode = sys.argv[1], sys.argv[3]
     try:

@@ -6,11 +6,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from click.testing import CliRunner
 
-from consolidate.commands import build_cli
-from consolidate.paths import agent_db_path
-from consolidate.store import open_db
-from graph import episodes as ep
-from graph import maintenance, trust
+from reverie.consolidate.commands import build_cli
+from reverie.consolidate.paths import agent_db_path
+from reverie.consolidate.store import open_db
+from reverie.graph import episodes as ep
+from reverie.graph import maintenance, trust
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 NOW = T0 + timedelta(days=200)

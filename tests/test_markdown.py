@@ -6,11 +6,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from click.testing import CliRunner
 
-from consolidate.commands import build_cli
-from consolidate.store import open_db
-from graph import episodes as ep
-from graph import markdown as md
-from graph import trust
+from reverie.consolidate.commands import build_cli
+from reverie.consolidate.store import open_db
+from reverie.graph import episodes as ep
+from reverie.graph import markdown as md
+from reverie.graph import trust
 
 T0 = datetime(2026, 2, 11, 20, 0, tzinfo=timezone.utc)
 LATER = T0 + timedelta(days=3)
@@ -228,7 +228,7 @@ def test_import_needs_a_manifest_of_the_same_agent(db, tmp_path):
 
 
 def test_cli_export_import(reverie_home, tmp_path, monkeypatch):
-    from consolidate.paths import agent_db_path
+    from reverie.consolidate.paths import agent_db_path
 
     db = open_db(agent_db_path(reverie_home, "web"))
     add_card(db, "Use pnpm instead of npm in the web repo", "preference", 0.9)
@@ -240,7 +240,7 @@ def test_cli_export_import(reverie_home, tmp_path, monkeypatch):
     path = out / "semantic.md"
     path.write_text(path.read_text().replace("## fact\n\n", "## fact\n\n- The web repo deploys to vercel\n"))
     # Redaction goes through redact.engine; a stand-in keeps this test fast and offline.
-    monkeypatch.setattr("consolidate.commands.trust_cmd._redactor", lambda app: redact)
+    monkeypatch.setattr("reverie.consolidate.commands.trust_cmd._redactor", lambda app: redact)
     r = CliRunner().invoke(build_cli(), ["import", "--markdown", str(out), "--agent", "web"])
     assert r.exit_code == 0, r.output
     assert r.output == "web: 1 added; files re-exported\n"
@@ -249,9 +249,9 @@ def test_cli_export_import(reverie_home, tmp_path, monkeypatch):
 
 
 def test_retired_card_stops_feeding_relations_and_a_restatement_is_a_new_card(tmp_path):
-    from graph.merge import merge_card
-    from graph.model import EntityRef, NewCard, RelationRef
-    from graph.recall import entity_relations
+    from reverie.graph.merge import merge_card
+    from reverie.graph.model import EntityRef, NewCard, RelationRef
+    from reverie.graph.recall import entity_relations
 
     db = open_db(tmp_path / "agent2.db")
 
@@ -288,7 +288,7 @@ def test_retired_card_stops_feeding_relations_and_a_restatement_is_a_new_card(tm
 
 
 def test_old_export_does_not_bring_a_forgotten_card_back(db, tmp_path):
-    from graph import forget
+    from reverie.graph import forget
 
     out = tmp_path / "mem"
     md.export_markdown(db, out, agent="web", now=T0)

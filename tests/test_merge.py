@@ -5,12 +5,12 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from consolidate.store import open_db
-from graph import relations
-from graph.embed import Embedder, LexicalEmbedder, Model2VecEmbedder
-from graph.entities import known_entities
-from graph.merge import EVIDENCE_CAP, MergeSession, merge_card
-from graph.model import EntityRef, Evidence, NewCard, RelationRef
+from reverie.consolidate.store import open_db
+from reverie.graph import relations
+from reverie.graph.embed import Embedder, LexicalEmbedder, Model2VecEmbedder
+from reverie.graph.entities import known_entities
+from reverie.graph.merge import EVIDENCE_CAP, MergeSession, merge_card
+from reverie.graph.model import EntityRef, Evidence, NewCard, RelationRef
 
 from conftest import SHARED_MODEL
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from consolidate.classify import Judgement, classify
-from consolidate.passages import Passage
-from consolidate.pipeline import plan_conversation
-from consolidate.writers.base import Candidate, WriteRequest
-from consolidate.classify import speaker_label
-from consolidate.writers.offline import (
+from reverie.consolidate.classify import Judgement, classify
+from reverie.consolidate.passages import Passage
+from reverie.consolidate.pipeline import plan_conversation
+from reverie.consolidate.writers.base import Candidate, WriteRequest
+from reverie.consolidate.classify import speaker_label
+from reverie.consolidate.writers.offline import (
     OfflineWriter,
     key_sentence,
     name_speaker,

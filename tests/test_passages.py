@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from consolidate.passages import (CONTEXT_MAX, PARAGRAPH_MAX, USER_MAX, Msg, cut_passages, paragraphs,
+from reverie.consolidate.passages import (CONTEXT_MAX, PARAGRAPH_MAX, USER_MAX, Msg, cut_passages, paragraphs,
                                   strip_noise)
 
 

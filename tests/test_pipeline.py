@@ -14,9 +14,9 @@ from pathlib import Path
 
 from fakes import make_agent
 
-from consolidate.pipeline import consolidate_agent
-from consolidate.store import open_db
-from consolidate.writers.base import CardDraft, WriteError, WriteResult, sequential
+from reverie.consolidate.pipeline import consolidate_agent
+from reverie.consolidate.store import open_db
+from reverie.consolidate.writers.base import CardDraft, WriteError, WriteResult, sequential
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "fixtures" / "sample-projects"
@@ -83,7 +83,7 @@ def test_offline_run_writes_cards_progress_and_run_record(reverie_home):
 
 def test_newest_conversation_first_and_passage_budget_leaves_backlog(reverie_home):
     path = make_agent(reverie_home, "demo", {"old": RULES, "new": RULES[:4]})
-    from consolidate import settings
+    from reverie.consolidate import settings
 
     settings.set_value(reverie_home, "consolidate.max_passages", 3)
     s = consolidate_agent(reverie_home, "demo", writer="offline", redactor=FakeRedactor())
@@ -153,10 +153,10 @@ def test_verification_rejects_and_counts(reverie_home):
 
 
 def test_verification_reasons(reverie_home):
-    from consolidate.classify import classify
-    from consolidate.passages import Passage
-    from consolidate.verify import verify
-    from consolidate.writers.base import Candidate, WriteRequest
+    from reverie.consolidate.classify import classify
+    from reverie.consolidate.passages import Passage
+    from reverie.consolidate.verify import verify
+    from reverie.consolidate.writers.base import Candidate, WriteRequest
 
     cands = []
     for i, t in enumerate(["From now on, always use pnpm instead of npm in this repo."] * 9):
@@ -181,8 +181,8 @@ def test_verification_reasons(reverie_home):
 KILL_CHILD = textwrap.dedent('''
     import sys, time, types, re
     from pathlib import Path
-    from consolidate.pipeline import consolidate_agent
-    from consolidate.writers.offline import OfflineWriter
+    from reverie.consolidate.pipeline import consolidate_agent
+    from reverie.consolidate.writers.offline import OfflineWriter
 
     class Red:
         def redact(self, text):
@@ -241,7 +241,7 @@ def test_killed_run_resumes_without_duplicates_or_gaps(reverie_home, tmp_path):
 def test_a_card_drawn_from_an_answer_cites_the_question_it_answers():
     from types import SimpleNamespace
 
-    from consolidate.pipeline import _evidence_start
+    from reverie.consolidate.pipeline import _evidence_start
 
     answer = SimpleNamespace(message_id=12, context_id=11, context="Melanie: How was the camping trip last weekend?")
     alone = SimpleNamespace(message_id=12, context_id=0, context="")

@@ -10,10 +10,10 @@ import httpx2
 import pytest
 from click.testing import CliRunner
 
-from consolidate.budget import RetryPolicy
-from consolidate.errors import ApiAuthFailed
-from consolidate.pipeline import consolidate_agent, consolidate_all
-from consolidate.writers.base import WriteResult
+from reverie.consolidate.budget import RetryPolicy
+from reverie.consolidate.errors import ApiAuthFailed
+from reverie.consolidate.pipeline import consolidate_agent, consolidate_all
+from reverie.consolidate.writers.base import WriteResult
 
 import test_pipeline
 from test_pipeline import RULES, make_agent, rows
@@ -29,17 +29,17 @@ class FakeRedactor:
 
 
 def test_merge_fault_rolls_back_the_stretch_counts_attempts_then_skips_it(reverie_home, monkeypatch):
-    import graph.merge
+    import reverie.graph.merge as graph_merge
 
     path = make_agent(reverie_home, "demo", {"c1": RULES})
-    real = graph.merge.merge_card
+    real = graph_merge.merge_card
 
     def merge(db, card, **kw):
         if "pnpm" in card.statement:
             raise RuntimeError("boom")
         return real(db, card, **kw)
 
-    monkeypatch.setattr(graph.merge, "merge_card", merge)
+    monkeypatch.setattr(graph_merge, "merge_card", merge)
     for attempt in (1, 2):
         s = consolidate_agent(reverie_home, "demo", writer="offline", redactor=FakeRedactor())
         assert (s["cards_written"], s["passages_consolidated"], s["skipped_stretches"], s["backlog"], s["errors"]) == (
@@ -69,8 +69,8 @@ class ScriptedWriter(test_pipeline.ScriptedWriter):
 
 
 def test_refusal_every_time_is_given_up_after_max_attempts(reverie_home):
-    from consolidate import settings
-    from consolidate.writers.base import WriteError
+    from reverie.consolidate import settings
+    from reverie.consolidate.writers.base import WriteError
 
     path = make_agent(reverie_home, "demo", {"c1": RULES})
     settings.set_value(reverie_home, "consolidate.max_stretch_attempts", 2)
@@ -89,7 +89,7 @@ def test_refusal_every_time_is_given_up_after_max_attempts(reverie_home):
 
 
 def test_corrupt_agent_db_is_reported_and_the_others_run(reverie_home):
-    from consolidate.commands import build_cli
+    from reverie.consolidate.commands import build_cli
 
     make_agent(reverie_home, "good", {"c1": RULES})
     make_agent(reverie_home, "bad", {"c1": RULES})
@@ -143,7 +143,7 @@ def test_run_killed_after_a_committed_conversation_gets_its_episode_next_run(rev
 
 
 def test_refused_api_key_stops_the_run_after_one_request(reverie_home):
-    from consolidate.writers.anthropic_writer import AnthropicWriter
+    from reverie.consolidate.writers.anthropic_writer import AnthropicWriter
 
     path = make_agent(reverie_home, "demo", {"c1": RULES, "c2": RULES, "c3": RULES})
     seen = []

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from consolidate.agents import assign_agent
-from consolidate.paths import agent_db_path
-from consolidate.store import open_db
-from graph.entities import normalize_entity
-from graph.recall import HEADERS, MARKER, Budgets, SessionState, recall
-from graph.relations import Statement, add_statements, recompute
+from reverie.consolidate.agents import assign_agent
+from reverie.consolidate.paths import agent_db_path
+from reverie.consolidate.store import open_db
+from reverie.graph.entities import normalize_entity
+from reverie.graph.recall import HEADERS, MARKER, Budgets, SessionState, recall
+from reverie.graph.relations import Statement, add_statements, recompute
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT.parent / "shared" / "models" / "minilm-l6-m2v-256"
@@ -366,7 +366,7 @@ def test_missing_database_raises_and_is_never_created(tmp_path):
 
 
 def test_prompt_ngram_keys_match_entity_normalization():
-    from graph.recall import _name_tokens, _ngrams
+    from reverie.graph.recall import _name_tokens, _ngrams
 
     for name in ["The Mini-Lola host", "mini_lola", "New York", "node.js", "Caroline's", "(api-server),",
                  "Zürich Office", "redis   cluster-2"]:
@@ -375,8 +375,8 @@ def test_prompt_ngram_keys_match_entity_normalization():
 
 def test_lexical_lite_agrees_with_lexical_embedder():
     pytest.importorskip("numpy")
-    from graph.embed import LexicalEmbedder
-    from graph.recall_embed import LexicalLite
+    from reverie.graph.embed import LexicalEmbedder
+    from reverie.graph.recall_embed import LexicalLite
 
     texts = ["Deploy billing-api to prod-k8s with node18", "use pnpm instead of npm", "x"]
     dense = LexicalEmbedder().encode(texts)
@@ -390,8 +390,8 @@ def test_lexical_lite_agrees_with_lexical_embedder():
 def test_lite_embedder_reproduces_model2vec(tmp_path):
     if not MODEL.exists():
         pytest.skip("shared model not present")
-    from graph.embed import Model2VecEmbedder
-    from graph.recall_embed import LiteEmbedder
+    from reverie.graph.embed import Model2VecEmbedder
+    from reverie.graph.recall_embed import LiteEmbedder
 
     ref = Model2VecEmbedder(str(MODEL))
     lite = LiteEmbedder(MODEL, tmp_path / "cache")
@@ -408,8 +408,8 @@ def test_lite_embedder_reproduces_model2vec(tmp_path):
 def test_vectors_rank_candidates_only_when_they_are_the_embedders_own(store, tmp_path):
     if not MODEL.exists():
         pytest.skip("shared model not present")
-    from graph.embed import Model2VecEmbedder, to_blob
-    from graph.recall_embed import LiteEmbedder
+    from reverie.graph.embed import Model2VecEmbedder, to_blob
+    from reverie.graph.recall_embed import LiteEmbedder
 
     ref = Model2VecEmbedder(str(MODEL))
     texts = ["The cache layer stores sessions in memory.", "The cache invalidation runs hourly for sessions."]
@@ -428,7 +428,7 @@ def test_vectors_rank_candidates_only_when_they_are_the_embedders_own(store, tmp
 
 
 def test_prompt_dates_name_days_months_and_years():
-    from graph.recall import prompt_dates
+    from reverie.graph.recall import prompt_dates
 
     assert prompt_dates("What setback did Melanie face in October 2023?") == [("2023-10-01", "2023-11-07")]
     assert prompt_dates("the painting shown on October 13, 2023") == [("2023-10-13", "2023-10-14")]
@@ -458,7 +458,7 @@ def test_unused_block_caps_go_to_the_notes(store):
 
 
 def _vector_store(store, texts):
-    from graph.embed import Model2VecEmbedder, to_blob
+    from reverie.graph.embed import Model2VecEmbedder, to_blob
 
     ref = Model2VecEmbedder(str(MODEL))
     ids = [store.card(t, vector=to_blob(v)) for t, v in zip(texts, ref.encode(texts))]
@@ -470,8 +470,8 @@ def _vector_store(store, texts):
 def test_small_store_scans_every_vector_and_finds_a_card_sharing_no_word(store, tmp_path, monkeypatch):
     if not MODEL.exists():
         pytest.skip("shared model not present")
-    import graph.recall as recall_mod
-    from graph.recall_embed import LiteEmbedder
+    import reverie.graph.recall as recall_mod
+    from reverie.graph.recall_embed import LiteEmbedder
 
     lexical, synonym, _ = _vector_store(store, [
         "The billing service writes invoices to the ledger.",
@@ -496,7 +496,7 @@ def test_small_store_scans_every_vector_and_finds_a_card_sharing_no_word(store, 
 def test_small_talk_gets_nothing_even_when_every_vector_is_scanned(store, tmp_path):
     if not MODEL.exists():
         pytest.skip("shared model not present")
-    from graph.recall_embed import LiteEmbedder
+    from reverie.graph.recall_embed import LiteEmbedder
 
     _vector_store(store, ["Thanks a lot, that was all I needed for now.", "Glad it helped, see you soon!"])
     lite = LiteEmbedder(MODEL, tmp_path / "cache")
@@ -505,7 +505,7 @@ def test_small_talk_gets_nothing_even_when_every_vector_is_scanned(store, tmp_pa
 
 
 def test_a_memory_from_the_same_moment_of_a_conversation_joins_its_neighbour(store, monkeypatch):
-    import graph.recall as recall_mod
+    import reverie.graph.recall as recall_mod
 
     asked, answer, prompt = _moment(store)
 
@@ -522,7 +522,7 @@ def test_a_memory_from_the_same_moment_of_a_conversation_joins_its_neighbour(sto
 
 def _own_scores(path, prompt: str, monkeypatch) -> dict[int, float]:
     """Every active card's score for `prompt` without the neighbour lift."""
-    import graph.recall as recall_mod
+    import reverie.graph.recall as recall_mod
 
     with monkeypatch.context() as m:
         m.setattr(recall_mod, "NEIGHBOUR_TOP", 0)
@@ -536,7 +536,7 @@ def _own_scores(path, prompt: str, monkeypatch) -> dict[int, float]:
 def _assert_interpolated(out: dict, own: dict[int, float], asked: int, answer: int) -> None:
     """The answer (the asked card's neighbour, both fresh cards of the same strength) scores
     NEIGHBOUR_SHARE of the asked card's score plus the rest of its own."""
-    import graph.recall as recall_mod
+    import reverie.graph.recall as recall_mod
 
     share = recall_mod.NEIGHBOUR_SHARE
     assert own.get(answer, 0.0) < own[asked] == out["notes"][0]["score"]
@@ -556,7 +556,7 @@ def _moment(store) -> tuple[int, int, str]:
 
 
 def test_the_neighbour_lift_runs_on_a_store_of_any_size_through_the_evidence_position_index(store, monkeypatch):
-    import graph.recall as recall_mod
+    import reverie.graph.recall as recall_mod
 
     asked, answer, prompt = _moment(store)
     # A store above the full-scan size: the lift reads the evidence through the index only.
@@ -577,7 +577,7 @@ def test_the_neighbour_lift_runs_on_a_store_of_any_size_through_the_evidence_pos
 
 
 def test_a_large_store_not_yet_migrated_to_the_evidence_index_skips_the_neighbour_lift(store, monkeypatch):
-    import graph.recall as recall_mod
+    import reverie.graph.recall as recall_mod
 
     asked, answer, prompt = _moment(store)
     with store.conn:
@@ -592,7 +592,7 @@ def test_a_large_store_not_yet_migrated_to_the_evidence_index_skips_the_neighbou
 
 
 def test_the_neighbour_lift_reaches_back_no_further_than_its_lookback(store, monkeypatch):
-    import graph.recall as recall_mod
+    import reverie.graph.recall as recall_mod
 
     asked, answer, prompt = _moment(store)
     # The answer's evidence now starts long before the asked card's and ends just after it.
@@ -610,7 +610,7 @@ def test_the_neighbour_lift_reaches_back_no_further_than_its_lookback(store, mon
 
 
 def test_a_card_about_another_thing_of_the_kind_the_prompt_names_ranks_below_one_about_it(store, monkeypatch):
-    import graph.recall as recall_mod
+    import reverie.graph.recall as recall_mod
 
     billing = store.entity("billing")
     auth = store.entity("auth")
@@ -642,8 +642,8 @@ def test_a_card_about_another_thing_of_the_kind_the_prompt_names_ranks_below_one
 
 
 def test_strength_reorders_close_matches_by_its_square_root(store):
-    import graph.recall as recall_mod
-    from graph.trust import strength
+    import reverie.graph.recall as recall_mod
+    from reverie.graph.trust import strength
 
     sure = store.card("the deploy script needs the staging token")
     unsure = store.card("the deploy script needs the staging token")
@@ -660,7 +660,7 @@ def test_strength_reorders_close_matches_by_its_square_root(store):
 
 
 def test_a_neighbour_of_zero_strength_is_not_lifted_into_the_notes(store, monkeypatch):
-    import graph.recall as recall_mod
+    import reverie.graph.recall as recall_mod
 
     asked = store.card("We watched the meteor shower from the campsite.")
     answer = store.card("It was tiny and awe-inspiring under that sky.")
@@ -684,7 +684,7 @@ def test_a_neighbour_of_zero_strength_is_not_lifted_into_the_notes(store, monkey
 
 def test_sibling_check_matches_whole_words_only():
     """A short name inside a longer word ("art" in "started") is not a mention of it."""
-    from graph.recall import _word_at
+    from reverie.graph.recall import _word_at
 
     assert [_word_at(t, "art") for t in ("i started pottery; melanie joined", "art class", "melanie and art.",
                                          "the art-show", "martial arts")] == [-1, 0, 12, 4, -1]
@@ -693,7 +693,7 @@ def test_sibling_check_matches_whole_words_only():
 def test_read_only_opens_escape_uri_characters_in_the_path(tmp_path):
     """A home under a folder named with `?`, `#` or `%` still opens its files read-only (the path is
     escaped for SQLite's URI); a missing file raises and is never created."""
-    from graph.db import connect_readonly
+    from reverie.graph.db import connect_readonly
 
     odd = tmp_path / "my?home#1%20"
     odd.mkdir()
@@ -707,7 +707,7 @@ def test_read_only_opens_escape_uri_characters_in_the_path(tmp_path):
         connect_readonly(odd / "missing.db")
     assert not (odd / "missing.db").exists() and not (tmp_path / "my").exists()
     if MODEL.exists():
-        from graph.recall_embed import LiteEmbedder
+        from reverie.graph.recall_embed import LiteEmbedder
 
         assert LiteEmbedder(MODEL, odd / "cache").embed("the cache layer") is not None
 
@@ -717,7 +717,7 @@ def test_trust_decays_to_the_now_recall_is_given(store):
     reports ten years on have faded; a card without feedback scores the same at both times."""
     from datetime import datetime, timezone
 
-    from graph import trust
+    from reverie.graph import trust
 
     reported = store.card("The invoice-worker retries failed payments every hour.")
     other = store.card("The invoice-worker retries failed refunds every hour.")

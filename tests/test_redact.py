@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from redact.engine import Redactor
+from reverie.redact.engine import Redactor
 
 RNG = random.Random(20240611)
 ALNUM = string.ascii_letters + string.digits
@@ -278,7 +278,7 @@ def test_redact_many_runs_presidio_once_per_chunk_with_each_text_scanned_alone(r
     """The batch path joins the candidate texts for ONE presidio `analyze` call per chunk, but every
     recognizer scans each text on its own: a k8s Secret's two markers split over neighbouring texts
     stay apart, spans never cross texts, offsets after multi-byte text map back exactly."""
-    from redact import engine
+    from reverie.redact import engine
 
     texts = []
     for i in range(engine._DETECT_BATCH + 40):
@@ -327,7 +327,7 @@ def test_prefilter_that_gives_up_runs_every_rule(redactor, monkeypatch):
 def test_loosen_keeps_a_superset():
     import re2
 
-    from redact.scanner import loosen
+    from reverie.redact.scanner import loosen
 
     assert loosen(r"\b(ghp_[0-9A-Za-z]{36,})", 1) == r"\b(ghp_[0-9A-Za-z]+)"
     assert loosen(r"x{0,2}y{3}[{}]{2,5}\{1\}", 1) == r"x*y+[{}]+\{1\}"

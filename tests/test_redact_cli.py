@@ -8,9 +8,9 @@ import string
 
 from click.testing import CliRunner
 
-from consolidate.commands import build_cli
-from consolidate.paths import resolve_home, secrets_dir
-from redact.memory import SecretMemory
+from reverie.consolidate.commands import build_cli
+from reverie.consolidate.paths import resolve_home, secrets_dir
+from reverie.redact.memory import SecretMemory
 
 RNG = random.Random(3)
 GH = "ghp_" + "".join(RNG.choice(string.ascii_letters + string.digits) for _ in range(35)) + "1"

@@ -11,9 +11,9 @@ import random
 import pytest
 from secret_values import generators
 
-from redact import engine
-from redact.engine import Redactor, _find_each, _find_many, _occurrences, _strip_ansi
-from redact.scanner import Span, _clean_bare, classify_key
+from reverie.redact import engine
+from reverie.redact.engine import Redactor, _find_each, _find_many, _occurrences, _strip_ansi
+from reverie.redact.scanner import Span, _clean_bare, classify_key
 
 RNG = random.Random(424242)
 ESC = "\x1b"

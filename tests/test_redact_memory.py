@@ -9,9 +9,9 @@ import string
 
 import pytest
 
-from redact.engine import Redactor
-from redact.memory import SecretMemory
-from redact.shapes import credential_like
+from reverie.redact.engine import Redactor
+from reverie.redact.memory import SecretMemory
+from reverie.redact.shapes import credential_like
 
 RNG = random.Random(7)
 
@@ -159,8 +159,8 @@ def test_memory_module_imports_light():
     import subprocess
     import sys
 
-    code = ("import sys, redact.memory; "
-            "print(sorted(m for m in ('sqlite3', 'logging', 'datetime', 'redact.shapes') if m in sys.modules))")
+    code = ("import sys, reverie.redact.memory; "
+            "print(sorted(m for m in ('sqlite3', 'logging', 'datetime', 'reverie.redact.shapes') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -201,7 +201,7 @@ def test_hashes_written_with_hmac_module_are_found(tmp_path):
 
 def test_runs_are_the_runs_of_the_run_regex():
     """`_runs` (split at C speed) cuts exactly where `_RUN_RE` does, Unicode whitespace included."""
-    from redact.memory import _RUN_RE, _runs
+    from reverie.redact.memory import _RUN_RE, _runs
 
     texts = ["plain words and a long_token_value=abc123xyz", "x\u00a0nbsp-separated-token\u2003em-space-run",
              "ctl\x1cseparated-runs\x1fhere-too and \x85nel-char-run", '"quoted-value-1234"<tag-value-5678>`tick-value-9012`',
@@ -213,7 +213,7 @@ def test_runs_are_the_runs_of_the_run_regex():
 def test_text_seen_clean_is_checked_again_once_a_secret_is_learned(tmp_path, monkeypatch):
     """The cache of runs known to hold no secret is emptied when secrets arrive, from this instance
     or from another process (another instance here), so a run seen before is caught afterwards."""
-    from redact import memory as memory_mod
+    from reverie.redact import memory as memory_mod
 
     monkeypatch.setattr(memory_mod, "_REFRESH_SECONDS", 0.0)
     mem = SecretMemory(tmp_path / "s")
@@ -254,7 +254,7 @@ def test_scrub_path_loads_no_openssl_hmac(tmp_path):
     value = rand(18)
     mem.remember([value])
     mem.close()
-    code = ("import sys; from redact.memory import SecretMemory; "
+    code = ("import sys; from reverie.redact.memory import SecretMemory; "
             f"print(SecretMemory({str(tmp_path / 's')!r}).scrub('x {value} y')[1], "
             "sorted(m for m in ('hmac', 'hashlib', '_hashlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -294,7 +294,7 @@ def test_remember_adds_to_the_loaded_set_or_reloads_when_another_writer_came_bet
 def test_minimum_lengths_agree():
     """The lookup's minimum run, the engine's shortest text worth scanning and the shortest value that
     may be remembered are one number."""
-    from redact import engine, memory, shapes
+    from reverie.redact import engine, memory, shapes
 
     assert memory.MIN_LEN == engine.MIN_SECRET_TEXT == shapes.CREDENTIAL_MIN_LEN == 8
     assert memory._RUN_RE.pattern.endswith("{8,}")

@@ -10,8 +10,8 @@ import string
 
 import pytest
 
-from redact.memory import _MAX_SEPARATORS, _PIECES, SecretMemory, _bounds
-from redact.rescan import rescan
+from reverie.redact.memory import _MAX_SEPARATORS, _PIECES, SecretMemory, _bounds
+from reverie.redact.rescan import rescan
 
 RNG = random.Random(4242)
 ESC = "\x1b"
@@ -178,7 +178,7 @@ def test_candidate_seen_clean_is_found_once_the_value_is_learned(mem, tmp_path):
 
 
 def test_candidate_cache_is_bounded(mem, monkeypatch):
-    from redact import memory as memory_mod
+    from reverie.redact import memory as memory_mod
 
     monkeypatch.setattr(memory_mod, "_MISSES_MAX", 50)
     mem.remember([value(12)])

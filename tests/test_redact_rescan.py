@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 import string
 
-from redact.engine import Redactor
-from redact.memory import SecretMemory
-from redact.rescan import rescan
+from reverie.redact.engine import Redactor
+from reverie.redact.memory import SecretMemory
+from reverie.redact.rescan import rescan
 
 RNG = random.Random(11)
 
@@ -26,7 +26,7 @@ def _all_bytes(db_path) -> bytes:
 
 
 def test_rescan_removes_planted_value_from_db_wal_and_fts(tmp_path):
-    from consolidate.store import open_db
+    from reverie.consolidate.store import open_db
 
     db_path = tmp_path / "agent.db"
     db = open_db(db_path)

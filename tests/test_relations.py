@@ -5,9 +5,9 @@ from itertools import permutations
 
 import pytest
 
-from graph import lifecycle
-from graph.merge import MergeSession
-from graph.model import EntityRef, NewCard, RelationRef
+from reverie.graph import lifecycle
+from reverie.graph.merge import MergeSession
+from reverie.graph.model import EntityRef, NewCard, RelationRef
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
 

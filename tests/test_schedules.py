@@ -11,13 +11,13 @@ from zoneinfo import ZoneInfo
 import pytest
 from fakes import Clock, held_by_another_thread
 
-from schedules import policy
-from schedules.daemon import build_scheduler
-from schedules.lock import AgentLock, Busy
-from schedules.policy import AgentSchedule, AgentState, ScheduleConfigError, config_from_settings
-from schedules.runner import AgentSpec, Jobs, RunOutcome, Runner
-from schedules.state import StateStore
-from schedules.status import format_status, status_report
+from reverie.schedules import policy
+from reverie.schedules.daemon import build_scheduler
+from reverie.schedules.lock import AgentLock, Busy
+from reverie.schedules.policy import AgentSchedule, AgentState, ScheduleConfigError, config_from_settings
+from reverie.schedules.runner import AgentSpec, Jobs, RunOutcome, Runner
+from reverie.schedules.state import StateStore
+from reverie.schedules.status import format_status, status_report
 
 UTC = timezone.utc
 TZ = ZoneInfo("Europe/Paris")
@@ -513,9 +513,9 @@ def test_window_helpers():
 def test_real_pipeline_nightly_then_backfill_through_the_adapter(reverie_home, shared_fixtures):
     import re
 
-    from consolidate.commands.schedule_cmd import build_runner, outcome_from_summary
-    from consolidate.index import index_all
-    from consolidate.settings import set_value
+    from reverie.consolidate.commands.schedule_cmd import build_runner, outcome_from_summary
+    from reverie.consolidate.index import index_all
+    from reverie.consolidate.settings import set_value
 
     index_all(reverie_home, projects_dir=shared_fixtures)
     set_value(reverie_home, "consolidate.max_passages", 30)  # small budget: leaves a backlog
@@ -541,7 +541,7 @@ def test_real_pipeline_nightly_then_backfill_through_the_adapter(reverie_home, s
 
 
 def test_adapter_scrubs_messages_with_the_redaction_engine(reverie_home):
-    from consolidate.scrubber import printable_scrubber
+    from reverie.consolidate.scrubber import printable_scrubber
 
     token = "ghp_" + "R8tq2Lw9ZcXv4Nb7Mk3Hj6Gf5Dd1Ss0Aa2Pp"
     scrub = printable_scrubber(reverie_home)
@@ -551,7 +551,7 @@ def test_adapter_scrubs_messages_with_the_redaction_engine(reverie_home):
 
 
 def test_settings_defaults_are_a_valid_schedule():
-    from consolidate.settings import DEFAULTS
+    from reverie.consolidate.settings import DEFAULTS
 
     cfg = config_from_settings(DEFAULTS["schedule"])
     assert (cfg.hour, cfg.minute, cfg.window_text(), cfg.paused, cfg.misfire_grace_s, cfg.index_every_minutes,
@@ -561,9 +561,9 @@ def test_settings_defaults_are_a_valid_schedule():
 def test_reverie_consolidate_now_runs_while_paused_and_outside_the_window(reverie_home, shared_fixtures, monkeypatch):
     from click.testing import CliRunner
 
-    from consolidate.commands import build_cli
-    from consolidate.index import index_all
-    from consolidate.settings import set_value
+    from reverie.consolidate.commands import build_cli
+    from reverie.consolidate.index import index_all
+    from reverie.consolidate.settings import set_value
 
     index_all(reverie_home, projects_dir=shared_fixtures)
     set_value(reverie_home, "schedule.paused", True)
@@ -587,9 +587,9 @@ def test_a_run_that_only_hits_a_usage_limit_is_no_progress(reverie_home, tmp_pat
     import stat
     import sys
 
-    from consolidate.commands.schedule_cmd import build_jobs
-    from consolidate.settings import set_value
-    from consolidate.store import open_db
+    from reverie.consolidate.commands.schedule_cmd import build_jobs
+    from reverie.consolidate.settings import set_value
+    from reverie.consolidate.store import open_db
 
     db = open_db(reverie_home / "agents" / "demo" / "agent.db")
     db.conn.execute("INSERT INTO conversations(id, cwd, first_at, last_at) VALUES ('c1', '/w', '2026-10-01T09:00:00Z', '2026-10-01T10:00:00Z')")
@@ -619,7 +619,7 @@ def test_a_run_that_only_hits_a_usage_limit_is_no_progress(reverie_home, tmp_pat
 def test_daemon_jobs_log_failures_scrubbed(tmp_path, caplog, monkeypatch):
     """A daemon job failing outside the runner's own guards (here `index` itself raises) logs the
     error through the runner's scrubber, never the raw message."""
-    from schedules.daemon import _index_job, _pass_job
+    from reverie.schedules.daemon import _index_job, _pass_job
 
     clock = Clock(at(2026, 6, 10, 2, 0))
     secret = "hunter2-" + "z7P"

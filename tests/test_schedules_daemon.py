@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from schedules.daemon import READY, STOPPED
-from schedules.lock import read_holder
+from reverie.schedules.daemon import READY, STOPPED
+from reverie.schedules.lock import read_holder
 
 DEADLINE_S = 60  # generous: a loaded CI machine; never asserted as a speed
 
@@ -27,7 +27,7 @@ def _env(home: Path) -> dict:
 
 def _start(home: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "consolidate", "--home", str(home), "schedule", "run"],
+        [sys.executable, "-m", "reverie.consolidate", "--home", str(home), "schedule", "run"],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(home),
     )
 
@@ -56,7 +56,7 @@ def test_daemon_starts_and_stops_cleanly(tmp_path, sig):
         assert (holder.pid, holder.owner) == (proc.pid, "schedule run")
 
         second = subprocess.run(
-            [sys.executable, "-m", "consolidate", "--home", str(home), "schedule", "run"],
+            [sys.executable, "-m", "reverie.consolidate", "--home", str(home), "schedule", "run"],
             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=DEADLINE_S, env=_env(home),
         )
         assert second.returncode == 1
@@ -64,7 +64,7 @@ def test_daemon_starts_and_stops_cleanly(tmp_path, sig):
         assert f"held by pid {proc.pid} " in second.stderr
 
         status = subprocess.run(
-            [sys.executable, "-m", "consolidate", "--home", str(home), "schedule", "status", "--json"],
+            [sys.executable, "-m", "reverie.consolidate", "--home", str(home), "schedule", "status", "--json"],
             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=DEADLINE_S, env=_env(home),
         )
         assert status.returncode == 0, status.stderr
@@ -78,8 +78,8 @@ def test_daemon_starts_and_stops_cleanly(tmp_path, sig):
             proc.kill()
             proc.wait()
     lines = log.read_text().splitlines()
-    assert lines[-1].endswith(f"INFO schedules.daemon: {STOPPED} ({sig.name})")
-    assert any(line.endswith(f"INFO schedules.daemon: received {sig.name}, stopping") for line in lines)
+    assert lines[-1].endswith(f"INFO reverie.schedules.daemon: {STOPPED} ({sig.name})")
+    assert any(line.endswith(f"INFO reverie.schedules.daemon: received {sig.name}, stopping") for line in lines)
     assert not [line for line in lines if " ERROR " in line and "Traceback" in line]
     assert read_holder(home / "schedules" / "scheduler.lock") is None
     out = proc.stdout.read()
@@ -93,10 +93,10 @@ def test_stopping_waits_for_the_running_consolidation(tmp_path, caplog):
     import threading
     from datetime import datetime, timezone
 
-    from schedules.daemon import run_daemon
-    from schedules.policy import config_from_settings
-    from schedules.runner import AgentSpec, Jobs, RunOutcome, Runner
-    from schedules.state import StateStore
+    from reverie.schedules.daemon import run_daemon
+    from reverie.schedules.policy import config_from_settings
+    from reverie.schedules.runner import AgentSpec, Jobs, RunOutcome, Runner
+    from reverie.schedules.state import StateStore
 
     started, release = threading.Event(), threading.Event()
 
@@ -130,6 +130,6 @@ def test_stopping_waits_for_the_running_consolidation(tmp_path, caplog):
     assert (st.last_trigger, st.last_result, st.last_progress) == ("nightly", "1 card from 3 passages in 1 conversation",
                                                                    True)
     messages = [r.getMessage() for r in caplog.records
-                if r.name == "schedules.daemon" and r.getMessage().startswith(("waiting", "scheduler stopped"))]
+                if r.name == "reverie.schedules.daemon" and r.getMessage().startswith(("waiting", "scheduler stopped"))]
     assert messages == ["waiting for the running job to finish (signal again to exit at once)",
                              f"{STOPPED} (stop requested)"]

@@ -15,15 +15,15 @@ import pytest
 from fakes import FAKE_CRONTAB, FAKE_RECORDER
 from click.testing import CliRunner
 
-from consolidate.commands import build_cli
-from schedules import units
-from schedules.units import UnitSpec
+from reverie.consolidate.commands import build_cli
+from reverie.schedules import units
+from reverie.schedules.units import UnitSpec
 
 
 @pytest.fixture
 def spec(tmp_path) -> UnitSpec:
     home = tmp_path / "my home 100%"
-    return UnitSpec(home=home, argv=(sys.executable, "-m", "consolidate", "--home", str(home), "schedule", "tick"),
+    return UnitSpec(home=home, argv=(sys.executable, "-m", "reverie.consolidate", "--home", str(home), "schedule", "tick"),
                     hour=2, minute=0, log_dir=home / "logs", path_env="/usr/local/bin:/usr/bin:/bin")
 
 
@@ -32,7 +32,7 @@ def test_plist_parses_with_plistlib(spec):
     out = str(spec.home / "logs" / "schedule-launchd.out")
     assert data == {
         "Label": f"org.reverie.schedule.{spec.suffix}",
-        "ProgramArguments": [sys.executable, "-m", "consolidate", "--home", str(spec.home), "schedule", "tick"],
+        "ProgramArguments": [sys.executable, "-m", "reverie.consolidate", "--home", str(spec.home), "schedule", "tick"],
         "StartCalendarInterval": [{"Hour": 2, "Minute": 0}, {"Minute": 0}],
         "StandardOutPath": out,
         "StandardErrorPath": out,
@@ -51,7 +51,7 @@ def test_systemd_units_text(spec):
         "[Unit]\n"
         f"Description=reverie: index and consolidate agent memory (home {home})\n\n"
         "[Service]\nType=oneshot\n"
-        f'ExecStart={sys.executable} -m consolidate --home "{home}" schedule tick\n'
+        f'ExecStart={sys.executable} -m reverie.consolidate --home "{home}" schedule tick\n'
         'Environment=PATH=/usr/local/bin:/usr/bin:/bin\n'
         "Nice=10\nIOSchedulingClass=idle\nTimeoutStartSec=infinity\n"
     )

@@ -7,10 +7,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from consolidate.commands import build_cli
-from consolidate.paths import secrets_dir
-from graph.recall import MARKER
-from redact.memory import SecretMemory
+from reverie.consolidate.commands import build_cli
+from reverie.consolidate.paths import secrets_dir
+from reverie.graph.recall import MARKER
+from reverie.redact.memory import SecretMemory
 from test_recall import Store
 
 
@@ -87,7 +87,7 @@ def test_a_block_with_injected_memory_matches_by_its_own_words_as_fts_does(store
     """The user's own words beside an injected memory are matched the way FTS matches them (stems,
     whole tokens): "deploying" finds "deployed"; "db" inside the injected memory finds nothing, even
     though "mongodb" in the user's words contains those letters."""
-    from consolidate.search import search_history
+    from reverie.consolidate.search import search_history
 
     with store.conn:
         store.conn.execute("INSERT INTO messages(id, conversation, uuid, role, kind, timestamp) "

@@ -6,8 +6,8 @@ import json
 
 from click.testing import CliRunner
 
-from consolidate.commands import build_cli
-from consolidate.settings import load_settings
+from reverie.consolidate.commands import build_cli
+from reverie.consolidate.settings import load_settings
 
 
 def run(home, *args):
@@ -51,7 +51,7 @@ def test_api_key_is_never_echoed(tmp_path):
 
 
 def test_half_life_days_falls_back_to_the_default_on_anything_but_a_positive_number():
-    from consolidate.settings import half_life_days
+    from reverie.consolidate.settings import half_life_days
 
     values = [30, 7.5, 0, -3, "60", True, None, [90]]
     assert [half_life_days({"feedback": {"half_life_days": v}}) for v in values] == [
@@ -64,8 +64,8 @@ def test_checked_set_parses_validates_and_writes_nothing_on_error(tmp_path):
     the string given, a wrong type or shape raises InvalidSetting naming the fix and leaves the file."""
     import pytest
 
-    from consolidate import settings as st
-    from consolidate.errors import InvalidSetting
+    from reverie.consolidate import settings as st
+    from reverie.consolidate.errors import InvalidSetting
 
     assert st.parse_value("consolidate.max_calls", "12") == 12
     assert st.parse_value("writer", "anthropic") == "anthropic"
@@ -110,9 +110,9 @@ def test_checked_set_parses_validates_and_writes_nothing_on_error(tmp_path):
 
 
 def test_recall_defaults_are_the_budgets_and_the_hook_deadline():
-    from consolidate.hook import DEFAULT_DEADLINE_S
-    from consolidate.settings import DEFAULTS
-    from graph.recall import Budgets
+    from reverie.consolidate.hook import DEFAULT_DEADLINE_S
+    from reverie.consolidate.settings import DEFAULTS
+    from reverie.graph.recall import Budgets
 
     assert DEFAULTS["recall"] == {**Budgets.DEFAULTS, "hook_deadline_s": DEFAULT_DEADLINE_S}
 
@@ -120,9 +120,9 @@ def test_recall_defaults_are_the_budgets_and_the_hook_deadline():
 def test_a_settings_file_that_does_not_parse_is_never_overwritten_and_is_reported(tmp_path):
     import pytest
 
-    from consolidate import settings as st
-    from consolidate.doctor import diagnose
-    from consolidate.errors import InvalidSetting
+    from reverie.consolidate import settings as st
+    from reverie.consolidate.doctor import diagnose
+    from reverie.consolidate.errors import InvalidSetting
 
     path = tmp_path / "settings.json"
     broken = '{"agents": {"disabled": ["spotter"]},}'
@@ -159,8 +159,8 @@ def test_non_finite_numbers_are_refused():
     the dollar cap or the hook deadline off."""
     import pytest
 
-    from consolidate import settings as st
-    from consolidate.errors import InvalidSetting
+    from reverie.consolidate import settings as st
+    from reverie.consolidate.errors import InvalidSetting
 
     for key, raw in (("consolidate.max_cost_usd", "NaN"), ("recall.hook_deadline_s", "Infinity"),
                      ("consolidate.keep_threshold", "-Infinity")):

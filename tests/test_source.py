@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 
-from consolidate.source import Block, clip, discover, parse_line
+from reverie.consolidate.source import Block, clip, discover, parse_line
 
 
 def _line(obj) -> bytes:

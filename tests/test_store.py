@@ -1,11 +1,11 @@
 import sqlite3
 
-from consolidate import store
-from graph import store as graph_store
+from reverie.consolidate import store
+from reverie.graph import store as graph_store
 
 
 def test_blank_db_gets_every_migration(tmp_path):
-    from graph import trust_store
+    from reverie.graph import trust_store
 
     db = store.open_db(tmp_path / "agent.db")
     sets = {m.name: [x.name for x in m._migrations] for m in (store.MIGRATIONS, graph_store.MIGRATIONS, trust_store.MIGRATIONS)}
@@ -25,7 +25,7 @@ def test_upgrade_from_first_version_keeps_rows(tmp_path):
     db = sqlite_utils.Database(conn)
     store.MIGRATIONS.apply(db, stop_before=[m.name for m in store.MIGRATIONS._migrations[1:]])
     graph_store.MIGRATIONS.apply(db, stop_before=[m.name for m in graph_store.MIGRATIONS._migrations[1:]])
-    from graph import trust_store
+    from reverie.graph import trust_store
 
     trust_store.MIGRATIONS.apply(db, stop_before=[m.name for m in trust_store.MIGRATIONS._migrations[1:]])
     db["conversations"].insert({"id": "s1", "messages": 0})

@@ -6,10 +6,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from click.testing import CliRunner
 
-from consolidate.commands import build_cli
-from consolidate.store import open_db
-from graph import trust
-from graph.trust import FeedbackScore, next_maturity, score_events
+from reverie.consolidate.commands import build_cli
+from reverie.consolidate.store import open_db
+from reverie.graph import trust
+from reverie.graph.trust import FeedbackScore, next_maturity, score_events
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -345,7 +345,7 @@ def test_strength_term():
 def test_trust_for_cards_on_db_without_trust_tables(tmp_path):
     import sqlite3
 
-    from graph import store as graph_store
+    from reverie.graph import store as graph_store
     import sqlite_utils
 
     conn = sqlite3.connect(tmp_path / "old.db")
@@ -375,7 +375,7 @@ def test_trust_module_is_stdlib_only():
 
 @pytest.fixture
 def agent_db(reverie_home):
-    from consolidate.paths import agent_db_path
+    from reverie.consolidate.paths import agent_db_path
 
     db = open_db(agent_db_path(reverie_home, "proj"))
     return db
@@ -420,7 +420,7 @@ def test_cli_errors_name_the_fix(agent_db):
 def test_cli_commands_close_the_database_they_open_also_on_error(agent_db, monkeypatch, tmp_path):
     import sqlite3
 
-    from consolidate import store
+    from reverie.consolidate import store
 
     opened = []
     real = store.open_db

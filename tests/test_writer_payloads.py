@@ -14,11 +14,11 @@ import httpx2
 import pytest
 from click.testing import CliRunner
 
-from consolidate.budget import Budget, RetryPolicy
-from consolidate.index import index_all
-from consolidate.pipeline import consolidate_agent, list_agent_ids
-from consolidate.writers.anthropic_writer import AnthropicWriter
-from consolidate.writers.claude_cli import ClaudeCliWriter
+from reverie.consolidate.budget import Budget, RetryPolicy
+from reverie.consolidate.index import index_all
+from reverie.consolidate.pipeline import consolidate_agent, list_agent_ids
+from reverie.consolidate.writers.anthropic_writer import AnthropicWriter
+from reverie.consolidate.writers.claude_cli import ClaudeCliWriter
 from test_leak import PLANTED, _write_transcripts
 
 NO_CARDS = {"cards": []}
@@ -118,8 +118,8 @@ def test_claude_cli_reported_cost_counts_against_the_dollar_cap(fake_claude):
 
 
 def test_settings_set_api_key_from_stdin_keeps_it_off_the_command_line(reverie_home):
-    from consolidate.commands import build_cli
-    from consolidate.settings import load_settings
+    from reverie.consolidate.commands import build_cli
+    from reverie.consolidate.settings import load_settings
 
     key = "sk-ant-api03-" + "x" * 40
     res = CliRunner().invoke(build_cli(), ["settings", "set", "anthropic.api_key", "-"], input=key + "\n")
@@ -131,7 +131,7 @@ def test_settings_set_api_key_from_stdin_keeps_it_off_the_command_line(reverie_h
 
 
 def test_suggested_key_commands_read_stdin():
-    from consolidate.errors import ApiAuthFailed, NoApiKey
+    from reverie.consolidate.errors import ApiAuthFailed, NoApiKey
 
     for err in (NoApiKey(), ApiAuthFailed("HTTP 401 AuthenticationError")):
         assert "reverie settings set anthropic.api_key -" in str(err) and "api_key KEY" not in str(err)

@@ -8,13 +8,13 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from consolidate.budget import Budget, RetryPolicy
-from consolidate.classify import classify
-from consolidate.errors import NoApiKey
-from consolidate.passages import Passage
-from consolidate.writers.anthropic_writer import AnthropicWriter, api_key_from
-from consolidate.writers.base import Candidate, WriteRequest
-from consolidate.writers.prompts import INSTRUCTIONS
+from reverie.consolidate.budget import Budget, RetryPolicy
+from reverie.consolidate.classify import classify
+from reverie.consolidate.errors import NoApiKey
+from reverie.consolidate.passages import Passage
+from reverie.consolidate.writers.anthropic_writer import AnthropicWriter, api_key_from
+from reverie.consolidate.writers.base import Candidate, WriteRequest
+from reverie.consolidate.writers.prompts import INSTRUCTIONS
 
 LLM = Path(__file__).resolve().parent.parent / "fixtures" / "llm"
 

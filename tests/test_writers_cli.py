@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from consolidate.budget import RetryPolicy
-from consolidate.classify import classify
-from consolidate.errors import ReverieError
-from consolidate.passages import CONSOLIDATION_MARKER, Passage
-from consolidate.writers.base import Candidate, WriteRequest, response_schema
-from consolidate.writers.claude_cli import ClaudeCliWriter
+from reverie.consolidate.budget import RetryPolicy
+from reverie.consolidate.classify import classify
+from reverie.consolidate.errors import ReverieError
+from reverie.consolidate.passages import CONSOLIDATION_MARKER, Passage
+from reverie.consolidate.writers.base import Candidate, WriteRequest, response_schema
+from reverie.consolidate.writers.claude_cli import ClaudeCliWriter
 
 CARDS = {"cards": [{"statement": "Use pnpm, not npm, for every install in this repo.", "category": "preference",
                     "importance": 4, "entities": [{"name": "pnpm", "type": "tool"}, {"name": "npm", "type": "tool"}],
@@ -103,8 +103,8 @@ def consolidated_home(reverie_home):
     agent consolidated offline: a cwd our SessionStart hook has memory for."""
     if not SAMPLES.exists():
         pytest.skip("fixtures/sample-projects not generated")
-    from consolidate.index import index_all
-    from consolidate.pipeline import consolidate_agent
+    from reverie.consolidate.index import index_all
+    from reverie.consolidate.pipeline import consolidate_agent
 
     index_all(reverie_home, SAMPLES)
     summary = consolidate_agent(reverie_home, "billing-api", writer="offline")
@@ -113,7 +113,7 @@ def consolidated_home(reverie_home):
 
 
 def _hook(event: str, payload: dict, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "consolidate", "hook", event], input=json.dumps(payload),
+    return subprocess.run([sys.executable, "-m", "reverie.consolidate", "hook", event], input=json.dumps(payload),
                           text=True, capture_output=True, env=env, timeout=60)
 
 

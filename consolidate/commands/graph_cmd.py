@@ -12,7 +12,7 @@ from ._agent import open_agent
 
 
 def _entity(db, name: str, agent: str) -> dict:
-    from graph.entities import find_entity, suggestions  # noqa: PLC0415
+    from reverie.graph.entities import find_entity, suggestions  # noqa: PLC0415
 
     ent = find_entity(db, name)
     if ent is None:
@@ -36,7 +36,7 @@ def register(cli: click.Group) -> None:
     def graph_command(app: AppContext, entity: str, agent: str | None, as_json: bool, as_dot: bool,
                       html_file: str | None, depth: int) -> None:
         """What the agent knows about ENTITY: type, aliases, relations (current first), the cards behind them."""
-        from graph import view  # noqa: PLC0415  (networkx)
+        from reverie.graph import view  # noqa: PLC0415  (networkx)
 
         agent_id, db = open_agent(app.home, agent)
         try:
@@ -72,9 +72,9 @@ def register(cli: click.Group) -> None:
         """Delete a card (by id) or an entity and everything about it; it is not learned again."""
         from datetime import datetime, timezone  # noqa: PLC0415
 
-        from graph import forget  # noqa: PLC0415
-        from graph.model import utc_iso  # noqa: PLC0415
-        from graph.trust import UnknownCard, card_row  # noqa: PLC0415
+        from reverie.graph import forget  # noqa: PLC0415
+        from reverie.graph.model import utc_iso  # noqa: PLC0415
+        from reverie.graph.trust import UnknownCard, card_row  # noqa: PLC0415
 
         agent_id, db = open_agent(app.home, agent)
         now = utc_iso(datetime.now(timezone.utc))

@@ -21,8 +21,8 @@ def register(cli: click.Group) -> None:
     @pass_app
     def redact_command(app, as_json: bool, remember: bool) -> None:
         """Redact secrets from stdin and write the result to stdout."""
-        from redact.engine import Redactor
-        from redact.memory import SecretMemory
+        from reverie.redact.engine import Redactor
+        from reverie.redact.memory import SecretMemory
 
         from ..paths import secrets_dir
 

@@ -48,7 +48,7 @@ def outcome_from_summary(summary: dict[str, Any]):
     mark moved), cards written, stretches given up after repeated faults, or no backlog left. The
     summary's `passages` counts passages *planned*, which a run that only hit a usage limit or an
     outage also has, so it is not progress: such an agent waits for the next night."""
-    from schedules.runner import RunOutcome
+    from reverie.schedules.runner import RunOutcome
 
     def count(key: str) -> int:
         value = summary.get(key) or 0
@@ -92,8 +92,8 @@ def record_manual_runs(home: Path, summaries: list[dict[str, Any]], *, started: 
     result stands even when the scheduler state cannot be written (logged). Stored results are
     counts, or quote an error message: every result goes through the printable scrubber first.
     """
-    from schedules.policy import apply_manual_run
-    from schedules.state import StateStore
+    from reverie.schedules.policy import apply_manual_run
+    from reverie.schedules.state import StateStore
 
     from ..scrubber import printable_scrubber
 
@@ -122,8 +122,8 @@ def record_manual_runs(home: Path, summaries: list[dict[str, Any]], *, started: 
 
 def build_jobs(home: Path):
     """The application's functions, as `schedules.runner.Jobs`."""
-    from schedules.lock import Busy
-    from schedules.runner import AgentSpec, Jobs, RunOutcome
+    from reverie.schedules.lock import Busy
+    from reverie.schedules.runner import AgentSpec, Jobs, RunOutcome
 
     from ..agents import disabled_agents, known_agent_ids
     from ..errors import AgentBusy
@@ -166,7 +166,7 @@ def config_loader(home: Path, *, strict: bool):
     strict: raise ReverieError on invalid settings (one-shot commands). Otherwise (the daemon) keep
     the last good configuration and log the problem once per change.
     """
-    from schedules.policy import ScheduleConfigError, config_from_settings
+    from reverie.schedules.policy import ScheduleConfigError, config_from_settings
 
     from ..paths import ENV_PAUSE
     from ..settings import load_settings
@@ -190,8 +190,8 @@ def config_loader(home: Path, *, strict: bool):
 
 
 def build_runner(home: Path, *, strict: bool = True):
-    from schedules.runner import Runner
-    from schedules.state import StateStore
+    from reverie.schedules.runner import Runner
+    from reverie.schedules.state import StateStore
 
     sdir = state_dir(home)
     loader = config_loader(home, strict=strict)
@@ -247,14 +247,14 @@ class _LogSetup:
 
 
 def _tick_argv(home: Path) -> tuple[str, ...]:
-    """Absolute command for the OS units: the `reverie` script beside this interpreter, else `python -m consolidate`."""
+    """Absolute command for the OS units: the `reverie` script beside this interpreter, else `python -m reverie.consolidate`."""
     script = Path(sys.executable).parent / ("reverie.exe" if os.name == "nt" else "reverie")
-    base = (str(script),) if script.exists() else (sys.executable, "-m", "consolidate")
+    base = (str(script),) if script.exists() else (sys.executable, "-m", "reverie.consolidate")
     return (*base, "--home", str(home), "schedule", "tick")
 
 
 def _unit_spec(home: Path):
-    from schedules.units import UnitSpec
+    from reverie.schedules.units import UnitSpec
 
     from ..paths import log_dir
 
@@ -276,7 +276,7 @@ def register(cli: click.Group) -> None:
     @pass_app
     def run_cmd(app) -> None:
         """Run the scheduler daemon in the foreground until SIGTERM/SIGINT."""
-        from schedules.daemon import AlreadyRunning, run_daemon
+        from reverie.schedules.daemon import AlreadyRunning, run_daemon
 
         runner = build_runner(app.home, strict=False)
         with _LogSetup(app.home, stream_level=logging.INFO) as logs:
@@ -313,8 +313,8 @@ def register(cli: click.Group) -> None:
     @pass_app
     def status_cmd(app, as_json: bool) -> None:
         """Per agent: next run, last run and its result, backlog; pause, window, running scheduler."""
-        from schedules.status import format_status, status_report
-        from schedules.units import Targets, installed
+        from reverie.schedules.status import format_status, status_report
+        from reverie.schedules.units import Targets, installed
 
         runner = build_runner(app.home, strict=True)
         emit(status_report(runner, installed=installed(_unit_spec(app.home), Targets.default())), as_json,
@@ -328,7 +328,7 @@ def register(cli: click.Group) -> None:
     @pass_app
     def install_cmd(app, system: str | None, print_only: bool, as_json: bool) -> None:
         """Install an OS schedule that runs `reverie schedule tick` (hourly; nightly work at 02:00)."""
-        from schedules.units import Targets, UnitError, default_system, install
+        from reverie.schedules.units import Targets, UnitError, default_system, install
 
         system = system or default_system()
         try:
@@ -362,7 +362,7 @@ def register(cli: click.Group) -> None:
     @pass_app
     def uninstall_cmd(app, system: str | None, as_json: bool) -> None:
         """Remove the OS schedule that `install` wrote for this home."""
-        from schedules.units import SYSTEMS, Targets, UnitError, uninstall
+        from reverie.schedules.units import SYSTEMS, Targets, UnitError, uninstall
 
         try:
             reports = uninstall([system] if system else list(SYSTEMS), _unit_spec(app.home), Targets.default(),

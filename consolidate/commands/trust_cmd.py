@@ -28,7 +28,7 @@ def _half_life(app: AppContext) -> float:
 
 
 def _redactor(app: AppContext):
-    from redact.engine import Redactor  # noqa: PLC0415
+    from reverie.redact.engine import Redactor  # noqa: PLC0415
 
     from ..paths import secrets_dir  # noqa: PLC0415
 
@@ -37,7 +37,7 @@ def _redactor(app: AppContext):
 
 
 def _card(db, card_id: int, agent: str) -> dict[str, Any]:
-    from graph.trust import UnknownCard, card_row  # noqa: PLC0415
+    from reverie.graph.trust import UnknownCard, card_row  # noqa: PLC0415
 
     try:
         return card_row(db, card_id)
@@ -57,7 +57,7 @@ def register(cli: click.Group) -> None:
     def feedback_cmd(app: AppContext, card_id: int, kind: str, note: str | None, agent: str | None,
                      as_json: bool) -> None:
         """Record that a memory was helpful or harmful; re-scores its maturity."""
-        from graph import trust  # noqa: PLC0415
+        from reverie.graph import trust  # noqa: PLC0415
 
         agent, db = open_agent(app.home, agent)
         card = _card(db, card_id, agent)
@@ -89,7 +89,7 @@ def register(cli: click.Group) -> None:
         @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
         @pass_app
         def _pin(app: AppContext, card_id: int, agent: str | None, as_json: bool) -> None:
-            from graph import trust  # noqa: PLC0415
+            from reverie.graph import trust  # noqa: PLC0415
 
             agent, db = open_agent(app.home, agent)
             _card(db, card_id, agent)
@@ -113,7 +113,7 @@ def register(cli: click.Group) -> None:
     @pass_app
     def export_cmd(app: AppContext, directory: str, agent: str | None, as_json: bool) -> None:
         """Write the agent's memory as Markdown files a person can read, review and edit."""
-        from graph.markdown import export_markdown  # noqa: PLC0415
+        from reverie.graph.markdown import export_markdown  # noqa: PLC0415
 
         agent, db = open_agent(app.home, agent)
         try:
@@ -136,7 +136,7 @@ def register(cli: click.Group) -> None:
     @pass_app
     def import_cmd(app: AppContext, directory: str, agent: str | None, as_json: bool) -> None:
         """Apply a person's edits of the Markdown files back to the agent's memory."""
-        from graph.markdown import MarkdownError, import_markdown  # noqa: PLC0415
+        from reverie.graph.markdown import MarkdownError, import_markdown  # noqa: PLC0415
 
         agent, db = open_agent(app.home, agent)
         try:
@@ -167,7 +167,7 @@ def register(cli: click.Group) -> None:
     @pass_app
     def maintenance_cmd(app: AppContext, do_apply: bool, agent: str | None, as_json: bool) -> None:
         """List memories below the trust thresholds with a proposed action; --apply applies them."""
-        from graph import maintenance  # noqa: PLC0415
+        from reverie.graph import maintenance  # noqa: PLC0415
 
         agent, db = open_agent(app.home, agent)
         entries = maintenance.plan(db, half_life_days=_half_life(app))

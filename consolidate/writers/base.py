@@ -32,7 +32,7 @@ from typing import Iterable, Iterator, Literal, Optional, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from graph.model import CATEGORIES, ENTITY_TYPES, VERBS
+from reverie.graph.model import CATEGORIES, ENTITY_TYPES, VERBS
 
 from ..classify import Judgement
 from ..passages import Passage

@@ -41,7 +41,7 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
-from graph.text import STOPWORDS
+from reverie.graph.text import STOPWORDS
 
 from ..classify import (CHATTER_ANY, CHATTER_START, KNOWN_TOOLS, RULE_ADVERB, Named, answers_question,
                         named_things, speaker_label)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from graph.model import CATEGORIES, VERBS
+from reverie.graph.model import CATEGORIES, VERBS
 
 from ..passages import CONSOLIDATION_MARKER
 from .base import MAX_WORDS, WriteRequest, response_schema
