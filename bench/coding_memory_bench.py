@@ -14,7 +14,8 @@ Per session, in a fresh home (`--work`, default bench/out/coding): the session's
 `reverie consolidate --now --all --writer W`, as a user runs them. Then:
 
 * coverage: the share of gold memories stated by some active card: one card holding every keyword
-  of the memory (case-insensitive);
+  of the memory (case-insensitive); "partial" next to it: one card holding at least min(2, k) of
+  its k keywords (the match that keeps a card out of the noise);
 * noise: the share of active cards that match no gold memory (a card matches a memory when it holds
   at least min(2, k) of its k keywords);
 * candidates: the share of the transcript messages the gold memories rest on (uuid -> message
@@ -26,6 +27,9 @@ Per session, in a fresh home (`--work`, default bench/out/coding): the session's
 * the same probes answered by BM25 over the session's raw turns (user and assistant text, the
   index's redacted text; FTS5, prompt words OR-ed, best turns concatenated, the last one cut to fill
   the budget exactly);
+* extractive ceiling: the share of gold memories some single sentence of the stored user and
+  assistant text (or of any stored block, tool results included) holds every keyword of: what a
+  writer that copies one sentence per card can reach at best;
 * oracle: the gold statements imported as cards with `reverie import --markdown` into a copy of the
   indexed home (no consolidation), then the same probes: recall alone.
 """
@@ -157,7 +161,7 @@ def active_cards(db: Path) -> list[str]:
 
 def gold_message_ids(db: Path, gold: Gold) -> dict[str, set[int]]:
     """memory id -> the message ids its uuids resolve to (through message_lines)."""
-    from reverie.consolidate.index import line_key
+    from reverie.consolidate.index_shape import line_key
 
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
@@ -236,6 +240,26 @@ def raw_turns(db: Path) -> list[str]:
     return [t for _, t in rows if t and t.strip()]
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def stored_sentences(dbs) -> tuple[list[str], list[str]]:
+    """Sentences of the stored user/assistant text blocks, and of every stored block."""
+    conv, every = [], []
+    for db in dbs:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            rows = conn.execute("SELECT m.role, b.type, b.text FROM blocks b JOIN messages m ON m.id = b.message_id").fetchall()
+        finally:
+            conn.close()
+        for role, btype, text in rows:
+            pieces = _SENTENCE_END.split(text or "")
+            every.extend(pieces)
+            if btype == "text" and role in ("user", "assistant"):
+                conv.extend(pieces)
+    return conv, every
+
+
 class BM25Turns:
     """FTS5 BM25 over raw turns; `answer(prompt, chars)` concatenates the best turns up to `chars`."""
 
@@ -284,6 +308,9 @@ class Result:
     split: str
     memories: int = 0
     covered: int = 0
+    partial: int = 0
+    ceiling_text: int = 0
+    ceiling_any: int = 0
     cards: int = 0
     noise_cards: int = 0
     cand: dict = field(default_factory=dict)
@@ -317,6 +344,7 @@ def run_one(gold: Gold, work: Path, writer: str) -> Result:
         res.cards = len(cards)
         res.card_texts = cards
         res.covered = sum(any(holds_all(c, m.keywords) for c in cards) for m in gold.memories)
+        res.partial = sum(any(matches(c, m.keywords) for c in cards) for m in gold.memories)
         res.missed = [m.statement for m in gold.memories if not any(holds_all(c, m.keywords) for c in cards)]
         res.noise_cards = sum(not any(matches(c, m.keywords) for m in gold.memories) for c in cards)
         cand = {"passages": 0, "candidates": 0, "cited": 0, "cited_in_passages": 0, "cited_candidates": 0,
@@ -333,6 +361,9 @@ def run_one(gold: Gold, work: Path, writer: str) -> Result:
             reverie(oracle_home, "export", "--markdown", str(md), "--agent", agent)
             oracle_markdown(gold, md)
             reverie(oracle_home, "import", "--markdown", str(md), "--agent", agent)
+        conv_sents, all_sents = stored_sentences(dbs.values())
+        res.ceiling_text = sum(any(holds_all(x, m.keywords) for x in conv_sents) for m in gold.memories)
+        res.ceiling_any = sum(any(holds_all(x, m.keywords) for x in all_sents) for m in gold.memories)
         mem = {m.id: m for m in gold.memories}
         turns = [t for db in dbs.values() for t in raw_turns(db)]
         bm25 = BM25Turns(turns)
@@ -400,8 +431,10 @@ def report(results: list[Result], show_cards: bool, show_misses: bool) -> None:
         print(f"== {split}: {len(rs)} sessions, {mem} gold memories, {cards} cards, {pairs} probe pairs,"
               f" {crashes} consolidation crashes"
               f" ({sum(1 for r in results if r.error and (split == 'all' or r.split == split))} bench errors)")
-        print(f"   coverage {_ratio(sum(r.covered for r in rs), mem)}  noise {_ratio(sum(r.noise_cards for r in rs), cards)}"
+        print(f"   coverage {_ratio(sum(r.covered for r in rs), mem)} (partial {_ratio(sum(r.partial for r in rs), mem)})  noise {_ratio(sum(r.noise_cards for r in rs), cards)}"
               f"  cards/session {cards / len(rs):.1f}")
+        print(f"   extractive ceiling: {_ratio(sum(r.ceiling_text for r in rs), mem)} (one sentence of user/assistant"
+              f" text), {_ratio(sum(r.ceiling_any for r in rs), mem)} (one sentence of any stored block)")
         print(f"   candidates: {_ratio(cand['cited_candidates'], cand['cited'])} of {cand['cited']} gold-cited messages"
               f" ({_ratio(cand['cited_in_passages'], cand['cited'])} in any passage) at"
               f" {_ratio(cand['candidates'], cand['passages'])} of {cand['passages']} passages")

@@ -163,7 +163,7 @@ def _agent_dbs(home: Path) -> list[Path]:
 
 def db_report(home: Path) -> dict:
     """db bytes, indexed text bytes, freelist bytes and the dbstat breakdown over every agent db."""
-    from reverie.consolidate.index import db_bytes
+    from reverie.consolidate.index_read import db_bytes
 
     out = {"db": 0, "text": 0, "free": 0, "dbs": 0, "by_name": {}, "unused": {}}
     for p in _agent_dbs(home):

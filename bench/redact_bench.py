@@ -1,7 +1,12 @@
 """Secret redaction bench: quality and speed of `redact/`, side by side with detect-secrets 1.5.
 
-Run:  /tmp/venv/bin/python bench/redact_bench.py [--data DIR] [--fixtures DIR] [--mb 20] [--no-ds]
-                                                  [--show-misses] [--show-flags]
+Run:  .venv/bin/python bench/redact_bench.py [--data DIR] [--fixtures DIR ...] [--corpus DIR] [--mb 20]
+                                             [--no-ds] [--show-misses] [--show-flags] [--show-split dev|held|all]
+                                             [--only quality|transcripts|speed]
+
+Dev / held-out: each scanner corpus is split 50/50 by a hash of each row (`split_of`); every table
+prints both columns. Rules are tuned looking at dev rows only (--show-misses/--show-flags list dev
+rows by default); the held-out column is the figure to quote.
 
 Datasets (read in place, gzip-compressed JSON Lines; never decompressed to disk):
   <data>/gitleaks_cases.jsonl.gz, <data>/detect_secrets_cases.jsonl.gz (see their README).
@@ -29,7 +34,13 @@ detect-secrets is measured the same way: each reported secret_value is replaced 
 value check above runs. "file" = scan_file on a temp file per row (default plugins and filters; temp
 files live in a temporary directory outside the repo and are removed); "line" = scan_line per line.
 
-Transcript false positives: every string of every line of the shared Claude Code fixtures goes through
+Own corpus (bench/secret_corpus/, see its README): hand-written cases in real-world shapes (env,
+compose, k8s, CI, shell history, tool output, stack traces, config files, code), each secret value
+marked, so recall is exact: a secret case is recalled when every marked value is gone; a not_secret
+case is flagged when anything is reported. Reported per family next to the two scanner corpora.
+
+Transcript false positives: every string of every line of the shared transcripts (Claude Code
+fixtures and the real published sessions, `--fixtures` repeatable) goes through
 `Redactor.redact`; every finding is printed with its value masked (first 3 characters, class shape,
 length, entropy) and its context, so a person can judge. Goal: <= 1 false finding per MB.
 
@@ -47,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import os
 import re
@@ -61,6 +73,7 @@ sys.path.insert(0, str(ROOT))
 
 DEFAULT_DATA = Path("/work/shared/bench/secrets")
 DEFAULT_FIXTURES = Path("/work/shared/fixtures/claude-code")
+DEFAULT_REAL_SESSIONS = Path("/work/shared/fixtures/real-sessions")
 
 
 # --------------------------------------------------------------------------- the value of a row
@@ -209,11 +222,23 @@ def family(rule: str) -> str:
     return rule.split("-")[0] if "-" in rule else rule
 
 
+def split_of(row: dict) -> str:
+    """"dev" or "held": a stable 50/50 split of a scanner corpus by a hash of the row (its rule, label
+    and text; the rows carry no id). Rules are tuned on dev rows only; held-out figures are quoted."""
+    h = hashlib.sha256(f"{row['rule']}\0{row['label']}\0{row['text']}".encode("utf-8", "surrogatepass"))
+    return "dev" if h.digest()[0] & 1 == 0 else "held"
+
+
+SPLITS = ("dev", "held")
+
+
 def evaluate(tool, rows: list[dict]) -> dict:
     """Recall / flags overall, on literal rows, and per rule family: fam = [secret rows, recalled,
-    literal secret rows, literal recalled, not_secret rows, flagged]."""
+    literal secret rows, literal recalled, not_secret rows, flagged]; the same six counts per split
+    (`split_of`) in by[split]."""
     stats = {"secret": 0, "hit": 0, "lit": 0, "lit_hit": 0, "neg": 0, "flag": 0, "seconds": 0.0,
-             "fam": defaultdict(lambda: [0, 0, 0, 0, 0, 0]), "misses": [], "flags": []}
+             "fam": defaultdict(lambda: [0, 0, 0, 0, 0, 0]), "misses": [], "flags": [],
+             "by": {sp: [0, 0, 0, 0, 0, 0] for sp in SPLITS}}
     values = [secret_value(row["text"]) if row["label"] == "secret" else "" for row in rows]
     outs = []
     t0 = time.perf_counter()  # the tool's time only
@@ -222,25 +247,32 @@ def evaluate(tool, rows: list[dict]) -> dict:
     stats["seconds"] = time.perf_counter() - t0
     for row, value, (out, n) in zip(rows, values, outs):
         fam = stats["fam"][family(row["rule"])]
+        by = stats["by"][split_of(row)]
         if row["label"] == "secret":
             ok = recalled(value, out)
             stats["secret"] += 1
             stats["hit"] += ok
             fam[0] += 1
             fam[1] += ok
+            by[0] += 1
+            by[1] += ok
             if row.get("source") == "literal":
                 stats["lit"] += 1
                 stats["lit_hit"] += ok
                 fam[2] += 1
                 fam[3] += ok
+                by[2] += 1
+                by[3] += ok
             if not ok:
                 stats["misses"].append(row)
         else:
             stats["neg"] += 1
             fam[4] += 1
+            by[4] += 1
             if n:
                 stats["flag"] += 1
                 fam[5] += 1
+                by[5] += 1
                 stats["flags"].append(row)
     return stats
 
@@ -256,7 +288,8 @@ def _masked_row(text: str, value: str, width: int = 150) -> str:
     return repr(text[:width])
 
 
-def quality_table(name: str, rows: list[dict], tools: list, show_misses: bool, show_flags: bool) -> dict:
+def quality_table(name: str, rows: list[dict], tools: list, show_misses: bool, show_flags: bool,
+                  show_split: str = "dev") -> dict:
     from reverie.redact.shapes import is_placeholder
 
     print(f"\n== {name}: {sum(r['label'] == 'secret' for r in rows)} secret rows "
@@ -265,10 +298,13 @@ def quality_table(name: str, rows: list[dict], tools: list, show_misses: bool, s
     results = {}
     for tool in tools:
         results[tool.name] = evaluate(tool, rows)
-    print(f"{'tool':24} {'recall':>8} {'literal':>8} {'flag rate':>10} {'seconds':>8}")
+    print(f"{'tool':24} {'recall':>8} {'literal':>8} {'flag rate':>10} {'seconds':>8}   "
+          + "   ".join(f"{sp + ' recall':>11} {sp + ' literal':>12} {sp + ' flags':>10}" for sp in SPLITS))
     for tname, s in results.items():
+        cells = "   ".join(f"{pct(b[1], b[0]):>11} {pct(b[3], b[2]):>12} {pct(b[5], b[4]):>10}"
+                           for b in (s["by"][sp] for sp in SPLITS))
         print(f"{tname:24} {pct(s['hit'], s['secret']):>8} {pct(s['lit_hit'], s['lit']):>8} "
-              f"{pct(s['flag'], s['neg']):>10} {s['seconds']:8.2f}")
+              f"{pct(s['flag'], s['neg']):>10} {s['seconds']:8.2f}   {cells}")
     ours = results["reverie"]
     held = sum(1 for r in ours["misses"] if is_placeholder(secret_value(r["text"])))
     print(f"reverie misses whose value is a placeholder (xxxx..., EXAMPLE, fake), left alone by design: "
@@ -284,15 +320,134 @@ def quality_table(name: str, rows: list[dict], tools: list, show_misses: bool, s
                          f"{f'{fl}/{neg}' if neg else '-':>8}")
         print(f"  {fam:28} " + "  ".join(cells))
     if show_misses:
-        print("\nmissed secret rows (reverie), value masked:")
+        print(f"\nmissed secret rows (reverie, {show_split} split), value masked:")
         for row in ours["misses"]:
+            if show_split != "all" and split_of(row) != show_split:
+                continue
             print(f"  [{row['rule']}/{row.get('source')}] {_masked_row(row['text'], secret_value(row['text']))}")
     if show_flags:
         tool = next(t for t in tools if t.name == "reverie")
-        print("\nflagged not_secret rows (reverie): rule and masked value of each finding")
+        print(f"\nflagged not_secret rows (reverie, {show_split} split): rule and masked value of each finding")
         for row in ours["flags"]:
+            if show_split != "all" and split_of(row) != show_split:
+                continue
             found = [(f.rule, mask(row["text"][f.start:f.end])) for f in tool.r.redact(row["text"]).findings]
             print(f"  [{row['rule']}/{row.get('source')}] {found}")
+    return results
+
+
+# --------------------------------------------------------------------------- own corpus
+
+CORPUS_DIR = ROOT / "bench" / "secret_corpus"
+_CLASSES = {
+    "alnum": "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+    "hex": "0123456789abcdef", "HEX": "0123456789ABCDEF", "lower": "abcdefghijklmnopqrstuvwxyz0123456789",
+    "upper": "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "digits": "0123456789",
+    "b64": "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+    "b64url": "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
+}
+_GEN = re.compile(r"\{(" + "|".join(_CLASSES) + r"):(\d+)\}")
+_MARK = re.compile("\u27e6(.*?)\u27e7", re.S)
+
+
+def _draw(rng, cls: str, n: int) -> str:
+    """n characters of class `cls`; with a digit and a letter whenever the class has both (n >= 8)."""
+    alphabet = _CLASSES[cls]
+    for _ in range(100):
+        v = "".join(rng.choice(alphabet) for _ in range(n))
+        if n < 8 or alphabet.isdigit() or alphabet.isalpha() or (
+                any(c.isdigit() for c in v) and any(c.isalpha() for c in v)):
+            return v
+    return v
+
+
+def _pem(rng) -> tuple[str, list[str]]:
+    body = [_draw(rng, "b64", 64) for _ in range(6)]
+    return "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA" + "\n".join(body) + "\n-----END RSA PRIVATE KEY-----", body
+
+
+def load_corpus(root: Path = CORPUS_DIR) -> list[dict]:
+    """The own corpus: {file, family, label, text, values} per case (see bench/secret_corpus/README.md)."""
+    import base64
+    import random
+
+    cases = []
+    for path in sorted(root.glob("*.txt")):
+        parts = re.split(r"(?m)^=== (secret|not_secret) ([\w\-]+)[ \t]*\n", path.read_text(encoding="utf-8"))
+        for k in range(1, len(parts) - 2, 3):
+            label, fam, raw = parts[k], parts[k + 1], parts[k + 2].rstrip("\n")
+            rng = random.Random(f"{path.name}:{k // 3}")
+            values: list[str] = []
+
+            def mark(m):
+                inner = m.group(1)
+                if inner == "{pem}":
+                    text, body = _pem(rng)
+                    values.extend(body)
+                    return text
+                if inner == "{pem64}":
+                    text = base64.b64encode((_pem(rng)[0] + "\n").encode()).decode()
+                    values.append(text)
+                    return text
+                v = _GEN.sub(lambda g: _draw(rng, g.group(1), int(g.group(2))), inner)
+                values.append(v)
+                return v
+
+            text = _MARK.sub(mark, raw)
+            text = _GEN.sub(lambda g: _draw(rng, g.group(1), int(g.group(2))), text)
+            cases.append({"file": path.name, "family": fam, "label": label, "text": text,
+                          "values": values if label == "secret" else []})
+    return cases
+
+
+def corpus_table(cases: list[dict], tools: list, show_misses: bool) -> dict:
+    """Recall (every marked value gone) and flags per family, for each tool."""
+    print(f"\n== own corpus (bench/secret_corpus): {sum(c['label'] == 'secret' for c in cases)} secret cases, "
+          f"{sum(c['label'] != 'secret' for c in cases)} not_secret cases, {len({c['file'] for c in cases})} files")
+    results = {}
+    for tool in tools:
+        st = {"secret": 0, "hit": 0, "neg": 0, "flag": 0, "fam": defaultdict(lambda: [0, 0, 0, 0]), "misses": [],
+              "flags": []}
+        for c in cases:
+            out, n = tool.run(c["text"])
+            fam = st["fam"][c["family"]]
+            if c["label"] == "secret":
+                ok = all(recalled(v, out) for v in c["values"])
+                st["secret"] += 1
+                st["hit"] += ok
+                fam[0] += 1
+                fam[1] += ok
+                if not ok:
+                    st["misses"].append((c, out))
+            else:
+                st["neg"] += 1
+                fam[2] += 1
+                if n:
+                    st["flag"] += 1
+                    fam[3] += 1
+                    st["flags"].append(c)
+        results[tool.name] = st
+    print(f"{'tool':24} {'recall':>8} {'flag rate':>10}")
+    for tname, st in results.items():
+        print(f"{tname:24} {pct(st['hit'], st['secret']):>8} {pct(st['flag'], st['neg']):>10}")
+    print("\nper family: recalled/secret cases, flagged/not_secret cases")
+    print(f"  {'family':20} " + "  ".join(f"{t[:22]:>22}" for t in results))
+    ours = results["reverie"]
+    for fam in sorted(ours["fam"]):
+        cells = []
+        for st in results.values():
+            n, h, neg, fl = st["fam"].get(fam, [0] * 4)
+            cells.append(f"{f'{h}/{n}' if n else '-':>10} {f'{fl}/{neg}' if neg else '-':>11}")
+        print(f"  {fam:20} " + "  ".join(cells))
+    if show_misses:
+        print("\nmissed secret cases and flagged not_secret cases (reverie), values masked:")
+        for c, out in ours["misses"]:
+            left = [mask(v) for v in c["values"] if not recalled(v, out)]
+            print(f"  miss [{c['file']}/{c['family']}] {left}")
+        tool = next(t for t in tools if t.name == "reverie")
+        for c in ours["flags"]:
+            found = [(f.rule, mask(c["text"][f.start:f.end])) for f in tool.r.redact(c["text"]).findings]
+            print(f"  flag [{c['file']}/{c['family']}] {found}")
     return results
 
 
@@ -310,12 +465,14 @@ def _strings(obj, out: list[str]) -> None:
             _strings(v, out)
 
 
-def fixture_texts(root: Path) -> tuple[list[str], list[str], int]:
-    """(text blocks = every JSON string of every line, raw lines, total bytes of the files)."""
+def fixture_texts(root: Path | list[Path]) -> tuple[list[str], list[str], int]:
+    """(text blocks = every JSON string of every line, raw lines, total bytes of the files) of
+    every transcript under `root` (a folder or a list of folders)."""
     texts: list[str] = []
     lines: list[str] = []
     total = 0
-    for path in sorted(root.rglob("*.jsonl")):
+    roots = root if isinstance(root, list) else [root]
+    for path in sorted(p for r in roots for p in r.rglob("*.jsonl")):
         raw = path.read_text(encoding="utf-8", errors="surrogateescape")
         total += len(raw.encode("utf-8", "surrogateescape"))
         for line in raw.splitlines():
@@ -336,20 +493,21 @@ def mask(value: str) -> str:
     return f"{value[:3]}… len={len(value)} H={shannon(value):.2f} shape={shape}"
 
 
-def transcript_findings(texts: list[str], total_bytes: int) -> int:
+def transcript_findings(texts: list[str], total_bytes: int, roots: list[Path] | None = None) -> int:
     from reverie.redact.engine import Redactor
 
     r = Redactor(None)
     n = 0
-    print(f"\n== false findings on the Claude Code fixtures ({total_bytes / 1e6:.2f} MB of transcript files, "
-          f"{len(texts)} strings); every finding, value masked:")
+    where = ", ".join(str(p) for p in roots) if roots else "the Claude Code fixtures"
+    print(f"\n== findings on the shared transcripts ({where}: {total_bytes / 1e6:.2f} MB of transcript "
+          f"files, {len(texts)} strings); every finding, value masked (a person judges each):")
     for t in texts:
         red = r.redact(t)
         for f in red.findings:
             n += 1
             ctx = t[max(0, f.start - 40):f.start].replace("\n", "\\n")
             print(f"  {f.type:14} {f.rule:22} …{ctx[-40:]!r} [{mask(t[f.start:f.end])}]")
-    print(f"findings: {n}  ->  {n / (total_bytes / 1e6):.2f} per MB (each is false: the fixtures were sanitized upstream)")
+    print(f"findings: {n}  ->  {n / (total_bytes / 1e6):.2f} per MB")
     return n
 
 
@@ -531,13 +689,19 @@ def secret_corpus_floor(texts: list[str], redactor) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    ap.add_argument("--fixtures", type=Path, default=DEFAULT_FIXTURES)
+    ap.add_argument("--fixtures", type=Path, action="append", default=None,
+                    help="transcript folder (repeatable; default: the Claude Code fixtures and the real sessions)")
+    ap.add_argument("--corpus", type=Path, default=CORPUS_DIR)
     ap.add_argument("--mb", type=float, default=20.0)
     ap.add_argument("--no-ds", action="store_true", help="skip detect-secrets (faster)")
     ap.add_argument("--show-misses", action="store_true")
     ap.add_argument("--show-flags", action="store_true")
+    ap.add_argument("--show-split", choices=[*SPLITS, "all"], default="dev",
+                    help="which split of the scanner corpora --show-misses/--show-flags list (default dev: "
+                         "tune on dev only, quote held)")
     ap.add_argument("--only", choices=["quality", "transcripts", "speed"], default=None)
     args = ap.parse_args(argv)
+    roots = args.fixtures or [DEFAULT_FIXTURES, DEFAULT_REAL_SESSIONS]
 
     gl = load(args.data / "gitleaks_cases.jsonl.gz")
     ds = load(args.data / "detect_secrets_cases.jsonl.gz")
@@ -546,29 +710,38 @@ def main(argv: list[str] | None = None) -> int:
         tools = [OurTool()]
         if not args.no_ds:
             tools += [DetectSecretsFile(), DetectSecretsLine()]
-        g = quality_table("gitleaks cases", gl, tools, args.show_misses, args.show_flags)
-        d = quality_table("detect-secrets cases", ds, tools, args.show_misses, args.show_flags)
+        g = quality_table("gitleaks cases", gl, tools, args.show_misses, args.show_flags, args.show_split)
+        d = quality_table("detect-secrets cases", ds, tools, args.show_misses, args.show_flags, args.show_split)
+        o = corpus_table(load_corpus(args.corpus), tools, args.show_misses)
         summary["gitleaks"] = g["reverie"]
         summary["detect_secrets"] = d["reverie"]
-    texts, lines, total = fixture_texts(args.fixtures)
+        summary["own"] = o["reverie"]
     global _TEXTS
-    _TEXTS = (texts, lines, total)
     if args.only in (None, "transcripts"):
-        summary["transcript_findings"] = transcript_findings(texts, total)
+        texts, lines, total = fixture_texts(roots)
+        summary["transcript_findings"] = transcript_findings(texts, total, roots)
         summary["transcript_mb"] = total / 1e6
     if args.only in (None, "speed"):
-        summary["speed"] = throughput(lines, args.mb, gl + ds)
+        # throughput on the first folder (the Claude Code fixtures by default), as before issue 14
+        _TEXTS = fixture_texts(roots[0])
+        summary["speed"] = throughput(_TEXTS[1], args.mb, gl + ds)
 
     print("\n== goals")
     if "gitleaks" in summary:
-        g, d = summary["gitleaks"], summary["detect_secrets"]
-        neg = g["neg"] + d["neg"]
-        flags = g["flag"] + d["flag"]
-        print(f"  gitleaks recall         {pct(g['hit'], g['secret'])}  (goal >= 95%)")
-        print(f"  gitleaks literal recall {pct(g['lit_hit'], g['lit'])}  (goal >= 90%)")
-        print(f"  detect-secrets recall   {pct(d['hit'], d['secret'])}  (goal >= 92%)")
+        g, d, o = summary["gitleaks"], summary["detect_secrets"], summary["own"]
+        neg = g["neg"] + d["neg"] + o["neg"]
+        flags = g["flag"] + d["flag"] + o["flag"]
+        print(f"  gitleaks recall         {pct(g['hit'], g['secret'])}")
+        print(f"  gitleaks literal recall {pct(g['lit_hit'], g['lit'])}  (goal >= 99%)")
+        print(f"  detect-secrets recall   {pct(d['hit'], d['secret'])}  (goal >= 95%)")
+        print(f"  own corpus recall       {pct(o['hit'], o['secret'])}  (goal >= 97%)")
         print(f"  not_secret flag rate    {pct(flags, neg)}  (gitleaks {pct(g['flag'], g['neg'])}, "
-              f"detect-secrets {pct(d['flag'], d['neg'])}; goal <= 10%)")
+              f"detect-secrets {pct(d['flag'], d['neg'])}, own {pct(o['flag'], o['neg'])}; goal <= 5%)")
+        for sp in SPLITS:
+            gb, db = g["by"][sp], d["by"][sp]
+            print(f"  {sp:5} split: gitleaks literal {pct(gb[3], gb[2])}, detect-secrets {pct(db[1], db[0])}, "
+                  f"flag rate {pct(gb[5] + db[5] + o['flag'], gb[4] + db[4] + o['neg'])} "
+                  f"(gitleaks {pct(gb[5], gb[4])}, detect-secrets {pct(db[5], db[4])}, with the whole own corpus)")
     if "transcript_findings" in summary:
         print(f"  transcript findings     {summary['transcript_findings'] / summary['transcript_mb']:.2f} per MB (goal <= 1)")
     if "speed" in summary:
@@ -576,7 +749,7 @@ def main(argv: list[str] | None = None) -> int:
               f"(100k remembered: {summary['speed']['transcripts, 100k remembered secrets']:.1f} MB/s; goal >= 50)")
         sp = summary["speed"]
         print(f"  secret corpus           {sp['secret corpus (all rows, repeated to >= 2 MB)']:.1f} MB/s per row, "
-              f"{sp['secret corpus via redact_many (batches of 500)']:.1f} MB/s via redact_many (goal >= 50)")
+              f"{sp['secret corpus via redact_many (batches of 500)']:.1f} MB/s via redact_many (goal withdrawn: its limit was measured)")
         fl = sp["floor"]
         print("  secret corpus floor     " + ", ".join(f"{v:.1f} MB/s {k}" for k, v in fl.items()))
     return 0

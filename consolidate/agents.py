@@ -158,6 +158,21 @@ def agent_for_cwd(home: Path, cwd: str) -> str | None:
         return None
 
 
+def agent_for_project_hash(home: Path, project_hash: str) -> str | None:
+    """The registered agent whose directory hashes to `project_hash` (Gemini CLI names a session's
+    project by the sha256 hex of its root folder), else None. Reads the registry only."""
+    import hashlib
+
+    want = (project_hash or "").strip().lower()
+    if not want:
+        return None
+    for agent_id, entry in sorted((load_registry(home).get("agents") or {}).items()):
+        for cwd in (entry or {}).get("cwds") or []:
+            if isinstance(cwd, str) and hashlib.sha256(cwd.encode("utf-8", "surrogatepass")).hexdigest() == want:
+                return agent_id
+    return None
+
+
 def disabled_agents(settings: dict) -> set[str]:
     value = _settings.get(settings, "agents.disabled", []) or []
     return {v for v in value if isinstance(v, str)} if isinstance(value, list) else set()
@@ -276,11 +291,12 @@ def known_agent_ids(home: Path, registry: dict[str, Any] | None = None) -> list[
 
 def list_agents(home: Path) -> list[dict[str, Any]]:
     """One dict per agent: id, cwd (first directory), cwds, conversations, messages, first, last
-    (timestamps), transcripts_on_disk (main session files of this agent still on disk), disabled,
-    db_bytes. Read-only: an agent without a db lists zeros."""
+    (timestamps), transcripts_on_disk (main session files of this agent still on disk), harnesses
+    ({harness: {"conversations", "messages"}}: one agent per directory, whichever harness worked
+    there), disabled, db_bytes. Read-only: an agent without a db lists zeros."""
     from pathlib import Path
 
-    from .index import agent_stats  # SQL of the index lives in consolidate.index
+    from .index_read import agent_stats  # SQL of the index lives in consolidate.index_read
 
     home = Path(home)
     data = load_registry(home)
@@ -300,6 +316,7 @@ def list_agents(home: Path) -> list[dict[str, Any]]:
             "first": stats["first"],
             "last": stats["last"],
             "transcripts_on_disk": stats["transcripts_on_disk"],
+            "harnesses": stats["harnesses"],
             "disabled": agent_id in disabled,
             "db_bytes": stats["db_bytes"],
         })

@@ -12,13 +12,21 @@
   with exponential backoff and jitter (honouring `retry-after`, capped at `retry.max_delay_s`);
   after that the request is a transient failure and its passages are left for the next run.
 
+* Nightly: a scheduled run (nightly, backfill) also stops at what is left of tonight's home-wide
+  budget (the same two settings are totals per night across all agents for the scheduler's runs,
+  `schedules.nightly`): the scheduler's job hands it in under `NIGHT_KEY` of the settings it
+  passes (never stored in settings.json); `consolidate --now` has no such key and gets the caps per
+  run. `max_calls` / `max_cost_usd` stay the per-run caps, so a fresh run's budget (the anthropic
+  writer's "could any run afford this re-send") is never judged by what is left of one night.
+
 Prices (USD per million tokens, `PRICES`): claude-haiku-4-5 $1 input / $5 output; Message Batches
 are half price; cache writes cost 1.25x input, cache reads 0.1x input.
 
 Invariants: `Budget.charge` is the only place run totals grow, so the run record's calls, tokens and
 cost are the sum of what every result reported; and no model call is sent once the run's calls
 (charged plus those of the request in flight) reach `max_calls`, nor one whose estimate would take
-the run's cost (charged plus in flight) past `max_cost_usd`.
+the run's cost (charged plus in flight) past `max_cost_usd`, nor, in a scheduled run, past what
+was left of tonight's budget (`night_calls_left`, `night_cost_left`).
 """
 
 from __future__ import annotations
@@ -30,6 +38,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, TypeVar
 
 log = logging.getLogger(__name__)
+
+#: Settings key (in memory only) under which the scheduler's job passes what is left of tonight's
+#: budget to a scheduled run: {"night": id, "max_cost_usd": float | None, "max_calls": int | None}.
+NIGHT_KEY = "_night_allowance"
 
 PRICES: dict[str, tuple[float, float]] = {
     "claude-haiku-4-5": (1.0, 5.0),
@@ -137,12 +149,22 @@ class Budget:
     cache_write_tokens: int = 0
     cost: float = 0.0
     exhausted: list[str] = field(default_factory=list)
+    #: what is left of tonight's home-wide budget for a scheduled run (None: not a scheduled run)
+    night_calls_left: Optional[int] = None
+    night_cost_left: Optional[float] = None
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any]) -> "Budget":
         c = settings.get("consolidate", {})
+        night = settings.get(NIGHT_KEY) if isinstance(settings.get(NIGHT_KEY), dict) else {}
+
+        def left(key: str, kind: type) -> Any:
+            v = night.get(key)
+            return kind(max(0, v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
         return cls(max_passages=int(c.get("max_passages", 1000)), max_calls=int(c.get("max_calls", 10)),
-                   max_cost_usd=float(c.get("max_cost_usd", 1.0)))
+                   max_cost_usd=float(c.get("max_cost_usd", 1.0)), night_calls_left=left("max_calls", int),
+                   night_cost_left=left("max_cost_usd", float))
 
     # passages --------------------------------------------------------------------------------
     def take_passages(self, n: int) -> bool:
@@ -179,12 +201,23 @@ class Budget:
             raise BudgetSpent(refusal[1], refusal[0])
 
     def _refusal(self, spent_calls: int, spent_usd: float, estimate_usd: float) -> Optional[tuple[str, str]]:
-        if self.calls + spent_calls >= self.max_calls:
+        night_calls = self.night_calls_left is not None and self.night_calls_left < self.max_calls
+        if self.calls + spent_calls >= (self.night_calls_left if night_calls else self.max_calls):
             self._mark("calls")
+            if night_calls:
+                return "calls", (f"tonight's model call budget for scheduled runs is spent ({self.night_calls_left} "
+                                 f"of {self.max_calls} calls per night across all agents were left for this run; "
+                                 "raise consolidate.max_calls to allow more)")
             return "calls", (f"model call budget spent ({self.max_calls} calls this run; raise "
                              "consolidate.max_calls to allow more)")
-        if self.cost + spent_usd + estimate_usd > self.max_cost_usd:
+        night_cost = self.night_cost_left is not None and self.night_cost_left < self.max_cost_usd
+        if self.cost + spent_usd + estimate_usd > (self.night_cost_left if night_cost else self.max_cost_usd):
             self._mark("cost")
+            if night_cost:
+                return "cost", (f"tonight's dollar cap for scheduled runs reached (${self.cost + spent_usd:.4f} spent "
+                                f"of the ${self.night_cost_left:.4f} left of ${self.max_cost_usd:.2f} per night across "
+                                f"all agents, the next call may cost up to ${estimate_usd:.4f}; raise "
+                                "consolidate.max_cost_usd to allow more)")
             return "cost", (f"dollar cap reached (${self.cost + spent_usd:.4f} spent of ${self.max_cost_usd:.2f}, "
                             f"the next call may cost up to ${estimate_usd:.4f}; raise consolidate.max_cost_usd "
                             "to allow more)")

@@ -44,6 +44,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from . import classify_coding as coding
 from .passages import Passage
 
 CATEGORY_NONE = "none"
@@ -826,6 +827,13 @@ def _other_keep(passage: Passage, text: str, cues: list[Cue], named: list[Named]
     return max(0.0, min(1.0, p - neg))
 
 
+def agent_exchange(passage: Passage) -> bool:
+    """True for a human turn addressed to an agent: it follows the agent's reply
+    (`previous_reply`). A turn among people ("Caroline: ...", one answering the previous human
+    turn) and a session's opening turn are read as conversation (`user_features`)."""
+    return passage.kind == "user" and bool(passage.previous_reply)
+
+
 def classify(passage: Passage, *, known: dict[str, str] | None = None) -> Judgement:
     """Judge one passage (deterministic). `known`: lower-cased entity names of the agent's graph.
 
@@ -836,17 +844,31 @@ def classify(passage: Passage, *, known: dict[str, str] | None = None) -> Judgem
     text = passage.text
     user = passage.kind == "user"
     words = len(text.split())
+    coding_default = ""
     if user:
         st, cues, named, correction, features = _read_user_turn(passage, known)
         technical = features[_NAMED_TERM]
-        p = _user_keep(features)
+        if agent_exchange(passage):
+            # A person instructing a coding agent, not people chatting (module doc).
+            p = coding.agent_user_keep(text, correction=correction)
+            coding_default = "preference" if coding.USER_RULE.search(text) else "fact"
+        else:
+            p = _user_keep(features)
     else:
         st, technical, correction = None, 0.0, False
         # "never"/"always" in an assistant's narration ("I never got output") is not a rule.
         cues = [c for c in CUES if c.name not in STATEMENT_CUES and c.pattern.search(text)]
         cues = [c for c in cues if c.name not in ("always", "never", "from_now_on") or RULE_ACTION.search(text)]
         named = named_things(text, known)
-        p = _other_keep(passage, text, cues, named, words)
+        if passage.kind == "file":
+            p, coding_default = coding.file_keep(text), "fact"
+        elif passage.kind == "error":
+            p, coding_default = coding.error_keep(text), "lesson"
+        elif passage.kind == "answer":
+            p, coding_default = coding.answer_keep(text), "decision"
+        else:
+            p = coding.agent_text_keep(text, passage.kind)
+            coding_default = "lesson" if coding.LESSON_CUE.search(text) else "fact"
 
     # Category: correction first, then the strongest cue's category, then what the statements say.
     category = CATEGORY_NONE
@@ -866,6 +888,11 @@ def classify(passage: Passage, *, known: dict[str, str] | None = None) -> Judgem
             category = "fact"   # a statement that is neither chatter nor an ask: keep decides
         elif named and words >= 6 and (st is None or technical):
             category = "fact"
+
+    if category == CATEGORY_NONE and coding_default and p >= 0.5:
+        category = coding_default
+    if passage.kind == "answer" and category in ("fact", "pattern"):
+        category = "decision"
 
     # Confidence by signal strength.
     if correction:

@@ -1,7 +1,8 @@
 """Console entry point `reverie`.
 
 The hook commands (`reverie [--home DIR] hook session-start|user-prompt-submit`) are dispatched
-before click is imported, so a hook process runs on the standard library and our light modules.
+before click is imported, so a hook process runs on the standard library and our light modules;
+so is `reverie [--home DIR] mcp` (the MCP server: only the SDK at startup).
 """
 
 from __future__ import annotations
@@ -24,8 +25,23 @@ def _hook_request(argv: list[str]) -> tuple[str, str | None] | None:
     return None
 
 
+def _split_home(argv: list[str]) -> tuple[str | None, list[str]]:
+    """(--home value, the rest) of argv."""
+    if len(argv) >= 2 and argv[0] == "--home":
+        return argv[1], argv[2:]
+    if argv and argv[0].startswith("--home="):
+        return argv[0].split("=", 1)[1], argv[1:]
+    return None, list(argv)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    home, rest = _split_home(args)
+    if rest == ["mcp"]:
+        # `reverie [--home DIR] mcp`: the stdio MCP server, started without click (consolidate/mcp_server.py)
+        from .mcp_server import run
+
+        sys.exit(run(home))
     hook = _hook_request(args)
     if hook is not None:
         from .hook import run_hook

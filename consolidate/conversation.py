@@ -42,12 +42,12 @@ def _order(messages: list[dict]) -> list[dict]:
 def rebuild(home: Path, conversation_id: str, agent: str | None = None) -> dict[str, Any]:
     """The conversation `conversation_id` (or a unique prefix of it) of `agent` (default: any agent).
 
-    Returns {id, agent, title, cwd, git_branch, version, first, last, message_count, transcripts:
+    Returns {id, agent, harness (the coding agent that wrote it: claude-code | codex | gemini), title, cwd, git_branch, version, first, last, message_count, transcripts:
     [{path, kind, on_disk}], transcript_on_disk, rebuilt, messages: [{id, uuid, role, kind,
     timestamp, is_sidechain, subagent, model, blocks: [{idx, type, tool_name, tool_use_id,
     is_error, text, original_size, clipped}]}]}.
     """
-    from .index import find_conversation, load_conversation
+    from .index_read import find_conversation, load_conversation
 
     home = Path(home)
     matches = find_conversation(home, conversation_id, agent)
@@ -79,6 +79,7 @@ def rebuild(home: Path, conversation_id: str, agent: str | None = None) -> dict[
     return {
         "id": cid,
         "agent": agent_id,
+        "harness": conv.get("harness") or "claude-code",
         "title": title,
         "cwd": conv.get("cwd"),
         "git_branch": conv.get("git_branch"),
@@ -96,7 +97,7 @@ def rebuild(home: Path, conversation_id: str, agent: str | None = None) -> dict[
 
 def render(conv: dict[str, Any], *, max_block_chars: int = 2000) -> str:
     """Human-readable text of a rebuilt conversation."""
-    out = [f"Conversation {conv['id']}  (agent {conv['agent']})"]
+    out = [f"Conversation {conv['id']}  (agent {conv['agent']}, {conv.get('harness') or 'claude-code'})"]
     if conv.get("title"):
         out.append(f"Title: {conv['title']}")
     out.append(f"Directory: {conv.get('cwd') or '?'}   branch: {conv.get('git_branch') or '-'}")

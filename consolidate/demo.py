@@ -80,7 +80,7 @@ def step_agents(demo: Demo) -> None:
 
 def step_conversation(demo: Demo) -> None:
     from .conversation import rebuild, render
-    from .index import list_conversations
+    from .index_read import list_conversations
     from .paths import agent_db_path
 
     demo.section("4. A conversation rebuilt from the index (reverie show conversation ID)")

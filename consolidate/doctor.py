@@ -54,9 +54,131 @@ def _pending(versions: dict[str, list[str]]) -> list[str]:
     return [f"{store.MIGRATIONS.name}:{m.name}" for m in store.MIGRATIONS._migrations if m.name not in applied]
 
 
-def diagnose(home: Path, projects_dir: Path | None = None) -> dict[str, Any]:
+def _embedding_check(model: Any) -> dict[str, Any]:
+    """Setting `embedding_model`: a hub model downloaded or not (and why its last fetch failed), a
+    folder present or not. Read-only: doctor never downloads anything."""
+    from reverie.graph import model_cache
+
+    folder_fix = "reverie settings set embedding_model /path/to/model2vec-folder"
+    if not model:
+        return _check("embedding model", False, "setting embedding_model is null (recall uses lexical matching only)",
+                      f"reverie settings set embedding_model {model_cache.DEFAULT_MODEL}")
+    model = str(model)
+    if model_cache.is_hub_name(model):
+        folder = model_cache.cached_model(model)
+        if folder is not None:
+            return _check("embedding model", True, f"{model} (cached in {folder})")
+        failed = model_cache.last_failure(model)
+        where = model_cache.model_dir(model)
+        fix = (f"let `reverie consolidate --now` reach the model hub (huggingface.co, or $HF_ENDPOINT) once; "
+               f"or copy the model folder to {where}; or {folder_fix}")
+        if failed:
+            return _check("embedding model", False,
+                          f"setting embedding_model = {model}: the last download failed ({failed.get('at')}: "
+                          f"{failed.get('reason')}); recall uses lexical matching until it is fetched", fix)
+        return _check("embedding model", False,
+                      f"setting embedding_model = {model}: not downloaded yet (the next consolidation fetches it "
+                      f"into {where}); recall uses lexical matching until then", fix)
+    p = Path(model).expanduser()
+    if p.exists():
+        return _check("embedding model", True, f"{p}")
+    return _check("embedding model", False, f"setting embedding_model = {model}: no such folder "
+                  "(recall uses lexical matching)", folder_fix)
+
+
+def _writer_checks(home: Path, settings: dict[str, Any], command: str, path: str | None) -> list[dict[str, Any]]:
+    """The claude child's credential (the CLI's own cheap check, `claude auth status`, run with the
+    child's settings and environment: which credential a call would use, never the credential),
+    the writer a run would use and why, and the budgets every run has."""
+    from .writers.claude_cli import auth_fix, auth_status, describe_credential
+    from .writers.select import choose
+
+    out = []
+    pass_key = bool(_settings.get(settings, "claude_cli.pass_api_key", False))
+    status = None
+    if path is not None:
+        status = auth_status(command, pass_api_key=pass_key, home=home, create_workdir=False,
+                             timeout_s=min(30.0, float(_settings.get(settings, "claude_cli.timeout_s", 30) or 30)))
+        detail = f"the claude child would use {describe_credential(status)}"
+        if status["logged_in"] and status.get("method") != "claude.ai":
+            detail += (" (claude_cli.pass_api_key is true: calls bill the API)" if pass_key
+                       else " (not the Claude login)")
+        checks_fix = auth_fix(pass_key) if not status["error"] else (
+            "install Claude Code 2.1 or later (npm install -g @anthropic-ai/claude-code), then `claude auth login`")
+        out.append(_check("claude login", status["logged_in"], detail, checks_fix))
+    configured = str(settings.get("writer") or "auto")
+    if configured == "auto":
+        name, why = choose(settings, home=home, status=status)
+        detail = f"auto -> {name}: {why}"
+    else:
+        detail = f"{configured} (settings `writer`)"
+    out.append(_check("card writer", True, detail))
+    c = settings.get("consolidate") or {}
+    out.append(_check("consolidation budgets", True,
+                      f"scheduled runs: at most {c.get('max_calls')} model calls and ${float(c.get('max_cost_usd', 0)):.2f} "
+                      f"per night across all agents, each `consolidate --now` run the same "
+                      f"(consolidate.max_calls, consolidate.max_cost_usd); {c.get('max_passages')} passages per run "
+                      f"(consolidate.max_passages); `reverie schedule status` shows the cost per night"))
+    return out
+
+
+def _remembered_check(home: Path) -> dict[str, Any]:
+    """How many secret values this home remembers (keyed hashes only), and how to forget a wrong one."""
+    from .paths import secrets_dir
+
+    db = secrets_dir(home) / "hashes.db"
+    how = ("a value remembered by mistake is removed with `reverie redact --forget-secret < FILE` "
+           "(FILE holds the value; it is never printed)")
+    if not db.exists():
+        return _check("remembered secrets", True, f"none yet; {how}")
+    try:
+        conn = connect_readonly(db)
+        try:
+            n = conn.execute("SELECT count(*) FROM secrets").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        return _check("remembered secrets", False, f"{db} cannot be read ({type(exc).__name__})",
+                      f"move {db} aside (remembered secrets start over; stored text stays redacted)")
+    return _check("remembered secrets", True, f"{n} value{'s' if n != 1 else ''} remembered (keyed hashes, "
+                  f"never the values) in {db}; {how}")
+
+
+#: harness -> (what its folder is, how to point reverie elsewhere)
+HARNESS_FOLDERS = {
+    "claude-code": ("Claude Code projects", "--projects-dir DIR or CLAUDE_CONFIG_DIR"),
+    "codex": ("Codex sessions", "--codex-dir DIR or CODEX_HOME"),
+    "gemini": ("Gemini tmp", "--gemini-dir DIR or GEMINI_CLI_HOME"),
+}
+
+
+def harness_folders(projects_dir: Path | None = None, codex_dir: Path | None = None,
+                    gemini_dir: Path | None = None) -> list[dict[str, Any]]:
+    """Each harness's transcript folder (the one given, else its default): found or not, how many
+    transcripts its reader discovers there, and the flag / variable that points elsewhere. Read-only;
+    a folder that cannot be listed counts as not found."""
+    from .index import readers
+
+    given = {"claude-code": projects_dir, "codex": codex_dir, "gemini": gemini_dir}
+    out = []
+    for harness, mod in readers().items():
+        root = Path(given.get(harness) or (default_projects_dir() if harness == "claude-code" else mod.default_root()))
+        root = root.expanduser()
+        found = root.is_dir()
+        try:
+            n = len(mod.discover(root)) if found else 0
+        except OSError:
+            found, n = False, 0
+        name, setting = HARNESS_FOLDERS.get(harness, (harness, ""))
+        out.append({"harness": harness, "name": name, "root": str(root), "found": found, "transcripts": n,
+                    "setting": setting})
+    return out
+
+
+def diagnose(home: Path, projects_dir: Path | None = None, *, codex_dir: Path | None = None,
+             gemini_dir: Path | None = None) -> dict[str, Any]:
     """Everything `reverie doctor` reports, as a dict (see `render`)."""
-    from .index import db_bytes
+    from .index_read import db_bytes
 
     home = Path(home)
     user, bad = _settings.read_user(home)            # settings.json read once
@@ -105,6 +227,7 @@ def diagnose(home: Path, projects_dir: Path | None = None) -> dict[str, Any]:
     redact_ok = importlib.util.find_spec("reverie.redact.engine") is not None
     checks.append(_check("redaction engine", redact_ok, "redact.engine importable" if redact_ok else "redact.engine missing",
                          "pip install -e .   (from the reverie checkout)", optional=False))
+    checks.append(_remembered_check(home))
 
     try:
         conn = sqlite3.connect(":memory:")
@@ -127,25 +250,17 @@ def diagnose(home: Path, projects_dir: Path | None = None) -> dict[str, Any]:
     claude_path = shutil.which(claude_cmd)
     checks.append(_check("claude CLI", claude_path is not None,
                          claude_path or f"`{claude_cmd}` not on PATH (writer `claude-cli` unavailable)",
-                         "npm install -g @anthropic-ai/claude-code   (then `claude` once to log in)"))
+                         "npm install -g @anthropic-ai/claude-code   (then `claude auth login`)"))
+    checks += _writer_checks(home, settings, claude_cmd, claude_path)
 
-    model = _settings.get(settings, "embedding_model")
-    if not model:
-        checks.append(_check("embedding model", False, "not configured (recall uses lexical matching only)",
-                             "reverie settings set embedding_model /path/to/model2vec-model"))
-    else:
-        p = Path(str(model)).expanduser()
-        if p.exists():
-            checks.append(_check("embedding model", True, f"{p}"))
-        else:
-            checks.append(_check("embedding model", False, f"{model} does not exist on disk",
-                                 "reverie settings set embedding_model /path/to/model2vec-model"))
+    checks.append(_embedding_check(_settings.get(settings, "embedding_model")))
 
     return {
         "home": str(home),
         "home_exists": home.exists(),
         "python": sys.version.split()[0],
         "projects_dir": str(pdir),
+        "harnesses": harness_folders(pdir, codex_dir, gemini_dir),
         "agents": agents,
         "checks": checks,
         "ok": all(c["ok"] for c in checks if not c["optional"]),
@@ -165,6 +280,10 @@ def render(report: dict[str, Any]) -> str:
                 lines.append(f"  {'':<24} pending: {', '.join(a['pending_migrations'])} (applied on next open)")
     else:
         lines.append("agents: none yet (run `reverie index`)")
+    lines += ["", "harness folders:"]
+    for h in report.get("harnesses", []):
+        state = f"{h['transcripts']} transcripts" if h["found"] else "not found"
+        lines.append(f"  {h['name']:<22} {state:<16} {h['root']}   (elsewhere: {h['setting']})")
     lines.append("")
     for c in report["checks"]:
         mark = "ok " if c["ok"] else ("-- " if c["optional"] else "!! ")

@@ -34,8 +34,8 @@ class ApiAuthFailed(ReverieError):
 
     def __init__(self, detail: str, *, writer: str = "anthropic") -> None:
         if writer == "claude-cli":
-            message = (f"The claude CLI could not authenticate ({detail}). Run `claude` once to log in, "
-                       "then `reverie doctor`.")
+            # the writer's message names the fix (a login, or claude_cli.pass_api_key)
+            message = f"{detail}. `reverie doctor` shows which credential the claude child uses."
         else:
             message = (f"The Anthropic API refused the key ({detail}). Check it with `reverie doctor`; "
                        f"{API_KEY_FIX}. ANTHROPIC_API_KEY, when set, takes precedence over settings.")

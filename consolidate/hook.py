@@ -142,6 +142,7 @@ class Injection:
 
         self._home, self.agent, self.db, self.kind, self.session = home, agent, db, kind, session
         self._pending = result.pop("session_pending", None)
+        harnesses = result.get("harnesses") or {}
         self.result = result
         self.text: str = result["text"]
         self.output = {"hookSpecificOutput": {"hookEventName": _HOOK_NAMES.get(kind, "UserPromptSubmit"),
@@ -150,6 +151,11 @@ class Injection:
         self.entry = {"at": _now_iso(), "session": session, "kind": kind, "ids": ids, "entities": entities,
                       "episodes": [r["id"] for r in result.get("recent", [])],
                       "warnings": [w["id"] for w in result.get("warnings", [])]}
+        # which harness (claude-code | codex | gemini) each logged card and episode came from
+        of_cards, of_episodes = harnesses.get("cards", {}), harnesses.get("episodes", {})
+        self.entry["harnesses"] = {
+            "cards": {str(i): of_cards[str(i)] for i in ids if str(i) in of_cards},
+            "episodes": {str(i): of_episodes[str(i)] for i in self.entry["episodes"] if str(i) in of_episodes}}
 
     def record(self, log: bool = True) -> None:
         """Mark the text as shown: the session skips these memories from now on (with a session)

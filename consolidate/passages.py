@@ -14,7 +14,14 @@ holds redacted text only). Harness noise is stripped first, then every message i
 * ``assistant`` one per substantial paragraph of an assistant text block (fenced code blocks,
                 headings and tables skipped), each carrying the user's request as ``context``;
 * ``summary``   compaction summaries (``isCompactSummary``) are their own kind: one passage per
-                paragraph, never mistaken for something the user typed.
+                paragraph, never mistaken for something the user typed;
+* tool results that carry knowledge (`tool_passages`, issue 13): ``answer`` (the user's answers to
+                the agent's questions), ``file`` (a docs or config file the agent read, whole up to
+                FILE_MAX, once per cut), ``report`` (a sub-agent's report: its Task result or its own
+                sidechain paragraphs) and ``error`` (a failed command with the head of its error).
+
+An assistant paragraph that only narrates the next step or asks the user something
+(`is_narration`: "Let me check ...", "Want me to ...?") is skipped and counted (``narration``).
 
 Sizes (characters, chosen so a model call of 24 passages stays under ~10k input tokens):
 
@@ -28,10 +35,10 @@ CONTEXT_MAX          300   the user's request attached to an assistant passage, 
 USER_MIN               2   a user turn needs at least this many characters after cleaning
 ==================  =====  ===========================================================
 
-Invariants: passages never contain text from tool calls, tool results, thinking or images; any text
-block that carries our own injected recall context (a line starting with ``[reverie memory]``) is
-skipped whole; sidechain (sub-agent) messages are not cut into passages (the sub-agent's prompt is
-written by the agent, not the user, and its result reaches the main thread as a tool result);
+Invariants: passages never contain text from thinking or images, nor tool output other than the
+four kinds above; any text block that carries our own injected recall context (a line starting with
+``[reverie memory]``) is skipped whole; of sidechain (sub-agent) messages only the assistant's own
+paragraphs are cut (as ``report``; the sub-agent's prompt is written by the agent, not the user);
 every passage names the message it came from, so evidence and progress are message ids.
 """
 
@@ -84,6 +91,8 @@ class Msg:
     has_tool_result: bool = False
     is_sidechain: bool = False
     uuid: str = ""
+    #: tool results of this (user) message: (tool name, the tool call's input text, is_error, result text)
+    tool_results: list[tuple[str, str, bool, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -205,6 +214,105 @@ def assistant_text(msg: Msg) -> str:
     return "\n\n".join(p for p in parts if p).strip()
 
 
+#: Tool results that can carry durable knowledge (the others are plumbing: edits, globs, listings).
+RESULT_TOOLS = frozenset({"Read", "Bash", "AskUserQuestion", "Task", "Agent"})
+#: Files whose content states rules and facts about the project: docs and manifests/configs (by
+#: name); source code is not one of them.
+RULE_FILE_RE = re.compile(
+    r"(?:^|/)(?:[^/]+\.(?:md|mdx|markdown|rst|txt|toml|ya?ml|ini|cfg|conf|exs|env\.example)|"
+    r"(?:package|tsconfig[\w.\-]*|composer|deno|app|manifest|settings|config|\.?\w*rc)\.json|"
+    r"go\.mod|Cargo\.toml|Makefile|Justfile|Dockerfile[\w.\-]*|Gemfile|mix\.exs|\.env\.example|"
+    r"[\w.\-]+\.config\.(?:js|cjs|mjs|ts)|\.[\w\-]+rc(?:\.\w+)?)$", re.I)
+FILE_MAX = 3000          # a rules file reaches the classifier whole up to this many characters
+ERROR_MAX = 600          # a failed command: the command and the head of its error
+ANSWER_MAX = 1500
+_LINE_NO = re.compile(r"^ *\d+\u2192", re.MULTILINE)
+_ASK_PREAMBLE = re.compile(r"^\s*User has answered your questions?:\s*", re.I)
+_ASK_TRAILER = re.compile(r"\s*You can now continue with the user'?s answers? in mind\.?\s*$", re.I)
+#: The agent narrating its next step ("Let me check ...", "Now I'll update ...", "Running the X
+#: workflow ..."): no knowledge, unless a conclusion cue follows in the same paragraph.
+NARRATION_RE = re.compile(
+    r"^\W*(?:(?:ok(?:ay)?|good|great|perfect|now|next|first|then|alright)[,!.]?\s+)*(?:let me|let's|i'll|i will|"
+    r"i'm going to|i am going to|i need to|i'm now|we'll|running the|now running|starting|launching|"
+    r"checking|looking at|reading)\b", re.I)
+CONCLUSION_RE = re.compile(
+    r"\b(?:because|root cause|the (?:problem|issue|bug|fix|reason|cause)\b|turns? out|requires?|needs? to|must|"
+    r"instead of|rather than|doesn'?t (?:exist|work|support)|isn'?t|is not|only works|uses|is configured|"
+    r"lives in|is defined in|protected|always|never)\b", re.I)
+
+
+def _input_field(text: str, name: str) -> str:
+    m = re.search(rf"^{name}: ?(.*)$", text or "", re.MULTILINE)
+    return m.group(1).strip() if m else ""
+
+
+def tool_passages(conversation: str, msg: Msg, *, request_id: int, seen: set[str]) -> list[Passage]:
+    """Passages from a message's tool results that carry knowledge (`RESULT_TOOLS`), in order:
+
+    * ``answer``  the user's answers to the agent's questions (AskUserQuestion): what the user chose;
+    * ``file``    a docs or config file the agent read (`RULE_FILE_RE`: CLAUDE.md, README, plans,
+                  package.json, *.toml, ...), whole up to `FILE_MAX`, line numbers removed, each
+                  file once per run of the cut (`seen` holds path and content);
+    * ``report``  a sub-agent's final report (Task): one passage per paragraph, like a summary;
+    * ``error``   a failed command (Bash, is_error): the command and the head of its error.
+    """
+    out: list[Passage] = []
+    for i, (tool, given, is_error, text) in enumerate(msg.tool_results):
+        text = strip_noise(text or "")
+        if not text or is_injected(text):
+            continue
+        key = f"{tool}:{i}"
+        if tool == "AskUserQuestion":
+            body = _ASK_TRAILER.sub("", _ASK_PREAMBLE.sub("", text))
+            body, clipped = clip(_flat(body), ANSWER_MAX)
+            if len(body.split()) >= 2:
+                out.append(Passage(key=f"answer:{msg.id}.{i}", kind="answer", text=body, conversation=conversation,
+                                   message_id=msg.id, timestamp=msg.timestamp, exchange=request_id,
+                                   clipped=clipped, original_size=len(text)))
+        elif tool == "Read" and not is_error:
+            path = _input_field(given, "file_path")
+            if not path or not RULE_FILE_RE.search(path):
+                continue
+            body = _LINE_NO.sub("", text).strip()
+            mark = path + "\n" + body[:FILE_MAX]
+            if not body or mark in seen:
+                continue
+            seen.add(mark)
+            body_clipped, clipped = clip(body, FILE_MAX)
+            out.append(Passage(key=f"file:{msg.id}.{i}", kind="file", text=f"{path}:\n{body_clipped}",
+                               conversation=conversation, message_id=msg.id, timestamp=msg.timestamp,
+                               context=path, exchange=request_id, clipped=clipped, original_size=len(body)))
+        elif tool in ("Task", "Agent") and not is_error:
+            paras = [p for p in paragraphs(text) if _substantial(p)]
+            for k, para in enumerate(paras):
+                para_text, clipped = clip(para, PARAGRAPH_MAX)
+                out.append(Passage(key=f"report:{msg.id}.{i}.{k}", kind="report", text=para_text,
+                                   conversation=conversation, message_id=msg.id, timestamp=msg.timestamp,
+                                   exchange=request_id, clipped=clipped, original_size=len(para)))
+        elif tool == "Bash" and is_error:
+            command = _input_field(given, "command")
+            body = _flat(f"$ {command}\n{text}" if command else text)
+            mark = "error\n" + body[:300]
+            if mark in seen:
+                continue
+            seen.add(mark)
+            body, clipped = clip(body, ERROR_MAX)
+            out.append(Passage(key=f"error:{msg.id}.{i}", kind="error", text=body, conversation=conversation,
+                               message_id=msg.id, timestamp=msg.timestamp, context=command[:CONTEXT_MAX],
+                               exchange=request_id, clipped=clipped, original_size=len(text)))
+        del key
+    return out
+
+
+def is_narration(paragraph: str) -> bool:
+    """A paragraph that narrates the agent's next step or asks the user something, with no
+    conclusion in it ("Let me check the config.", "Want me to delete the branch?")."""
+    p = paragraph.strip()
+    if p.endswith("?") and len(p) < 300:
+        return True
+    return bool(NARRATION_RE.match(p)) and not CONCLUSION_RE.search(p)
+
+
 def cut_passages(
     conversation: str,
     msgs: Iterable[Msg],
@@ -229,12 +337,31 @@ def cut_passages(
     request, request_id, last_reply = context, context_id, previous_reply
     # The previous human turn while no assistant message has followed it (None otherwise).
     prev_human: tuple[str, int] | None = None
+    seen_files: set[str] = set()
     for msg in msgs:
         fresh = msg.id > after_id
+        if msg.is_sidechain and msg.role == "assistant" and fresh:
+            # A sub-agent's conclusions are the agent's own findings; its prompts and tool
+            # plumbing are not (the prompt is written by the agent, not by the user).
+            for i, p in enumerate(paragraphs(strip_noise("\n\n".join(t for t in msg.texts if not is_injected(t))))):
+                if not _substantial(p) or is_narration(p):
+                    skip("sidechain_narration")
+                    continue
+                text, clipped = clip(p, PARAGRAPH_MAX)
+                out.append(Passage(
+                    key=f"report:{msg.id}.{i}", kind="report", text=text, conversation=conversation,
+                    message_id=msg.id, timestamp=msg.timestamp, context=clip(request, CONTEXT_MAX)[0],
+                    exchange=request_id, clipped=clipped, original_size=len(p)))
+            continue
         if msg.is_sidechain:
             if fresh:
                 skip("sidechain")
             continue
+        if msg.tool_results and fresh:
+            found = tool_passages(conversation, msg, request_id=request_id, seen=seen_files)
+            out.extend(found)
+            if found:
+                continue
         if msg.kind in ("compact_summary", "summary") or msg.role == "summary":
             if not fresh:
                 continue
@@ -291,6 +418,9 @@ def cut_passages(
                 if not _substantial(p):
                     skip("short_paragraph")
                     continue
+                if is_narration(p):
+                    skip("narration")
+                    continue
                 text, clipped = clip(p, PARAGRAPH_MAX)
                 out.append(Passage(
                     key=f"assistant:{msg.id}.{i}", kind="assistant", text=text, conversation=conversation,
@@ -329,16 +459,25 @@ def load_messages(db, conversation: str, *, after_id: int = 0, lookback: int = 4
     msgs = {r[0]: Msg(id=r[0], role=r[1], kind=r[2] or "message", timestamp=r[3] or "",
                       is_sidechain=bool(r[4]), uuid=r[5] or "") for r in all_rows}
     ids = list(msgs)
+    inputs: dict[str, str] = {}                     # tool_use_id -> the call's input text
+    pending: list[tuple[Msg, str, str, bool, str]] = []
     for start in range(0, len(ids), 500):
         chunk = ids[start:start + 500]
         q = ",".join("?" * len(chunk))
-        for mid, btype, text in conn.execute(
-            f"SELECT message_id, type, text FROM blocks WHERE message_id IN ({q}) ORDER BY message_id, idx",
+        for mid, btype, text, tool, use_id, is_error in conn.execute(
+            f"SELECT message_id, type, text, tool_name, tool_use_id, is_error FROM blocks "
+            f"WHERE message_id IN ({q}) ORDER BY message_id, idx",
             chunk,
         ):
             m = msgs[mid]
             if btype in ("text", "summary"):
                 m.texts.append(text or "")
+            elif btype == "tool_use" and use_id:
+                inputs[use_id] = text or ""
             elif btype == "tool_result":
                 m.has_tool_result = True
+                if tool in RESULT_TOOLS:
+                    pending.append((m, tool, use_id or "", bool(is_error), text or ""))
+    for m, tool, use_id, is_error, text in pending:
+        m.tool_results.append((tool, inputs.get(use_id, ""), is_error, text))
     return [msgs[i] for i in ids]

@@ -30,7 +30,9 @@ Order and progress:
   `auth` raises ApiAuthFailed after the run is recorded; `account` returns the summary with
   `failed: true`.
 
-Writers: `--writer` > settings `writer` > offline. The anthropic writer uses Message Batches when
+Writers: `--writer` > settings `writer` (default `auto`: claude-cli when `claude` is on PATH and
+logged in, else anthropic when a key is set, else offline; writers.select); the summary's
+`writer_reason` says why the writer ran. The anthropic writer uses Message Batches when
 settings `anthropic.use_batches` is on and the run is not interactive (trigger other than "now").
 After a successful run the recall log is folded into access counts when the graph provides it.
 """
@@ -70,9 +72,23 @@ WRITERS = ("offline", "anthropic", "claude-cli")
 # ---------------------------------------------------------------------------------------------
 # Writers
 
-def make_writer(name: str | None, settings: dict[str, Any], *, trigger: str = "now") -> Any:
-    """The writer named by `name` (or settings `writer`); raises a ReverieError naming the fix."""
-    name = name or settings.get("writer") or "offline"
+def make_writer(name: str | None, settings: dict[str, Any], *, trigger: str = "now",
+                home: Optional[Path] = None) -> Any:
+    """The writer named by `name` (or settings `writer`, default `auto`: writers.select.choose);
+    raises a ReverieError naming the fix. The writer's `selected_because` says why it runs."""
+    name = name or settings.get("writer") or "auto"
+    reason = "--writer or settings `writer`"
+    if name == "auto":
+        from .writers.select import choose
+
+        name, reason = choose(settings, home=home)
+        reason = f"auto: {reason}"
+    writer = _build_writer(name, settings, trigger=trigger, home=home)
+    writer.selected_because = reason
+    return writer
+
+
+def _build_writer(name: str, settings: dict[str, Any], *, trigger: str, home: Optional[Path]) -> Any:
     if name == "offline":
         from .writers.offline import OfflineWriter
 
@@ -86,8 +102,8 @@ def make_writer(name: str | None, settings: dict[str, Any], *, trigger: str = "n
     if name == "claude-cli":
         from .writers.claude_cli import ClaudeCliWriter
 
-        return ClaudeCliWriter.from_settings(settings, retry=_retry_policy(settings))
-    raise ReverieError(f"Unknown writer {name!r}: use one of {', '.join(WRITERS)}.")
+        return ClaudeCliWriter.from_settings(settings, retry=_retry_policy(settings), home=home)
+    raise ReverieError(f"Unknown writer {name!r}: use one of auto, {', '.join(WRITERS)}.")
 
 
 def _retry_policy(settings: dict[str, Any]) -> RetryPolicy:
@@ -111,6 +127,17 @@ class Segment:
 
 def _is_candidate(j: Judgement, threshold: float) -> bool:
     return j.category != "none" and j.keep >= threshold
+
+
+def _judge(passage: Passage, known: dict[str, str], acc: "_Acc") -> Judgement:
+    """`classify`, except that a passage the classifier fails on is judged worth nothing and
+    counted (`skipped.classify_error`): one bad passage never stops its conversation."""
+    try:
+        return classify(passage, known=known)
+    except Exception:  # noqa: BLE001 - see the docstring
+        log.warning("classifier failed on passage %s", passage.key, exc_info=True)
+        acc.add(acc.skipped, "classify_error")
+        return Judgement(keep=0.0, category="none", importance=0, correction=False, confidence=0.0)
 
 
 def plan_conversation(conversation: str, passages: list[Passage], judgements: list[Judgement],
@@ -238,7 +265,7 @@ def to_new_card(verified, conversation: str, writer_name: str, now_iso: str):
 
     draft = verified.draft
     cited = sorted(verified.candidates, key=lambda c: c.passage.message_id)
-    from .index import valid_timestamp
+    from .index_shape import valid_timestamp
 
     # a stamp that is no real moment (indexed before the index checked them) falls back to the run's time
     stamps = [c.passage.timestamp for c in cited if valid_timestamp(c.passage.timestamp)]
@@ -270,23 +297,40 @@ def _known(db) -> dict[str, str]:
     return {name.lower(): typ or "other" for name, typ in known_entities(db) if name and len(name) >= 3}
 
 
+#: Embedding fallback reasons already warned about in this process.
+_WARNED: set[str] = set()
+
+
 class _LazyEmbedder:
     """The embedder of settings `embedding_model` (graph.embed.load_embedder: model2vec when the
     model loads, else the lexical fallback with its reason), loaded at the first card to merge so
     a run with nothing to write never loads a model. Every merge of a run uses the same one, and
-    recall reads the vectors only when they are its embedder's (graph_meta 'embedder')."""
+    recall reads the vectors only when they are its embedder's (graph_meta 'embedder'). With
+    `home`, a model that loaded also gets the hook's vocabulary cache built now (<home>/cache,
+    graph.recall_embed), so the first hook after a download does not spend its deadline on it."""
 
-    def __init__(self, setting: Any) -> None:
+    def __init__(self, setting: Any, home: Any = None) -> None:
         self.setting = setting
+        self.home = home
         self.embedder: Any = None
 
     def get(self) -> Any:
         if self.embedder is None:
             from reverie.graph.embed import load_embedder
 
-            self.embedder = load_embedder(self.setting)
-            if self.setting and self.embedder.fallback_reason:
-                log.warning("embedding: %s; cards get lexical vectors", self.embedder.fallback_reason)
+            self.embedder = load_embedder(self.setting, fetch=True)   # a hub model is downloaded once
+            reason = self.embedder.fallback_reason
+            if self.setting and reason and reason not in _WARNED:   # once per process, not per agent
+                _WARNED.add(reason)
+                log.warning("embedding: %s; cards and recall use lexical matching (`reverie doctor` names the fix)", reason)
+            if self.home is not None and self.embedder.kind == "model2vec":
+                from reverie.graph.recall_embed import prompt_embedder
+
+                from .paths import CACHE_DIR, in_home
+
+                lite = prompt_embedder(str(self.setting), in_home(self.home, CACHE_DIR))   # never raises
+                if lite is not None and hasattr(lite, "close"):
+                    lite.close()
         return self.embedder
 
     def describe(self) -> dict | None:
@@ -343,7 +387,8 @@ def consolidate_agent(home: Path, agent_id: str, *, writer: Any = None, trigger:
         raise ReverieError(f"Agent {agent_id!r} is switched off (settings agents.disabled): nothing new is built "
                            f"for it. Switch it on with `reverie settings set agents.disabled '[...]'` "
                            f"(the list without {agent_id!r}).")
-    w = writer if (writer is not None and not isinstance(writer, str)) else make_writer(writer, settings, trigger=trigger)
+    w = (writer if (writer is not None and not isinstance(writer, str))
+         else make_writer(writer, settings, trigger=trigger, home=home))
     from reverie.schedules.lock import Busy
 
     try:
@@ -382,7 +427,7 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
     from reverie.graph.merge import merge_card
     from reverie.graph.store import transaction
 
-    embedder = _LazyEmbedder(settings.get("embedding_model"))
+    embedder = _LazyEmbedder(settings.get("embedding_model"), home)
     max_attempts = max(1, int(cfg.get("max_stretch_attempts", MAX_STRETCH_ATTEMPTS)))
     known: dict[str, str] = {}
     red = {"obj": redactor}
@@ -413,10 +458,23 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
             # Progress after the conversation: its last message read here (every message past
             # `done` is read, in id order), not one indexed since.
             last_id = msgs[-1].id if msgs else done
-            cut = cut_passages(conversation, msgs, after_id=done)
+            try:
+                cut = cut_passages(conversation, msgs, after_id=done)
+            except Exception as exc:  # noqa: BLE001 - one conversation's fault never stops the agent
+                log.warning("cutting passages of %s failed", conversation, exc_info=True)
+                acc.errors.append({"conversation": conversation, "kind": "crash",
+                                   "message": f"{type(exc).__name__} while cutting passages"})
+                if _record_attempt(conn, conversation, f"crash: {type(exc).__name__} in passages", now_iso) \
+                        >= max_attempts:
+                    with transaction(db):
+                        _save_progress(conn, conversation, last_id, now_iso)
+                    acc.skipped_stretches += 1
+                else:
+                    backlog = True
+                continue
             for k, v in cut.skipped.items():
                 acc.add(acc.skipped, k, v)
-            judgements = [classify(p, known=known) for p in cut.passages]
+            judgements = [_judge(p, known, acc) for p in cut.passages]
             segments = plan_conversation(conversation, cut.passages, judgements, last_id, threshold,
                                          per_exchange=bool(getattr(writer, "call_per_exchange", False)))
             for seg in segments:
@@ -445,8 +503,12 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
         batch_mode = bool(getattr(writer, "use_batches", False)) and len(requests) > 1
         results: dict[str, Any] = {}
         if batch_mode:
-            for res in writer.write_many(requests, budget):
-                results[res.request_id] = res
+            try:
+                for res in writer.write_many(requests, budget):
+                    results[res.request_id] = res
+            except Exception:  # noqa: BLE001 - requests without a result stay for the next run
+                log.warning("batch writer failed", exc_info=True)
+                acc.errors.append({"kind": "crash", "message": f"batch failed in the {writer.name} writer"})
         blocked: set[str] = set()
         stopped: Optional[str] = None
         total = len(plan)
@@ -477,7 +539,12 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
                 if batch_mode:
                     result = results.get(seg.request.id)
                 elif stopped is None:
-                    result = next(iter(writer.write_many([seg.request], budget)))
+                    try:
+                        result = next(iter(writer.write_many([seg.request], budget)))
+                    except Exception as exc:  # noqa: BLE001 - a writer fault on one stretch never stops the run
+                        log.warning("writer failed on stretch %s:%d", conv, seg.index, exc_info=True)
+                        failed_stretch(seg, "crash", f"{type(exc).__name__} in the {writer.name} writer")
+                        continue
                 if result is None or (stopped is not None and not batch_mode):
                     blocked.add(conv)
                     backlog = True
@@ -516,9 +583,12 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
             written = dropped = 0
             try:
                 cards = []
+                for reason, k in (getattr(result, "rejected", None) or {}).items():
+                    rejected[reason] = rejected.get(reason, 0) + k
                 if result is not None and result.cards:
                     verdict = verify(result.cards, seg.request, redactor=get_redactor(), model_backed=writer.model_backed)
-                    rejected.update(verdict.rejected)
+                    for reason, k in verdict.rejected.items():
+                        rejected[reason] = rejected.get(reason, 0) + k
                     dropped = verdict.relations_dropped
                     cards = [to_new_card(v, conv, writer.name, now_iso) for v in verdict.accepted]
                 with transaction(db):
@@ -575,7 +645,16 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
     except Exception as exc:  # noqa: BLE001 - trust bookkeeping must not undo a good run; retried next run
         log.warning("trust stage failed", exc_info=True)
         acc.errors.append({"kind": "trust", "message": type(exc).__name__})
+    auto_memory = None
+    try:   # Claude Code's own auto memory as cards (consolidate.auto_memory)
+        from .auto_memory import sync_agent
+
+        auto_memory = sync_agent(home, agent_id, db, now=now_iso, redactor=get_redactor)
+    except Exception as exc:  # noqa: BLE001 - the next run reads the folder again
+        log.warning("auto-memory sync failed", exc_info=True)
+        acc.errors.append({"kind": "auto_memory", "message": type(exc).__name__})
     summary = _summary(agent_id, writer, acc, budget, backlog, run_id)
+    summary["auto_memory"] = auto_memory
     if account_error is not None:
         summary["failed"] = True     # the CLI exits 1 so cron and scripts notice; see the error's fix
     summary["recall_fold"] = folded
@@ -586,7 +665,7 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
     # Secrets this run's redactor learned (or any process learned since the last rescan) are
     # scrubbed from everything the agent stored before, cards and episodes included.
     try:
-        from .index import rescan_agent
+        from .index_rescan import rescan_agent
 
         rescan_agent(home, agent_id)
     except Exception:  # noqa: BLE001 - the next index or consolidation run rescans again
@@ -665,6 +744,7 @@ def _summary(agent_id: str, writer: Any, acc: _Acc, budget: Budget, backlog: boo
         "errors": acc.errors,
         "run_id": run_id,
         "writer": writer.name,
+        "writer_reason": getattr(writer, "selected_because", None),
         "tokens": totals["tokens"],
         "merge": acc.merge,
         "relations_dropped": acc.relations_dropped,

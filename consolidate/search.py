@@ -101,24 +101,33 @@ def search_history(conn: sqlite3.Connection, query: str, limit: int = 10) -> lis
             own_fts.close()
         return out[:limit]
 
-    rows = all_then_any(fetch, [_term_query(t) for t in terms])
-    return [{"conversation": conv, "message_id": mid, "at": ts or "", "role": role, "type": btype,
-             "tool": tool, "snippet": " ".join((snip or "").split()), "score": round(-float(score), 4)}
-            for conv, mid, ts, role, btype, tool, snip, score in rows[:limit]]
+    from .index_read import conversation_harnesses
+
+    rows = all_then_any(fetch, [_term_query(t) for t in terms])[:limit]
+    harness = conversation_harnesses(conn, [r[0] for r in rows])
+    return [{"conversation": conv, "harness": harness.get(conv, "claude-code"), "message_id": mid, "at": ts or "",
+             "role": role, "type": btype, "tool": tool, "snippet": " ".join((snip or "").split()),
+             "score": round(-float(score), 4)}
+            for conv, mid, ts, role, btype, tool, snip, score in rows]
 
 
 def search(db_path: Path, query: str, *, limit: int = 10,
            scrub: Callable[[str], str] | None = None) -> dict[str, Any]:
-    """{"query", "cards": [...], "history": [...]} for one agent db."""
-    from reverie.graph.recall import connect_readonly, search_cards
+    """{"query", "cards": [...], "history": [...]} for one agent db. Every card says which harnesses
+    its evidence came from (`harnesses`: claude-code | codex | gemini), every history row its
+    conversation's `harness`."""
+    from reverie.graph.recall import connect_readonly, memory_harnesses, search_cards
 
     clean = scrub or (lambda s: s)
     conn = connect_readonly(db_path, busy_timeout_s=2.0)
     try:
         cards = search_cards(conn, query, limit)
         history = search_history(conn, query, limit)
+        of_cards = memory_harnesses(conn, [c["id"] for c in cards], [])["cards"]
     finally:
         conn.close()
+    for c in cards:
+        c["harnesses"] = of_cards.get(str(c["id"]), [])
     for c in cards:
         c["statement"] = clean(c["statement"])
     for h in history:

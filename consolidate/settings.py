@@ -17,8 +17,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 DEFAULTS: dict[str, Any] = {
-    # Card writer used when `--writer` is not given: offline | anthropic | claude-cli.
-    "writer": "offline",
+    # Card writer used when `--writer` is not given: auto | offline | anthropic | claude-cli.
+    # auto: claude-cli when `claude` is on PATH and logged in, else anthropic when an API key is
+    # set, else offline (consolidate.writers.select).
+    "writer": "auto",
     "anthropic": {
         "api_key": None, "model": "claude-haiku-4-5", "use_batches": False,
         "max_tokens": 2048, "timeout_s": 60,
@@ -28,8 +30,9 @@ DEFAULTS: dict[str, Any] = {
     },
     # pass_api_key: hand ANTHROPIC_API_KEY to the `claude` child (it then bills the API, not your login).
     "claude_cli": {"command": "claude", "model": "haiku", "timeout_s": 120, "pass_api_key": False},
-    # Path of a model2vec model folder, or a hub name for online users; None: lexical fallback.
-    "embedding_model": None,
+    # A model2vec model: a hub name (downloaded once by consolidation into the platform cache dir,
+    # graph.model_cache) or a local folder; null switches vectors off (lexical matching only).
+    "embedding_model": "minishlab/potion-base-8M",
     "agents": {
         # Absolute directory -> agent id; sessions whose cwd is this directory or below it join that agent.
         "map": {},
@@ -211,7 +214,11 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
 }
 RANGES.update({f"recall.{k}": (0, None) for k in ("standing_items", "standing_chars", "entities",
                                                     "relations_per_entity", "entity_chars", "notes_items", "notes_chars")})
-CHOICES: dict[str, tuple[str, ...]] = {"writer": ("offline", "anthropic", "claude-cli")}
+CHOICES: dict[str, tuple[str, ...]] = {"writer": ("auto", "offline", "anthropic", "claude-cli")}
+
+
+#: Settings that take null although their default is not (null means "off").
+NULLABLE = frozenset({"embedding_model"})
 
 
 def check_value(dotted: str, value: Any) -> None:
@@ -241,7 +248,7 @@ def check_value(dotted: str, value: Any) -> None:
         raise InvalidSetting("agents.disabled is a list of agent ids, e.g. "
                              "reverie settings set agents.disabled '[\"scratch\"]'")
     if value is None:
-        if default is not None:
+        if default is not None and dotted not in NULLABLE:
             raise InvalidSetting(f"{dotted} cannot be null (default {json.dumps(default)}). {example}")
         return
     if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):

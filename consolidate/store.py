@@ -22,7 +22,8 @@ MIGRATIONS = Migrations("reverie.index")
 
 #: messages.kind values (role in brackets). Human turns are (user) `message`.
 KINDS = {
-    "message": "(user) a human turn; (assistant) a model response, split lines merged",
+    "message": "(user) a human turn (a queued_command typed while the agent worked included); "
+               "(assistant) a model response, split lines merged",
     "tool_result": "(user) a line holding only tool results",
     "compact_summary": "(user) the summary that replaces history after a compaction (isCompactSummary)",
     "meta": "(user) isMeta: skill/command expansions, caveats, system reminders",
@@ -31,6 +32,8 @@ KINDS = {
     "notification": "(user) <task-notification> from a background task",
     "compact_boundary": "(system) marks where a compaction happened",
     "local_command": "(system) a local slash command and its output",
+    "attachment": "(user) context injected into a turn (Claude Code 2.1 hook_additional_context, "
+                  "nested_memory: CLAUDE.md contents); stored, never a passage",
 }
 
 
@@ -171,6 +174,15 @@ def m002_title_source(db: sqlite_utils.Database) -> None:
     # Which kind of line set the title: "custom-title" (the user's /rename) is never replaced by a
     # later automatic "summary"; NULL on rows titled before this migration (any line may replace it).
     db.execute("ALTER TABLE conversations ADD COLUMN title_source TEXT")
+
+
+@MIGRATIONS()
+def m003_harness(db: sqlite_utils.Database) -> None:
+    # Which coding-agent harness wrote a conversation and a transcript file (reverie.sources:
+    # claude-code | codex | gemini). Rows indexed before this migration came from Claude Code, the
+    # only harness read then, so the default names it.
+    db.execute("ALTER TABLE conversations ADD COLUMN harness TEXT NOT NULL DEFAULT 'claude-code'")
+    db.execute("ALTER TABLE sources ADD COLUMN harness TEXT NOT NULL DEFAULT 'claude-code'")
 
 
 def configure(conn: sqlite3.Connection) -> None:

@@ -1,9 +1,9 @@
 """Sentence embeddings for dedupe, entity candidates and recall.
 
 Two implementations behind one interface:
-- `Model2VecEmbedder(path_or_name)`: a model2vec `StaticModel` (numpy only, no torch). A local
-  folder (tests and benchmarks use ../shared/models/minilm-l6-m2v-256) or, for online users, a
-  hub name such as "minishlab/potion-base-8M".
+- `Model2VecEmbedder(folder)`: a model2vec `StaticModel` (numpy only, no torch) loaded from a local
+  folder (tests and benchmarks use ../shared/models/minilm-l6-m2v-256; a hub name such as the
+  default "minishlab/potion-base-8M" is downloaded once into the cache by `graph.model_fetch`).
 - `LexicalEmbedder()`: no model at all. A hashing-trick bag of stemmed words, word bigrams and
   identifier pieces, so cosine similarity still means "shares the same words".
 
@@ -63,14 +63,16 @@ class Model2VecEmbedder(Embedder):
 
     kind = "model2vec"
 
-    def __init__(self, source: str | Path) -> None:
+    def __init__(self, source: str | Path, *, name: str | None = None) -> None:
+        """`name`: the hub name a downloaded folder stands for (it is then the id's name, as the
+        hook's `graph.recall_embed.LiteEmbedder(folder, source=name)` says it)."""
         from model2vec import StaticModel  # heavy-ish: imported only when a model is used
 
         self.source = str(source)
         self._model = StaticModel.from_pretrained(self.source)
         probe = self._model.encode(["probe"])
         self.dim = int(probe.shape[1])
-        self._name = Path(self.source).name if Path(self.source).exists() else self.source
+        self._name = name or (Path(self.source).name if Path(self.source).exists() else self.source)
 
     @property
     def id(self) -> str:
@@ -128,20 +130,46 @@ def _split_identifier(word: str) -> list[str]:
     return [p for p in re.split(r"[-_./:@+#]+", word) if p]
 
 
-def load_embedder(setting: str | Path | None) -> Embedder:
+def load_embedder(setting: str | Path | None, *, fetch: bool = False, progress: Any = None) -> Embedder:
     """The embedder for a `embedding_model` setting: a model2vec folder or hub name, else the
     lexical fallback. Never raises: a model that cannot be loaded gives the lexical embedder with
-    `fallback_reason` saying why (report it in `doctor` and the run record)."""
+    `fallback_reason` saying why (report it in `doctor` and the run record).
+
+    A hub name is looked up in the cache only (`graph.model_cache.cached_model`); with `fetch=True`
+    (consolidation, and nothing else) a missing one is downloaded first (`graph.model_fetch.fetch`,
+    `progress(done, total, file)` or a stderr bar on a terminal). Nothing here ever asks model2vec to
+    reach the hub itself."""
+    from . import model_cache
+
     if not setting:
         return LexicalEmbedder(fallback_reason="no embedding_model configured")
     source = str(setting)
+    if model_cache.is_hub_name(source):
+        folder = model_cache.cached_model(source)
+        if folder is None and not fetch:
+            return LexicalEmbedder(fallback_reason=f"embedding model {source!r} is not downloaded yet "
+                                                   "(the next consolidation fetches it)")
+        if folder is None:
+            from .model_fetch import ModelUnavailable
+            from .model_fetch import fetch as fetch_model
+
+            try:
+                folder = fetch_model(source, progress=progress)
+            except ModelUnavailable as exc:
+                return LexicalEmbedder(fallback_reason=f"embedding model {source!r} could not be fetched ({exc})")
+        try:
+            return Model2VecEmbedder(folder, name=source)
+        except Exception as exc:  # a damaged download: say which folder to delete
+            log.warning("embedding model %s could not be loaded (%s); using lexical similarity",
+                        source, type(exc).__name__)
+            return LexicalEmbedder(fallback_reason=f"embedding model {source!r} in {folder} could not be loaded "
+                                                   f"({type(exc).__name__}); delete that folder to fetch it again")
     path = Path(source).expanduser()
-    looks_local = path.is_absolute() or source.startswith((".", "~")) or path.exists()
-    if looks_local and not path.exists():
+    if not path.exists():
         return LexicalEmbedder(fallback_reason=f"embedding model folder not found: {path}")
     try:
-        return Model2VecEmbedder(path if path.exists() else source)
-    except Exception as exc:  # any load failure (offline hub, corrupt files) falls back
+        return Model2VecEmbedder(path)
+    except Exception as exc:  # any load failure (corrupt files, not a model2vec folder) falls back
         log.warning("embedding model %s could not be loaded (%s); using lexical similarity",
                     source, type(exc).__name__)
         return LexicalEmbedder(fallback_reason=f"embedding model {source!r} could not be loaded: {type(exc).__name__}")

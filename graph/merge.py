@@ -305,7 +305,8 @@ class MergeSession:
             marks = ",".join("?" * len(cands))
             for r in self.conn.execute(
                 f"""SELECT id, statement, status, superseded_by, said_at, last_seen_at, vector FROM cards
-                    WHERE id IN ({marks})""", list(cands)):
+                    WHERE id IN ({marks}) AND COALESCE(writer, '') != 'claude-auto-memory'""", list(cands)):
+                # (cards of Claude Code's auto memory follow their files, graph.auto_memory: never merged into)
                 rows[r[0]] = r[:6]
                 if cands[r[0]] is None:
                     other = from_blob(r[6], self.embedder.dim)

@@ -67,8 +67,11 @@ Invariants:
   is left out. The text stays well under Claude Code's 10,000-character limit.
 - The first line of any non-empty text starts with `MARKER`, and so does every block header
   (consolidation skips text carrying the marker: we never learn from our own injections).
-- With a session id, a card or entity is injected at most once per session: a small JSON file per
-  session under `<agent dir>/recall-sessions/`, pruned by age and count (see `SessionState`).
+- With a session id, every block's items (standing and note cards, warnings, entities, recent
+  episodes) are injected at most once per session: a small JSON file per session under
+  `<agent dir>/recall-sessions/`, pruned by age and count (see `SessionState`). A resumed session
+  keeps it (Claude Code replays the earlier hook output); `reset_session` (SessionStart after a
+  compaction or /clear: the context lost it) empties it.
 - Nothing relevant gives an empty text (and nothing is recorded).
 - The database is opened read-only with a short busy timeout: a consolidation's write
   transaction never blocks recall (WAL readers do not wait for writers).
@@ -256,8 +259,9 @@ PRUNE_EVERY_S = 600
 
 
 class SessionState:
-    """Which cards and entities a session was already given. One JSON file per session in
-    `state_dir` ({"cards": [...], "entities": [...]}), written atomically; files older than
+    """Which cards, entities and episodes a session was already given. One JSON file per session in
+    `state_dir` ({"cards": [...], "entities": [...], "episodes": [...]}; a file from before episodes
+    were tracked reads as none shown), written atomically; files older than
     `max_age_days` or beyond the `max_files` newest are deleted when a new session starts (at most
     once per PRUNE_EVERY_S: sessions started in between may add a few files beyond `max_files`)."""
 
@@ -273,25 +277,30 @@ class SessionState:
         self.now = now
         self.cards: set[int] = set()
         self.entities: set[int] = set()
+        self.episodes: set[int] = set()
         self.exists = False
         try:
             with open(self.path, encoding="utf-8") as fh:
                 data = json.loads(fh.read())
             self.cards = {int(x) for x in data.get("cards", [])}
             self.entities = {int(x) for x in data.get("entities", [])}
+            self.episodes = {int(x) for x in data.get("episodes", [])}
             self.exists = True
         except (OSError, ValueError, TypeError, AttributeError):
             pass
 
     def reset(self) -> None:
-        self.cards, self.entities = set(), set()
+        """Forget everything shown (the context lost it: a compaction or /clear)."""
+        self.cards, self.entities, self.episodes = set(), set(), set()
 
-    def save(self, cards: Iterable[int], entities: Iterable[int]) -> None:
+    def save(self, cards: Iterable[int], entities: Iterable[int], episodes: Iterable[int] = ()) -> None:
         new_file = not self.exists
         self.cards.update(cards)
         self.entities.update(entities)
+        self.episodes.update(episodes)
         # Bounded: a very long session keeps its most recent ids (ids grow with time).
-        data = {"cards": sorted(self.cards)[-self.max_ids:], "entities": sorted(self.entities)[-self.max_ids:]}
+        data = {"cards": sorted(self.cards)[-self.max_ids:], "entities": sorted(self.entities)[-self.max_ids:],
+                "episodes": sorted(self.episodes)[-self.max_ids:]}
         write_text_atomic(self.path, json.dumps(data))
         self.exists = True
         if new_file and self._prune_due():
@@ -340,6 +349,16 @@ class SessionState:
 def connect_readonly(db_path: str | os.PathLike, busy_timeout_s: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
     """`graph.db.connect_readonly` with recall's busy timeout (usable from any thread)."""
     return _connect_readonly(db_path, busy_timeout_s)
+
+
+def _auto_memory_hidden(conn: sqlite3.Connection) -> set[int]:
+    """Cards recall never injects because Claude Code loads them itself: its auto-memory cards and
+    reverie's cards that state the same point (graph.auto_memory; empty before migration m005)."""
+    try:
+        return {r[0] for r in conn.execute(
+            "SELECT card_id FROM auto_memory UNION SELECT card_id FROM auto_memory_covers")}
+    except sqlite3.OperationalError:
+        return set()
 
 
 def _date(value: str | None) -> str:
@@ -1015,7 +1034,9 @@ def recall(db_path: str | os.PathLike, prompt: str, *, session: str | None = Non
     session start: among the standing memories) are listed under `warnings` instead; a session start
     also shows the `recent` episodes ("Recent context", graph.episodes).
 
-    Returns {"agent", "standing": [...], "entities": [...], "notes": [...], "text"} (issue 6).
+    Returns {"agent", "standing": [...], "entities": [...], "notes": [...], "text"} (issue 6), and
+    "harnesses" (`memory_harnesses` of the candidate cards and episodes: which coding-agent harness
+    each came from; the recall log keeps those injected).
     With `session`, memories and entities the session already got are skipped and, when `record`,
     the new ones are remembered (`state_dir` defaults to `<db dir>/recall-sessions`); without
     `record` they are returned under "session_pending" for `record_session` instead;
@@ -1036,11 +1057,15 @@ def recall(db_path: str | os.PathLike, prompt: str, *, session: str | None = Non
             state.reset()
     seen_cards = state.cards if state else set()
     seen_entities = state.entities if state else set()
+    seen_episodes = state.episodes if state else set()
 
     result: dict[str, Any] = {"agent": agent, "standing": [], "entities": [], "notes": [], "warnings": [],
                               "recent": [], "text": ""}
     conn = connect_readonly(db_path)
     try:
+        # Claude Code loads its own auto memory (MEMORY.md): those cards, and ours that state the
+        # same point, are never injected (graph.auto_memory).
+        seen_cards = seen_cards | _auto_memory_hidden(conn)
         if embedder is not None:
             row = conn.execute("SELECT value FROM graph_meta WHERE key = 'embedder'").fetchone()
             if not row or row[0] != getattr(embedder, "id", None):
@@ -1061,7 +1086,10 @@ def recall(db_path: str | os.PathLike, prompt: str, *, session: str | None = Non
                 c.update({k: ann["cards"][c["id"]][k] for k in ("confidence", "maturity")})
             from . import episodes as _episodes   # the primer only: ~0.5 ms of every prompt's import
 
-            recent = _episodes.recent_context(conn)
+            # An episode the session was given already is not repeated (a resumed session still
+            # holds it: Claude Code replays the earlier hook output); the next ones take its place.
+            recent = [r for r in _episodes.recent_context(conn, limit=_episodes.RECENT_LIMIT + len(seen_episodes))
+                      if r["id"] not in seen_episodes][: _episodes.RECENT_LIMIT]
         elif prompt.strip():
             named = match_entities(conn, prompt)
             near = nearest_cards(conn, prompt, [e["id"] for e in named], embedder=embedder,
@@ -1095,6 +1123,8 @@ def recall(db_path: str | os.PathLike, prompt: str, *, session: str | None = Non
                     rels.append(rel)
                 ent["relations"] = rels
             named = [e for e in named if e["relations"]]
+        # which coding-agent harness each candidate memory came from, for the recall log
+        result["harnesses"] = memory_harnesses(conn, [c["id"] for c in standing + notes], [r["id"] for r in recent])
     finally:
         conn.close()
 
@@ -1153,9 +1183,10 @@ def recall(db_path: str | os.PathLike, prompt: str, *, session: str | None = Non
     if state is not None and (result["text"] or reset_session):
         shown = {"cards": [c["id"] for c in result["standing"]] + [c["id"] for c in result["notes"]]
                  + [w["id"] for w in result["warnings"]],
-                 "entities": [e["id"] for e in result["entities"]]}
+                 "entities": [e["id"] for e in result["entities"]],
+                 "episodes": [r["id"] for r in result["recent"]]}
         if record:
-            state.save(shown["cards"], shown["entities"])
+            state.save(shown["cards"], shown["entities"], shown["episodes"])
         else:
             result["session_pending"] = shown
     for ent in result["entities"]:
@@ -1167,20 +1198,53 @@ def record_session(db_path: str | os.PathLike, session: str, shown: dict[str, li
                    reset_session: bool = False, state_dir: str | os.PathLike | None = None,
                    now: _dt.datetime | None = None) -> None:
     """Remember that `session` was shown `shown` (the `session_pending` of `recall(..., record=False)`:
-    {"cards": [...], "entities": [...]}); with `reset_session`, forget what it got before first.
+    {"cards": [...], "entities": [...], "episodes": [...]}); with `reset_session`, forget what it got
+    before first.
     Lets a caller record only once the text was really delivered (the hook: after its write)."""
     state = SessionState(state_dir or _sessions_dir(db_path), session,
                          now=now.timestamp() if now is not None else None)
     if reset_session:
         state.reset()
     shown = shown or {}
-    state.save(shown.get("cards", []), shown.get("entities", []))
+    state.save(shown.get("cards", []), shown.get("entities", []), shown.get("episodes", []))
 
 
 def recalled_ids(result: dict[str, Any]) -> tuple[list[int], list[str]]:
     """(card ids, entity names) a recall result injected, for the recall log."""
     ids = [c["id"] for c in result.get("standing", [])] + [c["id"] for c in result.get("notes", [])]
     return ids, [e["name"] for e in result.get("entities", [])]
+
+
+def memory_harnesses(conn: sqlite3.Connection, card_ids: list[int],
+                     episode_ids: list[int]) -> dict[str, dict[str, Any]]:
+    """Which harness (claude-code | codex | gemini: the index's `conversations.harness`) each memory
+    came from: {"cards": {"<id>": [harnesses of the conversations its evidence cites]}, "episodes":
+    {"<id>": harness of its session}}; ids with nothing found are left out (JSON keys are strings).
+    A db without the index's harness column (before its m003_harness) reads as Claude Code's; one
+    without the index tables gives empty maps. For the recall log and `reverie search`."""
+    out: dict[str, dict[str, Any]] = {"cards": {}, "episodes": {}}
+    if not card_ids and not episode_ids:
+        return out
+    try:
+        cols = {r[1] for r in conn.execute("PRAGMA table_info(conversations)")}
+        col = "c.harness" if "harness" in cols else "'claude-code'"
+        for i in range(0, len(card_ids), 500):
+            part = [int(x) for x in card_ids[i:i + 500]]
+            q = ",".join("?" * len(part))
+            for cid, harness in conn.execute(
+                    f"SELECT DISTINCT e.card_id, {col} FROM evidence e JOIN conversations c ON c.id = e.conversation "
+                    f"WHERE e.card_id IN ({q}) ORDER BY 1, 2", part):
+                out["cards"].setdefault(str(cid), []).append(harness)
+        for i in range(0, len(episode_ids), 500):
+            part = [int(x) for x in episode_ids[i:i + 500]]
+            q = ",".join("?" * len(part))
+            for eid, harness in conn.execute(
+                    f"SELECT e.id, {col} FROM episodes e JOIN conversations c ON c.id = e.session "
+                    f"WHERE e.id IN ({q})", part):
+                out["episodes"][str(eid)] = harness
+    except sqlite3.Error:
+        pass
+    return out
 
 
 def all_then_any(fetch: Callable[[str], list], parts: list[str]) -> list:

@@ -318,42 +318,24 @@ class LexicalLite:
         return {i: v / norm for i, v in vec.items() if v}
 
 
-def hub_snapshot(name: str) -> str | None:
-    """The local folder of a hub model already in the Hugging Face cache (no network), or None."""
-    if "/" not in name:
-        return None
-    base = os.environ.get("HF_HUB_CACHE") or os.path.join(
-        os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface"), "hub")
-    root = os.path.join(base, "models--" + name.replace("/", "--"))
-    snapshots = os.path.join(root, "snapshots")
-    try:
-        with open(os.path.join(root, "refs", "main"), encoding="utf-8") as fh:
-            snap = os.path.join(snapshots, fh.read().strip())
-        if os.path.isfile(os.path.join(snap, "model.safetensors")):
-            return snap
-    except OSError:
-        pass
-    try:
-        snaps = sorted((os.path.join(snapshots, n) for n in os.listdir(snapshots)
-                        if os.path.isfile(os.path.join(snapshots, n, "model.safetensors"))),
-                       key=os.path.getmtime, reverse=True)
-        return snaps[0] if snaps else None
-    except OSError:
-        return None
-
-
 def prompt_embedder(setting: str | None, cache_dir: str | os.PathLike) -> "LiteEmbedder | LexicalLite | None":
     """The stdlib embedder matching `graph.embed.load_embedder(setting)`'s vectors, or None when
     this reader cannot reproduce them (recall then ranks without vectors). Never raises."""
     try:
         if not setting:
             return LexicalLite()
-        path = os.path.expanduser(str(setting))
+        from . import model_cache
+
+        source = str(setting)
+        if model_cache.is_hub_name(source):
+            # Only a model consolidation already downloaded: the hook never fetches anything.
+            folder = model_cache.cached_model(source)
+            if folder is not None:
+                return LiteEmbedder(folder, cache_dir, source=source)
+            return LexicalLite()   # load_embedder falls back to lexical when the model is missing
+        path = os.path.expanduser(source)
         if os.path.isdir(path):
             return LiteEmbedder(path, cache_dir)
-        snap = hub_snapshot(str(setting))
-        if snap is not None:
-            return LiteEmbedder(snap, cache_dir, source=str(setting))
         return LexicalLite()   # load_embedder falls back to lexical when the model cannot load
     except Exception:  # noqa: BLE001  (unsupported or unreadable model: no vectors)
         return None

@@ -262,3 +262,37 @@ def m004_evidence_position(db: sqlite_utils.Database) -> None:
         "CREATE INDEX IF NOT EXISTS evidence_position "
         "ON evidence(conversation, message_from, message_to, card_id)"
     )
+
+
+@MIGRATIONS()
+def m005_claude_auto_memory(db: sqlite_utils.Database) -> None:
+    """Claude Code's own auto memory (`<project>/memory/*.md`) as cards (graph.auto_memory):
+
+    * `auto_memory`: one row per memory entry read (a topic file, or a bare line of MEMORY.md),
+      keyed by its folder and entry name; `card_id` is the card it became (source
+      `claude-auto-memory`), `sha256` the file bytes it was last built from (the file is its
+      evidence), `state` present | deleted (its card retired) | disabled (auto memory switched off).
+      A forgotten card takes its row with it; `graph.forget`'s statement hash keeps it from coming back.
+    * `auto_memory_covers`: reverie's own cards that state the same point as an auto-memory card
+      (recomputed after every sync): the hooks inject neither, since Claude Code loads MEMORY.md."""
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS auto_memory (
+            card_id INTEGER PRIMARY KEY REFERENCES cards(id) ON DELETE CASCADE,   -- forgotten: the row goes too
+            source TEXT NOT NULL DEFAULT 'claude-auto-memory',
+            folder TEXT NOT NULL,            -- the memory folder (redacted path)
+            entry TEXT NOT NULL,             -- file name in it, or 'MEMORY.md#<hash>' for a bare index line
+            name TEXT, description TEXT, type TEXT,   -- front matter (redacted)
+            sha256 TEXT NOT NULL,            -- of the entry's bytes when its card was last written
+            mtime TEXT,                      -- the file's modification time then (ISO-8601 UTC)
+            state TEXT NOT NULL DEFAULT 'present',   -- present | deleted | disabled
+            seen_at TEXT NOT NULL,           -- last sync that found it
+            updated_at TEXT NOT NULL,
+            UNIQUE (folder, entry)
+        )"""
+    )
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS auto_memory_covers (
+            card_id INTEGER PRIMARY KEY REFERENCES cards(id) ON DELETE CASCADE,
+            memory_card_id INTEGER NOT NULL REFERENCES cards(id) ON DELETE CASCADE
+        )"""
+    )

@@ -55,6 +55,9 @@ LANGUAGE = "en"
 MIN_SECRET_TEXT = MIN_LEN
 #: Rules whose value passes no shape check (any URL password): their weak values are not searched again.
 _UNSHAPED_RULES = frozenset({"url-userinfo"})
+#: A detected value made of letters only is searched again only from this length: shorter ones
+#: are everyday words too (`POSTGRES_PASSWORD: postgres`, then `image: postgres:16`).
+_WEAK_WORD_MIN = 10
 #: Texts per presidio `analyze` call in `redact_many` (bounds the joined text and result lists).
 _DETECT_BATCH = 256
 
@@ -64,7 +67,8 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
     "PROVIDER_TOKEN": ("token",),
     "CONNECTION_STRING": ("userinfo", "query"),
     "AUTH_HEADER": ("header", "bearer", "header_kv", "curl_user", "cookie"),
-    "ASSIGNMENT": ("assign", "xml", "cli", "is", "k8s", "reverse", "kwquoted", "pwvalue"),
+    "ASSIGNMENT": ("assign", "xml", "cli", "is", "k8s", "reverse", "kwquoted", "pwvalue", "jprop",
+                   "kwvalue", "phrase"),
 }
 
 
@@ -330,7 +334,8 @@ class Redactor:
         The values are each detector's own (never the union of overlapping spans, which can hold
         more than a secret). Credential-like values are removed wherever they occur in the text;
         other detected values of >= MIN_LEN characters that are no placeholder (`rootpasswd`, a
-        passphrase) where they stand apart from letters and digits (`_occurrences`), unless only
+        passphrase) where they stand apart from letters and digits (`_occurrences`), if they hold
+        a digit or a symbol or have `_WEAK_WORD_MIN`+ letters, and unless only
         a rule that checks no shape found them (`postgres://postgres:postgres@db`: the word
         `postgres` elsewhere in the text is no password). Only
         credential-like values that are no typed sequence may be remembered."""
@@ -342,7 +347,8 @@ class Redactor:
         for v, shaped in pairs:
             if shapes.credential_like(v, allow_typed_sequence=True):
                 strong.add(v)
-            elif shaped and len(v) >= MIN_LEN and not shapes.is_placeholder(v):
+            elif shaped and len(v) >= MIN_LEN and not shapes.is_placeholder(v) \
+                    and (len(v) >= _WEAK_WORD_MIN or not v.isalpha()):
                 weak.add(v)
         spans = merge_spans(raw) if len(raw) > 1 else raw
         if strong or weak:

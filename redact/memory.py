@@ -8,7 +8,8 @@ Files (`secrets_dir`, 0700):
   key        32 random bytes, mode 0600, created on first use (O_EXCL, never rewritten).
   hashes.db  sqlite3, mode 0600: table `secrets(h BLOB PRIMARY KEY, n INTEGER, first_at TEXT)` holds
              HMAC-SHA256(key, value) digests, `lengths(n)` the distinct value lengths, `meta`
-             the generation counter. Values are never written anywhere.
+             the generation counter (and `forgets`, bumped by `forget`). Values are never
+             written anywhere.
 
 Invariants:
   * `remember` stores only values that pass `shapes.credential_like` (length 8..512, no whitespace
@@ -48,6 +49,8 @@ Invariants:
     SHA-256 (`_sha256`, `_sha2` on 3.12+; `hashlib` only when neither exists): about twice as
     fast per value as `hmac.digest`, and without importing OpenSSL's `_hashlib` on the hook path.
   * `generation()` increases whenever new secrets are stored, so callers can tell they must rescan.
+  * `forget(values)` removes remembered values (`reverie redact --forget-secret`): a wrong one
+    stops spreading; text redacted before stays redacted.
 """
 
 from __future__ import annotations
@@ -275,6 +278,7 @@ class SecretMemory:
         self._lengths: frozenset[int] = frozenset()
         self._min_len = self._max_len = 0
         self._generation = -1
+        self._forgets = self._loaded_forgets = 0  # `forget` calls seen (meta 'forgets'): reload on change
         self._data_version = -1
         self._checked_at = 0.0
         self._pads = None  # (inner, outer) SHA-256 states of the key, see `_hmac_pads`
@@ -399,9 +403,14 @@ class SecretMemory:
         dv = conn.execute("PRAGMA data_version").fetchone()[0]
         row = conn.execute("SELECT v FROM meta WHERE k = 'generation'").fetchone()
         gen = row[0] if row else 0
-        if self._hashes is not None and not force and dv == self._data_version and gen == self._generation:
+        row = conn.execute("SELECT v FROM meta WHERE k = 'forgets'").fetchone()
+        forgets = row[0] if row else 0
+        if (self._hashes is not None and not force and dv == self._data_version and gen == self._generation
+                and forgets == self._forgets):
             return
-        if self._hashes is None or gen != self._generation or force:
+        self._forgets = forgets
+        if self._hashes is None or gen != self._generation or force or forgets != self._loaded_forgets:
+            self._loaded_forgets = forgets
             self._hashes = (_PointSet(conn) if self.point_lookups  # type: ignore[assignment]
                             else {row[0] for row in conn.execute("SELECT h FROM secrets")})
             self._lengths = frozenset(row[0] for row in conn.execute("SELECT n FROM lengths"))
@@ -452,7 +461,8 @@ class SecretMemory:
         conn.execute("BEGIN IMMEDIATE")
         try:
             # under the write lock: is the db still exactly what this instance has loaded?
-            in_step = conn.execute("SELECT v FROM meta WHERE k = 'generation'").fetchone()[0] == self._generation
+            in_step = (conn.execute("SELECT v FROM meta WHERE k = 'generation'").fetchone()[0] == self._generation
+                       and self._forgets_now(conn) == self._loaded_forgets)
             before = conn.total_changes
             conn.executemany("INSERT OR IGNORE INTO secrets (h, n, first_at) VALUES (?, ?, ?)",
                              [(h, n, at) for h, n in fresh.items()])
@@ -478,6 +488,45 @@ class SecretMemory:
         else:
             self._load(force=True)
         return added
+
+    @staticmethod
+    def _forgets_now(conn: "sqlite3.Connection") -> int:
+        row = conn.execute("SELECT v FROM meta WHERE k = 'forgets'").fetchone()
+        return row[0] if row else 0
+
+    def is_remembered(self, value: str) -> bool:
+        """Whether `value` itself is remembered (its keyed hash is stored)."""
+        if not self.exists():
+            return False
+        h = self.digest(value)
+        return self.conn.execute("SELECT 1 FROM secrets WHERE h = ?", (h,)).fetchone() is not None
+
+    def forget(self, values: Iterable[str]) -> int:
+        """Remove remembered values (a false finding a person spotted); returns how many were
+        stored. Text already redacted stays redacted: only later text is no longer scrubbed of
+        them. Other processes see it within `_REFRESH_SECONDS` (meta 'forgets' is bumped)."""
+        if not self.exists():
+            return 0
+        hashes = {self.digest(v) for v in values if isinstance(v, str) and v}
+        if not hashes:
+            return 0
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            before = conn.total_changes
+            conn.executemany("DELETE FROM secrets WHERE h = ?", [(h,) for h in hashes])
+            removed = conn.total_changes - before
+            if removed:
+                conn.execute("DELETE FROM lengths WHERE n NOT IN (SELECT DISTINCT n FROM secrets)")
+                conn.execute("INSERT OR IGNORE INTO meta (k, v) VALUES ('forgets', 0)")
+                conn.execute("UPDATE meta SET v = v + 1 WHERE k = 'forgets'")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        if removed:
+            self._load(force=True)
+        return removed
 
     # -- scrubbing --
     def _run_hits(self, run: str) -> tuple[tuple[int, int], ...]:

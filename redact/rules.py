@@ -41,6 +41,10 @@ Kinds (how `redact.scanner` turns a match into a span to redact):
   curl_user curl -u / --user USER:PASSWORD.
   pwvalue   group 1 is a password (quotes stripped), password shaped: .netrc, `mysql -pVALUE`.
   cookie    NAME=VALUE of a session cookie: group 2 is the value, secret shaped.
+  jprop     -DNAME=VALUE (Java system property): group 1 the name (classified, `-D` dropped), group 2
+            the value (the credential-context rule).
+  kwvalue   KEYWORD VALUE with no operator: the keyword classified, the value token shaped.
+  phrase    a password key and an unquoted value with spaces to the end of its line.
 """
 
 from __future__ import annotations
@@ -79,6 +83,14 @@ PROVIDERS = (
     "slack", "square", "stripe", "twilio", "sendgrid", "vault", "github", "gitlab",
     "huggingface", "digitalocean", "pypi", "npm", "aws", "azure", "gcp", "ibm", "databricks",
     "beamer", "age", "onepassword", "authress", "flutterwave", "fly", "kubernetes", "k8s",
+)
+# Newer providers (issue 14): they classify a key (`MISTRAL_API_KEY`, `groq:`) but stay out of
+# `KEY_RE`'s alternation, whose size is what the assignment regex pays on every long line
+# (their keys hold key/token/secret words anyway).
+PROVIDERS_CLASSIFY_ONLY = (
+    "mistral", "groq", "replicate", "xai", "pinecone", "tavily", "together", "fireworks",
+    "deepseek", "openrouter", "dockerhub", "circleci", "mongodb", "atlas", "segment", "teamwork",
+    "salesforce", "dependency_track", "sonarqube", "sonarcloud", "jenkins",
 )
 
 # The key part of an assignment; the key must contain a secret word or a provider name.
@@ -216,7 +228,7 @@ RULES: tuple[Rule, ...] = (
     # Anthropic: api03 keys are 93 characters and "AA" after the prefix; admin, OAuth and session
     # tokens and older keys are other lengths: the prefix is distinctive enough for any of 20+
     _tok("anthropic-key", "anthropic_key",
-         r"\b(sk-ant-(?:api|admin|oat|sid)\d{2}-[A-Za-z0-9_\-]{20,})(?:[^A-Za-z0-9_\-]|$)", min_entropy=3.0),
+         r"\b(sk-ant-(?:api|admin|oat|ort|sid)\d{2}-[A-Za-z0-9_\-]{20,})(?:[^A-Za-z0-9_\-]|$)", min_entropy=3.0),
     _tok("openai-key", "openai_key",
          # every OpenAI key holds "T3BlbkFJ" (base64 of "OpenAI") between two random halves
          r"\b(sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}T3BlbkFJ[A-Za-z0-9_\-]{20,}"
@@ -300,7 +312,7 @@ RULES: tuple[Rule, ...] = (
          r"\b(ntn_[0-9]{11}[A-Za-z0-9]{35}|secret_[A-Za-z0-9]{43})\b", min_entropy=3.5),
     _tok("octopus-key", "token", r"\b(API-[A-Z0-9]{26})\b", min_entropy=3.0),
     _tok("openshift-token", "token", r"\b(sha256~[\w\-]{43})"),
-    _tok("perplexity-key", "token", r"\b(pplx-[A-Za-z0-9]{48})"),
+    _tok("perplexity-key", "perplexity_key", r"\b(pplx-[A-Za-z0-9]{40,64})\b", min_entropy=3.5),
     _tok("planetscale-token", "planetscale_token", r"\b(pscale_(?:tkn|oauth|pw)_[\w=.\-]{32,64})"),
     _tok("postman-key", "token", r"\b(PMAK-[A-Fa-f0-9]{24}-[A-Fa-f0-9]{34})"),
     _tok("prefect-key", "token", r"\b(pnu_[A-Za-z0-9]{36})"),
@@ -345,6 +357,76 @@ RULES: tuple[Rule, ...] = (
          r"api\.softlayer\.com/(?:soap|rest)/v3(?:\.1)?/([a-z0-9]{64})"),
     _tok("plaid-token", "plaid_token",
          r"\b(access-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"),
+    # --- current providers, from their own documentation ------------------------------------
+    # (issue 14: prefixes as each provider documents its keys; lengths loose where the docs give none)
+    _tok("xai-key", "xai_key", r"\b(xai-[A-Za-z0-9]{70,90})\b", min_entropy=3.5),
+    _tok("groq-key", "groq_key", r"\b(gsk_[A-Za-z0-9]{48,56})\b", min_entropy=3.5),
+    _tok("replicate-token", "replicate_token", r"\b(r8_[A-Za-z0-9]{36,40})\b", min_entropy=3.5),
+    _tok("openrouter-key", "openrouter_key", r"\b(sk-or-v1-[a-f0-9]{64})\b", min_entropy=3.0),
+    # OpenAI project, service-account, admin and "None" (legacy user) keys: the prefix is enough
+    _tok("openai-scoped-key", "openai_key",
+         r"\b(sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{100,300})(?:[^A-Za-z0-9_\-]|$)", min_entropy=3.5),
+    _tok("pinecone-key", "pinecone_key", r"\b(pcsk_[A-Za-z0-9]{4,8}_[A-Za-z0-9]{40,80})\b", min_entropy=3.5),
+    _tok("tavily-key", "tavily_key", r"\b(tvly-(?:dev-|prod-)?[A-Za-z0-9]{24,48})\b", min_entropy=3.5),
+    _tok("dockerhub-token", "dockerhub_token", r"\b(dckr_(?:pat|oat)_[A-Za-z0-9_\-]{24,40})(?:[^A-Za-z0-9_\-]|$)",
+         min_entropy=3.0),
+    _tok("dependency-track-key", "dependency_track_key", r"\b(odt_[A-Za-z0-9]{8,12}_[A-Za-z0-9]{20,40}|odt_[A-Za-z0-9]{32,48})\b",
+         min_entropy=3.5),
+    _tok("segment-token", "segment_token", r"\b(sgp_[A-Za-z0-9]{64})\b", min_entropy=3.5),
+    _tok("circleci-token", "circleci_token", r"\b(CCI(?:PAT|PRJ)_[A-Za-z0-9]{20,26}_[a-f0-9]{40})\b"),
+    _tok("mongodb-atlas-sa", "mongodb_key", r"\b(mdb_sa_(?:sk|id)_[A-Za-z0-9_\-]{20,80})(?:[^A-Za-z0-9_\-]|$)",
+         min_entropy=3.0),
+    _tok("sourcegraph-license", "token", r"\b(slk_[A-Za-z0-9_]{32,})\b", min_entropy=3.5),
+    _tok("dropbox-token", "dropbox_token", r"(?:^|[^A-Za-z0-9_.])(sl\.(?:u\.)?[A-Za-z0-9_\-]{120,})(?:[^A-Za-z0-9_\-]|$)",
+         min_entropy=4.0),
+    _tok("twitch-oauth", "twitch_token", r"(?:^|[^A-Za-z0-9_])oauth:([a-z0-9]{30})\b", min_entropy=3.5, needs_digit=True),
+    _tok("salesforce-token", "salesforce_token", r"\b(00D[A-Za-z0-9]{12,15}![A-Za-z0-9._]{80,})"),
+    _tok("teamwork-token", "teamwork_token", r"\b(tkn\.v1_[A-Za-z0-9+/=_\-]{40,})", min_entropy=3.5),
+    _tok("sonar-token", "sonar_token", r"\b(sq[upa]_[a-f0-9]{40})\b", min_entropy=3.0),
+    _tok("fireworks-key", "token", r"\b(fw_[A-Za-z0-9]{24,40})\b", min_entropy=3.5, needs_digit=True),
+    # AWS STS session tokens: base64 of a binary header, one of two documented starts
+    _tok("aws-session-token", "aws_session_token", r"\b((?:FwoGZXIvYXdz|IQoJb3JpZ2lu)[A-Za-z0-9+/]{100,}={0,2})"),
+    # a PEM private key, base64-encoded (a k8s Secret `data:`, `PRIVATE_KEY_B64=`): the blob
+    # decodes to "-----BEGIN ... PRIVATE KEY" (a certificate's blob does not: it stays)
+    _tok("private-key-base64", "private_key", r"\b(LS0tLS1CRUdJTi[A-Za-z0-9+/]{30,}={0,2})", b64_private_key=True),
+    # Jenkins credentials.xml: a secret encrypted with the controller's key, `{AQAAAB...}`
+    _tok("jenkins-secret", "jenkins_secret", r"\{(AQAAAB[A-Za-z0-9+/]{20,}={0,2})\}"),
+    # CLI password flags whose flag name says nothing: `docker login -p`, `psexec -p`, `sshpass -p`
+    Rule("cli-login-password", "password",
+         r"(?:^|[\s;&|(`\"'])(?i:(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|helm(?:[ \t]+registry)?)[ \t]+login"
+         r"|psexec(?:64)?(?:\.exe)?|paexec(?:\.exe)?|winexe|sshpass|smbmap|crackmapexec|netexec|nxc|evil-winrm)"
+         r"(?:[ \t]+[^\s|;&<>]+)*?[ \t]+(?:-p|--password|--pass)(?:[ \t]+|=)"
+         r"((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'|;&<>])+)", "pwvalue"),
+    # other clients' password flags: `redis-cli -a`, `ssh-keygen -N`, `sqlcmd -P`, `ldapsearch -w`,
+    # `az login -p`, `mongosh -p`
+    Rule("cli-password-flag", "password",
+         r"(?:^|[\s;&|(`\"'])(?i:redis-cli(?:[ \t]+[^\s|;&<>]+)*?[ \t]+-a"
+         r"|ssh-keygen(?:[ \t]+[^\s|;&<>]+)*?[ \t]+-[NP]|sqlcmd(?:[ \t]+[^\s|;&<>]+)*?[ \t]+-P"
+         r"|ldap(?:search|modify|add|delete|passwd|whoami)(?:[ \t]+[^\s|;&<>]+)*?[ \t]+-w"
+         r"|(?:az[ \t]+login|mongo(?:sh)?)(?:[ \t]+[^\s|;&<>]+)*?[ \t]+(?:-p|--password))(?:[ \t]+|=)"
+         r"((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'|;&<>])+)", "pwvalue"),
+    # SMB clients' `-U user%password`, Windows `net use \\host\share /user:NAME password`
+    Rule("smb-user-password", "password",
+         r"(?:^|[\s;&|(`\"'])(?i:smbclient|rpcclient|smbmap|smbget|smbcacls)(?:[ \t]+[^\s|;&<>]+)*?[ \t]+"
+         r"(?:-U|--user(?:name)?)(?:[ \t]+|=)[\"']?[^\s%\"']+%([^\s\"']+)", "pwvalue"),
+    Rule("net-use-password", "password",
+         r"(?i)\bnet[ \t]+use[ \t]+[^\n]*?/user:[^\s]+[ \t]+([^\s/\"'][^\s\"']*)", "pwvalue"),
+    # .pgpass: `host:port:database:user:password`, one entry per line, nothing else on it
+    Rule("pgpass-line", "password",
+         r"(?m)^[ \t]*[A-Za-z0-9_.*\-]+:(?:\d{1,5}|\*):[A-Za-z0-9_.*\-]+:[A-Za-z0-9_.*@\-]+:([^\s:]{6,})[ \t]*\r?$",
+         "pwvalue"),
+    # Java system properties: `-Dsonar.login=VALUE`, `-Ddb.password=VALUE`, `-Dapi.token=VALUE`
+    Rule("java-property", "secret",
+         r"(?:^|[\s\"'])-D([A-Za-z0-9_.\-]*(?i:password|passwd|pwd|secret|token|login|apikey|api\.key|credentials?|auth)"
+         r"[A-Za-z0-9_.\-]*)=(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"']+)", "jprop"),
+    # a secret keyword, then the value with no operator: `pdfshift-KEY 4f1c...`, `api key 9Xk...`
+    Rule("keyword-value", "api_key",
+         r"(?i)(?:^|[^A-Za-z0-9_.\-])([A-Za-z0-9_.\-]*(?:api[ _\-]?key|token|secret|passw(?:or)?d|key))"
+         r"[ \t]+([A-Za-z0-9_\-+/=.]{24,200})(?:[^A-Za-z0-9_\-+/=.]|$)", "kwvalue"),
+    # a passphrase with spaces, unquoted, after a password key on its own line (YAML, INI)
+    Rule("passphrase-line", "password",
+         r"(?im)^[ \t]*(?:- )?([A-Za-z0-9_.\-]*(?:password|passphrase|passwd|pass_phrase))(?::|[ \t]+=)[ \t]*"
+         r"([^\s\"'#|>&{$%<\[][^\n\"'#]{0,80}[ \t][^\n\"'#]{0,80}?)[ \t]*\r?$", "phrase"),
     # --- credentials in URLs, connection strings, headers, commands ----------------------------
     # one rule (one label) for every key word: a second Set entry cost ~2% of the prefilter pass
     _tok("passphrase", "password",

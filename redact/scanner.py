@@ -21,17 +21,17 @@ Invariants:
 from __future__ import annotations
 
 import bisect
-import functools
 import itertools
 import logging
 import math
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import shapes
-from .rules import PROVIDERS, RULES, Rule
+from .keys import (  # noqa: F401  (classify_key, _clean_bare re-exported)
+    _ESCAPE_CUT, _RE_BARE_IDENT, _SPACE, _WELLFORMED_INTERP, _clean_bare, classify_key, value_ok)
+from .rules import RULES, Rule
 
 logger = logging.getLogger(__name__)
 
@@ -46,195 +46,7 @@ class Span:
     rule: str
 
 
-# --- key classification ------------------------------------------------------------------------
-
-_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
-_SEGSPLIT = re.compile(r"[_.\-\s:/\[\]$@\"']+")
-# A key whose last segment is one of these names metadata about a secret, not the secret.
-_EXCLUDED_LAST = frozenset(
-    """id ids name names url urls uri uris endpoint endpoints file files path paths dir directory
-    length len size type types count counts limit limits ttl timeout expiry expires expiration
-    expire expired header headers env var vars variable field fields prefix suffix format version
-    mode policy provider providers method methods required enabled enable disabled hint label
-    placeholder example examples description desc help doc docs regex pattern template location
-    source class schema column table index usage budget estimate tokens keys secrets passwords
-    manager helper service store storage kind ref refs arn query params parameter param option
-    options flag flags status state length_bytes bytes bits algorithm algo alg cipher scheme
-    strategy rotation rotated at created updated issued reset lifetime duration window
-    rate threshold ratio percent max min used remaining left total cost price spent""".split()
-)
-# Segments that never name a secret even though they contain a keyword.
-_EXCLUDED_SEGMENTS = frozenset(
-    """keyboard keyboards monkey turkey hockey donkey whiskey jockey hotkey hotkeys keyword keywords
-    keystroke keystrokes keypress keydown keyup keyframe keyframes keychain keymap keymaps keycode
-    keypad keyring keyset tokenizer tokenizers tokenize tokenized tokenization tokenizing passport
-    passage passages passenger passengers bypass compass passthrough passive passed passes passing
-    authored author authors authorize authorized authorization_url oauth2 authenticate
-    authenticated authentication authenticator authz authn cookies csrf xsrf public primary
-    foreign sort partition cache hash range row dict map object idempotency composite unique
-    natural surrogate lookup group react list item column join cursor pagination page next prev
-    dedup dedupe sequence bucket schema shortcut shortcuts sharding shard api_version""".split()
-)
-_PW_SEGMENTS = frozenset({"password", "passwd", "pwd", "pass", "passphrase", "pw", "passw", "pswd", "passcode", "pword"})
-_SECRET_QUALIFIERS = frozenset(
-    """api access secret private auth client master encryption encrypt decrypt signing sign
-    license account app application service shared sas storage subscription consumer webhook
-    admin root session hmac jwt bot deploy ssh gpg pgp cos iam cloud x ingest insert write read
-    server secure crypto aes rsa otp totp mfa""".split()
-)
-# Last words of a key that name the secret itself ("session_token", "access_key").
-_SECRET_LAST = frozenset({"token", "key", "secret", "credential", "credentials"})
-_KEY_COMPOUNDS = ("apikey", "accesskey", "secretkey", "privatekey", "authkey", "clientkey", "masterkey",
-                  "accountkey", "appkey", "licensekey", "serverkey", "sharedaccesskey", "signingkey",
-                  "encryptionkey", "sessionkey", "hmackey", "restkey", "devkey", "userkey", "ingestkey")
-_KEY_COMPOUND_SET = frozenset(_KEY_COMPOUNDS)
-_PROVIDER_NAMES = frozenset(p.replace("_", "") for p in PROVIDERS)
-_PROVIDER_SET = tuple(sorted({p.replace("_", "") for p in PROVIDERS if len(p) >= 4}, key=len, reverse=True))
-_PROVIDER_START = re.compile("(?:" + "|".join(re.escape(p) for p in _PROVIDER_SET) + ")")
-
-
-def _has_compound(segs: list[str]) -> bool:
-    """A key compound (`apikey`, `masterkey`...) spelled in one or more whole segments
-    (`api_key`, `masterKey`), not glued to more letters (`master-keying`)."""
-    for i in range(len(segs)):
-        word = ""
-        for seg in segs[i:i + 3]:
-            word += seg
-            if word in _KEY_COMPOUND_SET:
-                return True
-            if not any(c.startswith(word) for c in _KEY_COMPOUNDS):
-                break
-    return any(c in seg and seg.endswith(c) for seg in segs for c in _KEY_COMPOUNDS)
-
-
-@functools.lru_cache(maxsize=8192)
-def classify_key(key: str) -> tuple[str, str] | None:
-    """(tier, label) for a key that names a secret, else None.
-
-    Tiers: 'pw' (password-like; value must be password shaped), 'secret' (token / secret / api key;
-    secret shaped), 'key' (a bare or unqualified *key; token shaped), 'provider' (only a provider
-    name, e.g. `cloudflare:`; token shaped).
-    """
-    k = key.strip().strip("\"'`$@-")
-    if not k or len(k) > 120:
-        return None
-    norm = _CAMEL.sub(r"\1_\2", k).lower()
-    segs = [s for s in _SEGSPLIT.split(norm) if s]
-    if not segs:
-        return None
-    # a provider name as a segment prefix (`stripe_key`) or spelled over segments (`MessageBird`)
-    provider = any(_PROVIDER_START.match(s) for s in segs) or any(
-        segs[i] + segs[i + 1] in _PROVIDER_NAMES for i in range(len(segs) - 1))
-    if segs[-1] in _EXCLUDED_LAST:
-        # "sumologic_access_id", "MessageBirdClientID": provider ids are credentials too
-        if provider and segs[-1] in ("id", "ids", "login"):
-            return "provider", "token"
-        # "access_key_id", "accessKeyId", "access_id": the public half of an access key pair, as
-        # AWS and IBM COS HMAC keys have; a random value there is a credential too
-        if segs[-1] == "id" and "access" in segs[:-1]:
-            return "key", "api_key"
-        return None
-    if any(s in _EXCLUDED_SEGMENTS for s in segs):
-        # "public_key", "cache_key", "max_tokens", "next_page_token": metadata or code, never the
-        # secret itself, unless the key also says password/secret explicitly, or ends in a secret
-        # word named by a qualifier of its own ("__Secure-next-auth.session-token": a session
-        # token, whatever the words before it)
-        if not (any(s in _PW_SEGMENTS or "secret" in s or "password" in s for s in segs)
-                or (len(segs) >= 2 and segs[-1] in _SECRET_LAST and segs[-2] in _SECRET_QUALIFIERS
-                    and segs[-2] not in _EXCLUDED_SEGMENTS)):
-            return None
-    if any(s in _PW_SEGMENTS or s.startswith("passw") or s.endswith("password") for s in segs):
-        return "pw", "password"
-    if any("secret" in s for s in segs):
-        return "secret", "secret"
-    if any(s == "token" or (s.endswith("token") and s != "tokens") for s in segs):
-        return "secret", "token"
-    if any(s in ("credential", "credentials", "creds", "cred") for s in segs):
-        return "secret", "credential"
-    if any(s in ("salt", "pepper") for s in segs):
-        return "secret", "secret"
-    if _has_compound(segs):
-        return "secret", "api_key"
-    last = segs[-1]
-    if last == "key" or (last.endswith("key") and len(last) <= 24 and last not in _EXCLUDED_SEGMENTS):
-        if any(s in _SECRET_QUALIFIERS for s in segs):
-            return "secret", "api_key"
-        return "key", "api_key"
-    if provider:
-        return "provider", "token"
-    if segs[-1] in ("auth", "authtoken", "authorization", "apitoken", "accesstoken"):
-        return "secret", "token"
-    return None
-
-
-def value_ok(tier: str, value: str, quoted: bool = False) -> bool:
-    if tier == "pw":
-        if quoted and len(value) >= 8 and value.isalpha() and not shapes.is_placeholder(value) \
-                and value.lower() == value and len(set(value)) >= 5:
-            return True  # password = "rootpasswd": a quoted literal after a password key
-        return shapes.password_shaped(value)
-    if tier == "secret":
-        return shapes.secret_shaped(value)
-    if tier == "key":
-        return shapes.token_shaped(value, min_len=16, min_entropy=3.0)
-    return shapes.token_shaped(value, min_len=12, min_entropy=3.0)
-
-
-# `${VAR}`, `${VAR:-default}`, `{{ var }}`, `$(command)`. Written so that Python's backtracking
-# stays linear on any value: the name stops at the first `:-`, spaces are one class with the
-# template's words, and what runs to a closing character is bounded (`${a:-${a:-...` without `}`).
-_WELLFORMED_INTERP = re.compile(
-    r"\$\{[A-Za-z_](?:[\w.\-]|:(?!-))*(?::-[^}]{0,256})?\}|\{\{[\w.|'\"() \t\-]+\}\}|\$\([^)]{0,512}\)")
-_ESCAPE_CUT = re.compile(r"\\[nrt\"'\\]|\\$")
-_SPACE = re.compile(r"\s")
-
-
-_QUERY_NEXT = re.compile(r"&[A-Za-z_][\w.\-\[\]]*=")
 _GENERIC_LABELS = frozenset({"token", "secret", "api_key", "password", "credential", "authorization", "bearer", "remembered"})
-
-
-def _unicode_cut(value: str) -> str:
-    """`value` up to its first non-ASCII space or punctuation (Unicode categories Z* and P*, and
-    other spaces such as U+0085): the rules' byte classes see only ASCII spaces and punctuation, so
-    a bare value would run on into `\u00a0next` or `，完成。`. Letters of any script stay."""
-    if value.isascii():
-        return value
-    for i, ch in enumerate(value):
-        if ch > "\x7f" and (ch.isspace() or unicodedata.category(ch)[0] in "PZ"):
-            return value[:i]
-    return value
-
-
-_CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
-
-
-def _clean_bare(value: str) -> str:
-    """Cut an unquoted value at an escaped newline/quote, the next URL parameter or a non-ASCII
-    space or punctuation mark; strip trailing punctuation. Linear in the value."""
-    value = _unicode_cut(value)
-    m = _ESCAPE_CUT.search(value)
-    if m:
-        value = value[: m.start()]
-    m = _QUERY_NEXT.search(value)
-    if m:
-        value = value[: m.start()]
-    end = len(value)
-    counts: dict[str, int] = {}
-    while end and value[end - 1] in ".,;)]}>\\":
-        # keep a closing bracket that has its opening bracket inside the value
-        ch = value[end - 1]
-        pair = _CLOSERS.get(ch)
-        if pair:
-            if pair not in counts:  # counted once over the whole value, then kept up to date
-                counts[pair] = value.count(pair, 0, end)
-            if ch not in counts:
-                counts[ch] = value.count(ch, 0, end)
-            if counts[pair] >= counts[ch]:
-                break
-            counts[ch] -= 1
-        end -= 1
-    return value[:end]
-
 
 # --- the scanner ---------------------------------------------------------------------------------
 
@@ -589,7 +401,22 @@ def _h_token(rule: Rule, sp, data: bytes):
         return  # "95552:AgencyIdentificationCodeContentType": a name, not a random secret
     if rule.options.get("jwt_header") and not _jwt_header_ok(value):
         return
+    if rule.options.get("b64_private_key") and not _b64_private_key(value):
+        return
     yield s, e, rule.label
+
+
+def _b64_private_key(value: str) -> bool:
+    """The base64 blob starts with a PEM private key header ("-----BEGIN ... PRIVATE KEY")."""
+    import base64
+    import binascii
+
+    head = value[:96]
+    try:
+        text = base64.b64decode(head[: len(head) - len(head) % 4])
+    except (ValueError, binascii.Error):
+        return False
+    return b"PRIVATE KEY" in text
 
 
 _PEM_HEADERS = re.compile(rb"-----(?:BEGIN|END)[ A-Z0-9_-]{0,100}-----|PuTTY-User-Key-File-\d:|Private-MAC:")
@@ -630,7 +457,7 @@ def _value_group(sp, first: int):
 
 
 def _keyed_value(data: bytes, key: tuple[int, int], s: int, e: int, quoted: bool,
-                 tiers: tuple[str, ...] | None = None):
+                 tiers: tuple[str, ...] | None = None, context: bool = True):
     """(start, end, label) of the value at [s, e) when the key at `key` names a secret (of one of
     `tiers`, if given) and the value, cleaned (possibly shortened), passes that key's check."""
     cls = classify_key(_s(data, key[0], key[1]))
@@ -646,7 +473,9 @@ def _keyed_value(data: bytes, key: tuple[int, int], s: int, e: int, quoted: bool
         value = _clean_bare(value)
     if not value or _SPACE.search(value) or _WELLFORMED_INTERP.search(value):
         return
-    if value_ok(cls[0], value, quoted):
+    if cls[0] in ("pw", "secret") and shapes.is_code_reference(value, quoted):
+        return  # code, whatever the evidence (`(token: AuthToken): ...`)
+    if value_ok(cls[0], value, quoted, context):
         yield s, _end(s, value), cls[1]
 
 
@@ -655,6 +484,24 @@ def _h_assign(rule: Rule, sp, data: bytes):
     s, e, quoted = _value_group(sp, 3)
     if not quoted and sep in (",", "==", "===", "!=", "!=="):
         return
+    # `MYSQL_PWD= mysqldump ...` is an empty shell variable, then a command: `KEY= value` (a space
+    # after `=` and none before) is weaker evidence, and the value needs a secret's shape
+    context = not (not quoted and sep == "=" and data[sp[2][1]:sp[2][1] + 1] in (b" ", b"\t")
+                   and data[sp[2][0] - 1:sp[2][0]] not in (b" ", b"\t"))
+    if sep == ",":
+        # `("DB_PASSWORD", "v")`, `os.environ.setdefault("API_KEY", "v")`: a pair only when the key
+        # itself is quoted and no list closes in between (`["bash", "-lc", "pwd"], "workdir"`)
+        if data[sp[1][0] - 1:sp[1][0]] not in (b'"', b"'") or b"]" in data[sp[1][1]:sp[2][0]]:
+            return
+        context = False
+    if not quoted and s >= 0:
+        after = data[e:e + 2]
+        if sep == ":" and len(after) == 2 and after[:1] == b" " and after[1:].isalpha():
+            context = False  # `password: Override the config ...`, `// First pass: collect ...`: prose
+        else:
+            m = _RE_BARE_IDENT.match(data, s)
+            if m and m.end(1) == e and (m.group(2) != b";" or sep == ":"):
+                return  # `{ tokenSymbol: ticker }`, `f(password=pw)`, `token_a: Pubkey;`: code
     if not quoted and s >= 0 and data.endswith(b"//", 0, sp[1][0]):
         # `https://x-access-token:VALUE@github.com/o/r`: the key is a URL's user, the value its
         # password, which ends at `@host` (a raw `@` cannot be in it); no `@`: `host:port/path`
@@ -662,7 +509,7 @@ def _h_assign(rule: Rule, sp, data: bytes):
         if at < 0:
             return
         e = at
-    yield from _keyed_value(data, sp[1], s, e, quoted)
+    yield from _keyed_value(data, sp[1], s, e, quoted, context=context)
 
 
 def _h_xml(rule: Rule, sp, data: bytes):
@@ -672,13 +519,13 @@ def _h_xml(rule: Rule, sp, data: bytes):
 def _h_reverse(rule: Rule, sp, data: bytes):
     """"VALUE" == password: a literal compared with a secret-named variable."""
     j = 1 if sp[1][0] >= 0 else 2
-    yield from _keyed_value(data, sp[3], sp[j][0], sp[j][1], True)
+    yield from _keyed_value(data, sp[3], sp[j][0], sp[j][1], True, context=False)
 
 
 def _h_kwquoted(rule: Rule, sp, data: bytes):
     """password "VALUE": a quoted literal right after a password/secret word (no separator)."""
     j = 2 if sp[2][0] >= 0 else 3
-    yield from _keyed_value(data, sp[1], sp[j][0], sp[j][1], True, ("pw", "secret"))
+    yield from _keyed_value(data, sp[1], sp[j][0], sp[j][1], True, ("pw", "secret"), context=False)
 
 
 def _h_cli(rule: Rule, sp, data: bytes):
@@ -701,6 +548,46 @@ def _h_pwvalue(rule: Rule, sp, data: bytes):
         yield s, _end(s, value), rule.label
 
 
+def _h_jprop(rule: Rule, sp, data: bytes):
+    """-DNAME=VALUE: NAME classified as a key (`sonar.login` names a token too), VALUE in context."""
+    name = _s(data, sp[1][0], sp[1][1])
+    s, e = sp[2][0], sp[2][1]
+    if data[s:s + 1] in (b'"', b"'"):
+        s, e = s + 1, e - 1
+    value = _clean_bare(_s(data, s, e))
+    if not value or _WELLFORMED_INTERP.search(value):
+        return
+    cls = classify_key(name) or (("secret", "token") if name.lower().endswith(".login") else None)
+    if cls is not None and value_ok(cls[0], value, False):
+        yield s, _end(s, value), cls[1]
+
+
+def _h_kwvalue(rule: Rule, sp, data: bytes):
+    """KEYWORD VALUE with no operator (`pdfshift-KEY 4f1c...`): the value must look random."""
+    cls = classify_key(_s(data, sp[1][0], sp[1][1]).replace(" ", "_"))
+    if cls is None:
+        return
+    s, e = sp[2][0], sp[2][1]
+    value = _clean_bare(_s(data, s, e))
+    if shapes.token_shaped(value, min_len=24, min_entropy=3.5) and not _dominant_over_half(value):
+        yield s, _end(s, value), cls[1]
+
+
+def _h_phrase(rule: Rule, sp, data: bytes):
+    """password: words with spaces, to the end of the line (YAML, INI): a passphrase."""
+    cls = classify_key(_s(data, sp[1][0], sp[1][1]))
+    if cls is None or cls[0] != "pw":
+        return
+    s, e = sp[2][0], sp[2][1]
+    value = _s(data, s, e).rstrip()
+    words = value.split()
+    if not 2 <= len(words) <= 8 or any(len(w) > 24 for w in words) or value.endswith((".", ":", "?", "!")):
+        return  # a sentence about a password, not a passphrase
+    if any(shapes.is_reference(w) or shapes.is_placeholder(w) for w in words):
+        return
+    yield s, _end(s, value), "password"
+
+
 def _h_cookie(rule: Rule, sp, data: bytes):
     """The value of a session cookie (group 2), secret shaped."""
     return _secret_shaped_value(sp, data, 2, 8, rule.label)
@@ -708,14 +595,16 @@ def _h_cookie(rule: Rule, sp, data: bytes):
 
 def _h_is(rule: Rule, sp, data: bytes):
     s, e, quoted = _value_group(sp, 2)
-    yield from _keyed_value(data, sp[1], s, e, quoted)
+    if not quoted and any(c in data[s:e] for c in b"()/"):
+        return  # `getByText(/password is required/i))`: code around the words
+    yield from _keyed_value(data, sp[1], s, e, quoted, context=False)  # prose: "the token is invalid"
 
 
 def _h_userinfo(rule: Rule, sp, data: bytes):
     s, e = sp[2][0], sp[2][1]
     pw = _s(data, s, e)
-    if shapes.is_placeholder(pw) and pw.lower() not in ("password", "pass", "secret"):
-        return
+    if shapes.is_placeholder(pw) or shapes.is_reference(pw):
+        return  # `postgres://USER:PASSWORD@`, `user:${DB_PASS}@`: the credential-context exceptions
     if _WELLFORMED_INTERP.search(pw) or pw.startswith("$") or pw.startswith("%"):
         return
     if pw.isdigit() and len(pw) <= 5:  # host:port@... mis-split
@@ -765,6 +654,7 @@ def _h_header_kv(rule: Rule, sp, data: bytes):
     return _secret_shaped_value(sp, data, 2, 8, "api_key")
 
 
+_FORMAT_DIRECTIVE = re.compile(r"%[A-Za-z]")
 _CURL_PLACEHOLDER = re.compile(r"^(?:change(?:it|me)|pass(?:word)?|pwd|test|token|secret|\*+|x+|y+|\.+)$", re.I)
 
 
@@ -798,6 +688,8 @@ def _h_curl_user(rule: Rule, sp, data: bytes):
         value = user_clean
     else:
         return
+    if _FORMAT_DIRECTIVE.search(word):
+        return  # `date -u +"%Y-%m-%dT%H:%M:%S"`: a format string, not user:password
     if len(value) < 3 or _CURL_PLACEHOLDER.match(value) or shapes.is_placeholder(value):
         return
     if value.startswith("$") or _WELLFORMED_INTERP.search(target) or value.startswith("<") or value.startswith("["):
@@ -839,6 +731,9 @@ _HANDLERS = {
     "curl_user": _h_curl_user,
     "pwvalue": _h_pwvalue,
     "cookie": _h_cookie,
+    "jprop": _h_jprop,
+    "kwvalue": _h_kwvalue,
+    "phrase": _h_phrase,
 }
 
 

@@ -22,10 +22,53 @@ The rule for "looks like a credential" (what may be *remembered*) is `credential
   * not a typed sequence (`is_typed_sequence`: 10+ letters or digits in alphabet order, such as
     `abcdefghij` or `0123456789`): a weak password like that is still redacted where it is
     detected, but remembering it would redact the same common string everywhere;
-  * at least two character classes among lower case, upper case, digits and symbols;
+  * at least two character classes among lower case, upper case, digits and symbols (with
+    three, a value made of words still counts: `hunter2-Xq9-Mv77`);
   * Shannon entropy of at least 2.5 bits per character and at least 5 distinct characters;
-  * not code-like (`os.environ.get(...)`, `self.token`, `process.env.X`) and not an
-    identifier made of letters, `_`, `.` and `-` only.
+  * with fewer than three classes, not code-like (`os.environ.get(...)`, `self.token`,
+    `process.env.X`, `struct_X509_pubkey_st`) and not an identifier made of letters, `_`, `.`
+    and `-` only; never a code name or a secret's name (`SignerAuthToken2`, `db_password`);
+  * not a code token (`is_code_token`: `$_POST[`, `getToken(`, `this.token`, `${...`): a value
+    starting with `$`, `%`, `@` or `&`, holding `(`, `[`, `{` or `}`, ending in `.`, `:` or `=`
+    after letters, or an attribute path; a false finding of that shape must never spread.
+
+CREDENTIAL CONTEXTS (the one place this rule is written; `context_secret`). A value in a
+secret-named context is redacted by default: after a key whose words name a password, passphrase,
+secret, token, API key, credential, auth or private key (`DB_PASSWORD=`, `"apiKey":`,
+`<password>`, `secret: `), after a password flag of a command line (`--password`, `-p` of
+`docker login`/`psexec`/`sshpass`, `mysql -pVALUE`, `-Dsonar.login=`, `-vaultToken`), as a URL's
+userinfo password, or as a connection string's `Password=`/`Pwd=`. "Looks like words" is no
+exception: `DB_PASSWORD=correct-horse-battery` and `hunter2-Xq9-Mv77` are redacted. The only
+exceptions are values that are clearly not a secret:
+  * empty, or shorter than 6 characters (the rules need 6: `"input_tokens": 1234` stays);
+  * a variable or a reference (`is_reference`): `$VAR`, `${VAR}`, `$(cmd)`, `%VAR%`,
+    `process.env.X`, `os.environ[...]`, `getenv(...)`, `{{ ... }}`, `<placeholder>`,
+    `[REDACTED...]`, a YAML tag (`!Ref DbPassword`, `!vault`), a ciphertext meant to be stored
+    (SOPS `ENC[...]`, `vault:v1:`, `$ANSIBLE_VAULT;`);
+  * a function call, an index or an attribute path (`is_code_reference`): `getPassword()`,
+    `os.getenv("X")`, `request.form['pw']`, `config.db.password`, `self.token`, `smtp.gmail.com`
+    (every dotted part is letters with at most trailing digits: `Sup3r.Secr3t` is no path),
+    `(user) => ...`, `!!process.env.X`; unquoted, also a name written as code: snake_case,
+    camelCase or PascalCase letters with at most trailing digits (`db_password`, `userPassword`,
+    `SignerAuthToken`), a generic type (`Set<string>`), which in an env file is rare and in code
+    (`connect(password=db_password)`, `token: TokenResponse;`) is the usual reading; and an
+    unquoted identifier right before `,`, `)` or `}` (`{ tokenSymbol: ticker, ...}`); quoted, a
+    value is a literal. After `:`, an unquoted word followed by more words is prose
+    (`password: Override the config`), and gets the shape checks of weaker evidence;
+  * a documented placeholder (`is_placeholder`): changeme, your-..., xxxx, ****, <token>,
+    example, dummy, `none`, `password`, ...; a run of one or two characters (`------`);
+  * a word that states a status instead of a value (`invalid`, `expired`, `required`, ...), or
+    a message: it ends in `...`, `…` or CJK sentence punctuation (`。`, `？`), or holds a format field
+    (`{error}`, `%s`); a grep line number (`12:...` after `path/token.ts:`);
+  * the name of a secret instead of its value (`is_secret_name`): words joined by `-`, `_` or
+    `.`, one of which is password/secret/token/key/credential (`api-key`, `db-password`,
+    `my-secrets-manager-secret`: an ExternalSecret's `secretKey:`, a vault path's last part);
+    a versioned package name (`jjwt-jackson-0.11.2`, `left-pad@1.3.0`);
+  * filler: one character holds most of the value (entropy under 1.5 bits per character over 12+
+    characters: `glc_1111111111111`). A typed sequence (`abcdefghij12`) is a weak password:
+    redacted, never remembered.
+  * a path or a URL (`/run/secrets/db`, `./key.pem`, `https://vault/...`): where the secret is.
+tests/test_redact_context_rule.py holds each exception and its redacted counterpart.
 """
 
 from __future__ import annotations
@@ -45,7 +88,7 @@ CREDENTIAL_MAX_LEN = 512
 PLACEHOLDER_WORDS = (
     "changeme", "change_me", "change-me", "changeit", "your_", "your-", "yourapi", "yourkey",
     "yourtoken", "yoursecret", "yourpassword", "<your", "placeholder", "example", "dummy",
-    "redacted", "xxxx", "****", "....", "replace_me", "replaceme", "replace-me", "insert_",
+    "redacted", "xxxx", "***", "....", "replace_me", "replaceme", "replace-me", "insert_",
     "insert-", "_here", "-here", "todo", "fixme", "notreal", "not_real", "not-real",
     "fake_", "fakekey", "fake-", "sample", "foobar", "secret_value", "my_secret",
     "mysecret", "mypassword", "my_password",
@@ -256,7 +299,11 @@ def credential_like(value: str, *, allow_typed_sequence: bool = False) -> bool:
         return False
     if is_placeholder(value) or (not allow_typed_sequence and is_typed_sequence(value)):
         return False
-    if is_code_like(value) or _RE_IDENT.match(value):
+    if is_code_token(value) or is_code_reference(value) or is_secret_name(value):
+        return False
+    if char_classes(value) >= 3 and not _RE_PIECES.search(value[-1:]):
+        pass  # `hunter2-Xq9-Mv77`: three character classes are a credential's shape, words or not
+    elif is_code_like(value) or _RE_IDENT.match(value):
         # Letters-only provider tokens (hf_..., random mixed case) still qualify when long and random.
         if not (_RE_WORDY.match(value) and len(value) >= 20 and char_classes(value) >= 2
                 and shannon(value) >= 3.5):
@@ -264,3 +311,107 @@ def credential_like(value: str, *, allow_typed_sequence: bool = False) -> bool:
     if len(set(value)) < 5 or char_classes(value) < 2:
         return False
     return shannon(value) >= 2.5
+
+
+# --- credential contexts (the rule is in the module docstring) --------------------------------
+
+#: Words that, as a whole value after a secret key, state a status or a kind, not a value.
+STATUS_WORDS = frozenset(
+    """invalid expired revoked missing unset notset not_set provided supplied hidden masked
+    required optional disabled enabled omitted removed deleted rotated generated random
+    unchanged unknown present absent encrypted hashed plaintext string number boolean object
+    secret123 undefined nullable""".split()
+)
+_RE_YAML_TAG = re.compile(r"^![A-Za-z][\w:!]*$")
+_IDENT_PART = r"[A-Za-z_$][A-Za-z_$]*[0-9]*"
+_RE_CALL_OR_INDEX = re.compile(
+    r"^[A-Za-z_$][\w$]*(?:(?:\.|\?\.|::|->)[A-Za-z_$][\w$]*)*[ \t]*[(\[]")
+_RE_ATTR_PATH = re.compile(r"^" + _IDENT_PART + r"(?:(?:\.|\?\.|::|->)" + _IDENT_PART + r")+$")
+_RE_SNAKE = re.compile(r"^_*[A-Za-z]+(?:_+[A-Za-z]+)+_*[0-9]*$")
+# camelCase and PascalCase with a hump (`signerCToken`, `SignerAuthLinkToken`, `Pubkey` is one word)
+# (each hump is ONE capital then lower case: no nested quantifier can split a run two ways, so the
+# match is linear in the value)
+_RE_CAMEL = re.compile(r"^_*[a-z]+(?:[A-Z][a-z]*)+[0-9]*$|^[A-Z][a-z]+(?:[A-Z][a-z]*)+[0-9]*$")
+_RE_GENERIC = re.compile(r"^[A-Za-z_][\w.]*<[\w.,<>\[\] |;)]*$")
+_RE_HUMP = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+_RE_GREP_LINE = re.compile(r"^\d{1,6}:")
+_RE_MESSAGE_END = re.compile(r"(?:[。？！…]|\.\.\.)$")
+_RE_FORMAT_FIELD = re.compile(r"\{[A-Za-z_][\w.]{2,}\}|%[sd]|%\([\w]+\)[sdr]")
+
+
+def is_reference(value: str) -> bool:
+    """A variable or a reference standing for the secret (see "Credential contexts")."""
+    v = value.strip().strip("\"'`")
+    if not v:
+        return True
+    if _RE_TEMPLATE.match(v) or _RE_CIPHERTEXT.match(v) or _RE_YAML_TAG.match(v.split()[0]):
+        return True
+    return v.startswith(("${", "$(", "{{", "%(")) or (v.startswith("$") and len(v) > 1 and (v[1].isalpha() or v[1] == "_"))
+
+
+def is_code_reference(value: str, quoted: bool = False) -> bool:
+    """A function call, an index or an attribute path; unquoted, also a variable name
+    (snake_case or camelCase, digits only at the end). See "Credential contexts"."""
+    v = value.strip()
+    if _RE_CALL_OR_INDEX.match(v) or _RE_ATTR_PATH.match(v) or v.startswith(("(", "!!", "=>")):
+        return True  # also `(user) => ...`, `!!process.env.X`
+    if _RE_GENERIC.match(v) or (")" in v and "(" not in v and v.rstrip("):;,").isidentifier()):
+        return True  # a generic type `Set<string>`, the end of a signature `AuthToken):`
+    if quoted:
+        return False
+    if _RE_SNAKE.match(v):
+        return True
+    if _RE_CAMEL.match(v):
+        # words, not a random mix of cases (`QzMltKIpOoeMdeR9`): few short humps
+        words = _RE_HUMP.findall(v)
+        return (sum(map(len, words)) >= 4 * len(words)
+                and sum(len(w) <= 2 for w in words) <= max(1, len(words) // 2))
+    return False
+
+
+def context_secret(value: str, *, quoted: bool = False) -> bool:
+    """Whether `value`, found in a credential context, is redacted (the rule in the module
+    docstring): yes unless it is clearly not a secret."""
+    v = value.strip()
+    if len(v) < 6 or len(v) > 1024:
+        return False
+    if is_reference(v) or is_code_reference(v, quoted) or is_placeholder(v):
+        return False
+    if len(set(v)) < 3 or v.lower() in STATUS_WORDS or is_url_or_path(v) or is_secret_name(v):
+        return False
+    if _RE_MESSAGE_END.search(v) or _RE_FORMAT_FIELD.search(v) or _RE_GREP_LINE.match(v):
+        return False
+    if len(v) >= 12 and shannon(v) < 1.5:
+        return False
+    return True
+
+
+_SECRET_NAME_WORDS = frozenset(
+    "password passwd pwd pass passphrase secret secrets token tokens key keys apikey credential "
+    "credentials creds auth".split())
+_RE_NAME_PARTS = re.compile(r"^[a-z]+(?:[\-_.][a-z]+)+$|^[A-Z]+(?:[\-_.][A-Z]+)+$")
+_RE_CONSTANT = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?::(?:latest|\d+))?$")
+_RE_VERSIONED = re.compile(r"^[A-Za-z][\w.\-]*?[\-@]v?\d+(?:\.\d+)+(?:[\-+][\w.]+)?$")
+
+
+def is_secret_name(value: str) -> bool:
+    """The name of a secret (`api-key`, `DB_PASSWORD`, `my-secrets-manager-secret`) or a
+    versioned package name (`jjwt-jackson-0.11.2`): words, not a value. See "Credential contexts"."""
+    if (len(value) <= 120 and _RE_VERSIONED.match(value)) or _RE_CONSTANT.match(value):
+        return True  # also an env var or constant's name: `DB_PASSWORD`, `API_KEY_SECRET:latest`
+    if not _RE_NAME_PARTS.match(value):
+        return False
+    return any(p in _SECRET_NAME_WORDS for p in re.split(r"[\-_.]", value.lower()))
+
+
+def is_code_token(value: str) -> bool:
+    """A piece of code, never a credential (`$_POST[`, `getToken(`, `this.token`, `${x}`):
+    such a value is never remembered, whatever rule found it."""
+    v = value.strip()
+    if not v:
+        return True
+    if v[0] in "$%@&" or any(ch in v for ch in "()[]{}"):
+        return True
+    if v[-1] in ".:=" and v[:-1].replace("_", "").isalpha():
+        return True
+    return bool(_RE_ATTR_PATH.match(v)) or is_reference(v)

@@ -54,6 +54,10 @@ class ScheduleConfig:
     misfire_grace_s: int = 3600
     index_every_minutes: int = 60
     backfill_every_minutes: int = 10
+    #: the nightly budgets of scheduled runs, home-wide (`schedules.nightly`); the application
+    #: hands in consolidate.max_cost_usd / consolidate.max_calls; None = no nightly cap
+    night_max_cost_usd: float | None = None
+    night_max_calls: int | None = None
 
     @property
     def tz_name(self) -> str:
@@ -480,6 +484,18 @@ def index_due(last_index_at: datetime | None, now: datetime, cfg: ScheduleConfig
 HISTORY_KEEP = 20
 
 
+def spend_entry(calls: Any, cost_usd: Any, writer: Any) -> dict | None:
+    """The history entry's spending fields {"calls", "cost_usd", "writer"} from a run's report
+    (anything not a number counts as 0), or None when the run reported neither calls nor a writer."""
+    def num(v: Any, kind: type) -> Any:
+        return kind(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 else kind(0)
+
+    if not calls and not cost_usd and writer is None:
+        return None
+    return {"calls": num(calls, int), "cost_usd": round(num(cost_usd, float), 6),
+            "writer": writer if isinstance(writer, str) else None}
+
+
 def apply_outcome(
     state: AgentState,
     *,
@@ -492,6 +508,7 @@ def apply_outcome(
     busy: bool = False,
     night: str | None = None,
     scheduled_for: datetime | None = None,
+    spend: Mapping[str, Any] | None = None,
 ) -> AgentState:
     """The agent's state after a run.
 
@@ -502,8 +519,9 @@ def apply_outcome(
     - progress = the run consolidated something, or it cleared a backlog. An automatic run without
       progress makes the agent sit out the rest of `night`.
     - a nightly run records the occurrence it served, so it is not repeated that night.
+    - `spend` (`spend_entry`: calls, cost_usd, writer) joins the run's history entry.
     """
-    entry = {"at": iso(started), "trigger": trigger, "result": result}
+    entry = {"at": iso(started), "trigger": trigger, "result": result, **dict(spend or {})}
     if busy:
         kept = state.last_run_result if state.last_started_at is not None else None
         return replace(state, last_result=result, run_result=kept,
@@ -537,6 +555,7 @@ def apply_manual_run(
     result: str,
     progress: bool,
     backlog: bool,
+    spend: Mapping[str, Any] | None = None,
 ) -> AgentState:
     """The agent's state after a run the user started outside the scheduler (`consolidate --now`).
 
@@ -547,12 +566,13 @@ def apply_manual_run(
     """
     made_progress = progress or (state.backlog and not backlog)
     entry = {"at": iso(started), "trigger": "now", "result": result, "finished": iso(finished),
-             "progress": made_progress, "backlog": backlog}
+             "progress": made_progress, "backlog": backlog, **dict(spend or {})}
     return replace(state, backlog=backlog, skip_night=None if made_progress else state.skip_night,
                    history=(state.history + (entry,))[-HISTORY_KEEP:])
 
 
-def next_run(agent: AgentSchedule, state: AgentState, now: datetime, cfg: ScheduleConfig) -> tuple[datetime | None, str]:
+def next_run(agent: AgentSchedule, state: AgentState, now: datetime, cfg: ScheduleConfig, *,
+             night_spent: bool = False) -> tuple[datetime | None, str]:
     """When the agent's next automatic run is expected, and why (for `schedule status`).
 
     Returns (time, reason), the same answer `pick_next` gives when asked at that time: inside a
@@ -560,14 +580,16 @@ def next_run(agent: AgentSchedule, state: AgentState, now: datetime, cfg: Schedu
     otherwise the earlier of its next nightly occurrence and, with a backlog, the start of the next
     window it does not sit out (backfill runs it then; at the same instant the nightly run wins).
     time is None when nothing automatic will run: paused, disabled, or its hour lies outside the
-    window and it has no backlog.
+    window and it has no backlog. `night_spent`: the current window's nightly budget is spent
+    (`schedules.nightly.spent_reason`), so the agent sits out the rest of this window.
     """
     if cfg.paused:
         return None, automatic_blocked(now, cfg) or "paused"
     if not agent.enabled:
         return None, "schedule disabled"
     cur = _current_window_day(now, cfg)
-    if cur is not None and state.skip_night != night_id(cur[1], cfg):
+    spent_night = night_id(cur[1], cfg) if cur is not None and night_spent else None
+    if cur is not None and state.skip_night != night_id(cur[1], cfg) and spent_night is None:
         if nightly_due(agent, state, now, cfg):
             return now, "nightly run due now (catching up)"
         if state.backlog:
@@ -579,7 +601,7 @@ def next_run(agent: AgentSchedule, state: AgentState, now: datetime, cfg: Schedu
     for k in range(0, 8):  # a week of windows: a sat-out night or a DST quirk skips at most one or two
         day = first_day + timedelta(days=k)
         start, _end = window_of(day, cfg)
-        if state.skip_night == night_id(start, cfg):
+        if night_id(start, cfg) in (state.skip_night, spent_night):
             continue
         if state.backlog and backfill is None and start > now:
             backfill = start

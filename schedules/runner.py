@@ -18,6 +18,9 @@ Invariants:
   keeps two schedulers from working at once.
 - The configuration is reloaded before every decision, so `schedule.paused` and window changes
   take effect without a restart.
+- Scheduled runs share the nightly budgets (`schedules.nightly`): each gets what is left of
+  tonight's, its spending joins the night's ledger in the same state write as its result, and none
+  starts once the night's budget is spent (the pass stops with that reason).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from . import policy
+from . import nightly, policy
 from .lock import AgentLock, Busy
 from .policy import AgentSchedule, ScheduleConfig
 from .state import StateStore
@@ -71,6 +74,14 @@ class RunOutcome:
     backlog: bool
     result: str
     busy: bool = False
+    #: what the run spent: model calls, dollars (as the writer reported them) and the writer's name;
+    #: kept in the run's history entry (`schedule status` sums the cost per night)
+    calls: int = 0
+    cost_usd: float = 0.0
+    writer: str | None = None
+    #: the budgets that stopped the run ("cost", "calls", "passages"); a scheduled run stopped by
+    #: "cost" or "calls" ends tonight's scheduled runs (`schedules.nightly`)
+    exhausted: tuple[str, ...] = ()
 
 
 @dataclass
@@ -79,7 +90,9 @@ class Jobs:
 
     list_agents: Callable[[], list[AgentSpec]]
     index_all: Callable[[], str]
-    consolidate: Callable[[str, str], RunOutcome]  # (agent_id, trigger) -> outcome
+    #: (agent_id, trigger) -> outcome; a scheduled run under nightly caps is called with
+    #: `allowance=` (`schedules.nightly.Allowance`: what is left of tonight's budget) as well
+    consolidate: Callable[..., RunOutcome]
     scrub: Callable[[str], str] = _identity
 
 
@@ -222,15 +235,22 @@ class Runner:
     # -- consolidation ------------------------------------------------------------------------
 
     def _run(self, agent: str, trigger: str, *, night: str | None = None,
-             scheduled_for: datetime | None = None) -> RunRecord:
+             scheduled_for: datetime | None = None, allowance: nightly.Allowance | None = None) -> RunRecord:
         started = self.now()
         log.info("consolidation of %s started (%s)", agent, trigger)
         busy = error = False
         backlog: bool | None
+        spend: dict | None = None
+        exhausted: tuple = ()
         try:
-            outcome = self.jobs.consolidate(agent, trigger)
+            if allowance is None:
+                outcome = self.jobs.consolidate(agent, trigger)
+            else:
+                outcome = self.jobs.consolidate(agent, trigger, allowance=allowance)
             busy, progress, backlog = outcome.busy, bool(outcome.progress), bool(outcome.backlog)
             result = self.clean(outcome.result)
+            spend = policy.spend_entry(outcome.calls, outcome.cost_usd, outcome.writer)
+            exhausted = tuple(outcome.exhausted or ()) if allowance is not None else ()
         except Busy as exc:
             busy, progress, backlog = True, False, None
             result = self.clean(f"busy: {exc}")
@@ -238,9 +258,11 @@ class Runner:
             error, progress, backlog = True, False, None
             result = self.describe_error(f"consolidation of {agent}", exc)
         finished = self.now()
+        ledger = night if trigger in nightly.SCHEDULED and not busy else None
         new = self.state.update_agent(agent, lambda old: policy.apply_outcome(
             old, trigger=trigger, started=started, finished=finished, result=result, progress=progress,
-            backlog=backlog, busy=busy, night=night, scheduled_for=scheduled_for))
+            backlog=backlog, busy=busy, night=night, scheduled_for=scheduled_for, spend=spend),
+            night=ledger, spend=lambda ns: nightly.add_run(ns, spend, exhausted))
         if busy:
             log.info("consolidation of %s skipped: %s", agent, result)
         else:
@@ -278,8 +300,14 @@ class Runner:
                     decision = policy.pick_next(agents, self.state.agent_states(), now, cfg, exclude=busy)
                     if decision is None:
                         return runs, None
+                    spent = self.state.night_spend(decision.night)
+                    why = nightly.spent_reason(cfg, spent)
+                    if why:
+                        log.info("consolidation pass (%s) ends: %s", reason, why)
+                        return runs, why
                     rec = self._run(decision.agent, decision.trigger, night=decision.night,
-                                    scheduled_for=decision.scheduled_for)
+                                    scheduled_for=decision.scheduled_for,
+                                    allowance=nightly.allowance(cfg, spent, decision.night))
                     runs.append(rec)
                     if rec.busy:
                         busy.add(rec.agent)

@@ -6,7 +6,11 @@ Layout::
      "agents": {"<id>": {"last_started_at", "last_finished_at", "last_trigger", "last_result",
                          "last_progress", "backlog", "nightly_for", "skip_night", "history": [...],
                          "last_run_result" (only while the latest attempt was busy)}},
-     "index": {"last_at", "result"}}
+     "index": {"last_at", "result"},
+     "nights": {"<night id>": {"cost_usd", "calls", "runs", "exhausted": [...]}}}
+
+"nights" is the home-wide ledger of the nightly budgets (`schedules.nightly`): what the scheduled
+runs of each of the last 14 nights spent, written in the same update as the run's agent state.
 
 Invariants: every write is atomic (temp file + os.replace, mode 0600) and every read-modify-write
 holds a lock (a thread lock plus `flock` on `state.json.lock` where fcntl exists), so the daemon's
@@ -28,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from . import nightly
+from .nightly import NightSpend
 from .policy import AgentState, iso, parse_iso
 
 try:
@@ -130,8 +136,10 @@ class StateStore:
             self._write(data)
             return data
 
-    def update_agent(self, agent_id: str, fn: Callable[[AgentState], AgentState]) -> AgentState:
-        """Replace one agent's state by `fn(old)`; returns the new state.
+    def update_agent(self, agent_id: str, fn: Callable[[AgentState], AgentState], *, night: str | None = None,
+                     spend: Callable[[NightSpend], NightSpend] | None = None) -> AgentState:
+        """Replace one agent's state by `fn(old)`; returns the new state. With `night` and `spend`,
+        the same write replaces that night's ledger entry by `spend(old)` (see `night_spend`).
 
         An entry that is not a JSON object (a hand edit) is taken as empty (logged) and replaced."""
         out: list[AgentState] = []
@@ -144,9 +152,19 @@ class StateStore:
             new = fn(AgentState.from_dict(entry))
             data["agents"][agent_id] = new.to_dict()
             out.append(new)
+            if night is not None and spend is not None:
+                nights = data.get("nights") if isinstance(data.get("nights"), dict) else {}
+                nights[night] = spend(NightSpend.from_dict(nights.get(night))).to_dict()
+                data["nights"] = nightly.prune(nights)
 
         self.update(change)
         return out[0]
+
+    def night_spend(self, night: str) -> NightSpend:
+        """What the scheduled runs of night `night` spent (nothing for an unknown night or a hand-
+        edited entry that is not an object)."""
+        nights = self.load().get("nights")
+        return NightSpend.from_dict(nights.get(night) if isinstance(nights, dict) else None)
 
     def index_state(self) -> tuple[Any, str | None]:
         """(last index time, its result) or (None, None)."""

@@ -48,8 +48,8 @@ def test_disabled_agent_is_still_found_and_flagged(reverie_home):
     assert agents.is_disabled(reverie_home, "shop")
     (row,) = agents.list_agents(reverie_home)
     assert row == {"id": "shop", "cwd": "/home/dev/shop", "cwds": ["/home/dev/shop"], "conversations": 0,
-                   "messages": 0, "first": None, "last": None, "transcripts_on_disk": 0, "disabled": True,
-                   "db_bytes": 0}
+                   "messages": 0, "first": None, "last": None, "transcripts_on_disk": 0, "harnesses": {},
+                   "disabled": True, "db_bytes": 0}
 
 
 def test_lookup_uses_the_standard_library_only(reverie_home):

@@ -145,12 +145,14 @@ def test_every_command_on_an_empty_home_exits_0_1_or_2_with_no_traceback(tmp_pat
 def test_consolidate_now_json_has_the_issue_4_fields_and_a_second_run_writes_nothing(_built, consolidated_home):
     first = _built["first_run"]
     assert [{k: s[k] for k in ISSUE4_KEYS} for s in first] == [
-        {"agent": "demo", "conversations": 1, "passages": 15, "candidates": 0, "calls": 0, "cards_written": 0,
+        # Issue 13: sub-agent conclusions, the files read, the user's answers and failed commands are
+        # passages too; the agent's narration is not.
+        {"agent": "demo", "conversations": 1, "passages": 90, "candidates": 31, "calls": 0, "cards_written": 2,
          "cards_rejected": {}, "cost_usd": 0.0, "backlog": False, "errors": []},
-        {"agent": "spotter", "conversations": 1, "passages": 2, "candidates": 0, "calls": 0, "cards_written": 0,
+        {"agent": "spotter", "conversations": 1, "passages": 2, "candidates": 1, "calls": 0, "cards_written": 0,
          "cards_rejected": {}, "cost_usd": 0.0, "backlog": False, "errors": []},
-        {"agent": "spotter-gqc", "conversations": 1, "passages": 105, "candidates": 11, "calls": 0,
-         "cards_written": 4, "cards_rejected": {}, "cost_usd": 0.0, "backlog": False, "errors": []},
+        {"agent": "spotter-gqc", "conversations": 1, "passages": 176, "candidates": 52, "calls": 0,
+         "cards_written": 10, "cards_rejected": {}, "cost_usd": 0.0, "backlog": False, "errors": []},
     ]
     dbs = {a: consolidated_home / "agents" / a / "agent.db" for a in ("demo", "spotter", "spotter-gqc")}
     # The run record (`runs`) and the trust pass's idempotence key are bookkeeping of the run itself.
@@ -190,19 +192,19 @@ def test_reporting_commands_print_the_documented_json_on_the_consolidated_fixtur
     ]
     assert all(a["first"] <= a["last"] for a in agents)
 
-    r = j("recall", "--agent", "spotter-gqc", "--prompt", "TranscriptRenderer message ID normalization", "--json")
+    r = j("recall", "--agent", "spotter-gqc", "--prompt", "SQLite table-rewrite migrations", "--json")
     assert {"agent", "standing", "entities", "notes", "text", "warnings"} <= set(r)   # issues 6 and 8
     assert r["notes"] and all({"id", "statement", "category", "date", "sessions", "score", "confidence",
                                "maturity"} <= set(n) for n in r["notes"])
     assert r["notes"][0]["statement"] in r["text"]
 
-    found = j("search", "TranscriptRenderer", "--agent", "spotter-gqc", "--json")     # issue 6, item 9
-    assert (found["agent"], found["query"]) == ("spotter-gqc", "TranscriptRenderer")
+    found = j("search", "AnnotationMessageRef", "--agent", "spotter-gqc", "--json")   # issue 6, item 9
+    assert (found["agent"], found["query"]) == ("spotter-gqc", "AnnotationMessageRef")
     assert found["cards"] and all({"id", "statement", "date"} <= set(c) for c in found["cards"])
     assert all({"conversation", "at", "snippet"} <= set(h) for h in found["history"])
 
-    g = j("graph", "spotter-gqc", "--agent", "spotter-gqc", "--json")               # issue 5, item 8
-    assert g["entity"] == {"name": "spotter-gqc", "type": "service", "aliases": []}
+    g = j("graph", "AnnotationMessageRef", "--agent", "spotter-gqc", "--json")      # issue 5, item 8
+    assert g["entity"] == {"name": "AnnotationMessageRef", "type": "other", "aliases": []}
     assert isinstance(g["relations"], list)
 
     st = j("schedule", "status", "--json")                                          # issue 7, item 4
@@ -248,15 +250,15 @@ def test_installed_hook_command_runs_under_sh_and_injects_and_install_is_idempot
 
     stdin = json.dumps({"session_id": "audit-1", "cwd": "/home/USER/projects/spotter-worktrees/spotter-gqc",
                         "hook_event_name": "UserPromptSubmit", "permission_mode": "default",
-                        "prompt": "How does TranscriptRenderer normalize the message ID?"})
+                        "prompt": "Why does the migration for SQLite need a table rewrite?"})
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     proc = subprocess.run(["sh", "-c", hook["command"]], input=stdin, capture_output=True, text=True,
                           env=env, timeout=30)
     assert (proc.returncode, proc.stderr) == (0, "")
     out = json.loads(proc.stdout)
     assert out["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
-    assert ("TranscriptRenderer message ID normalization (prefer DB `id` over JSONL `uuid`)."
-            in out["hookSpecificOutput"]["additionalContext"])
+    assert ("Established that this project uses table-rewrite migrations for any column modification SQLite "
+            "doesn't support natively." in out["hookSpecificOutput"]["additionalContext"])
 
 
 # ---------------------------------------------------------------------------------------------

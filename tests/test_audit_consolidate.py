@@ -648,7 +648,7 @@ def test_resume_after_a_failed_call_or_a_passage_budget_equals_one_clean_run(sam
     for a in agents:
         consolidate_agent(clean, a, writer="offline")
     want = {a: state(clean, a) for a in agents}
-    assert len(want["billing-api"][0]) == 6 and len(want["billing-api"][1]) == 3
+    assert len(want["billing-api"][0]) == 7 and len(want["billing-api"][1]) == 3
 
     failed = fresh("failed")
     s = consolidate_agent(failed, "billing-api", writer=_FailOnCall(3))
@@ -700,8 +700,8 @@ def test_shared_fixture_cards_carry_only_named_things(reverie_home, tmp_path):
     out = _consolidate_cli(reverie_home, SHARED_FIXTURES)
     assert {s["agent"]: s["cards_written"] for s in out}["spotter-gqc"] >= 1
     names = _entities(reverie_home / "agents" / "spotter-gqc" / "agent.db")
-    assert "TranscriptRenderer" in names and "LiveView" in names
-    assert _junk(names) == []
+    assert "AnnotationMessageRef" in names and "SQLite" in names
+    assert _junk(names) == [] and "Added" not in names
 
 
 def test_sample_cards_carry_only_named_things(reverie_home, samples):

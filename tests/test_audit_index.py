@@ -401,17 +401,17 @@ def test_search_lists_cards_then_history_and_never_our_injected_memory(searchabl
     assert unscored(found["cards"]) == [{
         "id": 1, "statement": "Always deploy billing-api to staging first, because prod broke last week.",
         "category": "preference", "status": "active", "superseded_by": None, "sessions": 1, "date": "2026-03-01",
-        "last_seen": "2026-03-01"}]
+        "last_seen": "2026-03-01", "harnesses": ["claude-code"]}]
     assert unscored(found["history"]) == [
-        {"conversation": "s1", "message_id": 3, "at": "2026-03-01T10:00:05.000Z", "role": "assistant", "type": "text",
+        {"conversation": "s1", "harness": "claude-code", "message_id": 3, "at": "2026-03-01T10:00:05.000Z", "role": "assistant", "type": "text",
          "tool": None, "snippet": "Understood: [billing]-[api] goes to [staging] before prod."},
-        {"conversation": "s1", "message_id": 1, "at": "2026-03-01T10:00:00.000Z", "role": "user", "type": "text",
+        {"conversation": "s1", "harness": "claude-code", "message_id": 1, "at": "2026-03-01T10:00:00.000Z", "role": "user", "type": "text",
          "tool": None,
          "snippet": "From now on always deploy [billing]-[api] to [staging] first, because prod broke last week."}]
     text = cli(searchable, "search", "--agent", "shop", "billing-api", "staging").output.splitlines()
     assert text[:3] == ["Memory of shop for 'billing-api staging':", "Cards:",
-                        "  #1 [preference, 2026-03-01] Always deploy billing-api to staging first, because prod broke last week."]
-    assert text[3] == "History:" and text[4].startswith("  2026-03-01 10:00  s1  assistant: ")
+                        "  #1 [preference, 2026-03-01, from claude-code] Always deploy billing-api to staging first, because prod broke last week."]
+    assert text[3] == "History:" and text[4].startswith("  2026-03-01 10:00  s1 (claude-code)  assistant: ")
     # Words only in the injected block are never found; the block is not history.
     for words_only_injected in ("kubernetes", "nearest", "outdated"):
         assert search_json(searchable, "shop", words_only_injected) == {

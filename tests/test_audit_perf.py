@@ -207,7 +207,7 @@ def test_hook_on_a_consolidated_home_is_light_and_opens_one_agent_db(home, event
 #: atomic write hook-safe) and, at session start only, graph.episodes (the closing note says so).
 DOCUMENTED_HOOK_MODULES = {"reverie", "reverie.consolidate", "reverie.consolidate.cli", "reverie.consolidate.paths", "reverie.consolidate.settings",
                            "reverie.consolidate.agents", "reverie.consolidate.hook", "reverie.graph", "reverie.graph.recall", "reverie.graph.text",
-                           "reverie.graph.trust", "reverie.graph.db", "reverie.graph.recall_embed", "reverie.graph.files", "reverie.redact", "reverie.redact.memory"}
+                           "reverie.graph.trust", "reverie.graph.db", "reverie.graph.recall_embed", "reverie.graph.model_cache", "reverie.graph.files", "reverie.redact", "reverie.redact.memory"}
 
 
 @pytest.mark.parametrize("event, extra", [("session-start", {"reverie.graph.episodes"}), ("user-prompt-submit", set())])

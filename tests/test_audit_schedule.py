@@ -396,8 +396,8 @@ def test_status_backlog_after_consolidate_now_clears_it(reverie_home, shared_fix
     runner.now = Clock(paris(2026, 6, 10, 2))
     consolidate = runner.jobs.consolidate
 
-    def then_stop(agent, trigger):  # the daemon is stopped after spotter-gqc's nightly run
-        out = consolidate(agent, trigger)
+    def then_stop(agent, trigger, **kw):  # the daemon is stopped after spotter-gqc's nightly run
+        out = consolidate(agent, trigger, **kw)
         if agent == "spotter-gqc":
             runner.stop.set()
         return out
@@ -406,12 +406,14 @@ def test_status_backlog_after_consolidate_now_clears_it(reverie_home, shared_fix
     runner.tick()
     assert runner.state.agent_states()["spotter-gqc"].backlog is True
 
-    for _ in range(5):  # the user finishes the work by hand
-        res = CliRunner().invoke(build_cli(), ["consolidate", "--now", "--agent", "spotter-gqc", "--json"])
-        assert res.exit_code == 0, res.output
-        if json.loads(res.output)["backlog"] is False:
-            break
-    assert json.loads(res.output)["backlog"] is False
+    # The user finishes the work by hand (demo's 90 passages, issue 13, also pass max_passages).
+    for agent in ("demo", "spotter-gqc"):
+        for _ in range(8):
+            res = CliRunner().invoke(build_cli(), ["consolidate", "--now", "--agent", agent, "--json"])
+            assert res.exit_code == 0, res.output
+            if json.loads(res.output)["backlog"] is False:
+                break
+        assert json.loads(res.output)["backlog"] is False
 
     res = CliRunner().invoke(build_cli(), ["schedule", "status", "--json"])
     assert res.exit_code == 0, res.output

@@ -177,3 +177,24 @@ def test_hyphenated_english_compounds_are_not_entities():
     assert [n.name for n in named_things(text)] == [
         "auth-service", "mini-lola", "prod-k8s", "billing-api", "acme-invoices", "kafka-consumer", "order-events",
         "docker-compose"]
+
+
+def test_a_turn_addressed_to_the_agent_is_read_as_coding_work():
+    """Issue 13: after an agent reply, approvals and one-off requests are no candidates, rules and
+    statements about the project are; a turn among people keeps the conversation reading."""
+    from reverie.consolidate.classify import agent_exchange
+
+    def keep(text: str, previous: str = "Done: the branch is merged.") -> tuple[str, bool]:
+        p = Passage(key="user:2", kind="user", text=text, conversation="c", message_id=2, timestamp="",
+                    previous_reply=previous)
+        j = classify(p)
+        return j.category, j.keep >= 0.5 and j.category != "none"
+
+    assert keep("yes") == ("none", False)
+    assert keep("commit and move on") == ("none", False)
+    assert keep("Never amend commits that are already pushed; add a new commit instead.") == ("preference", True)
+    assert keep("We moved auth-service off mini-lola, it runs on prod-k8s now.")[1] is True
+    chat = Passage(key="user:2", kind="user", text="Caroline: I went to the LGBTQ support group yesterday.",
+                   conversation="c", message_id=2, timestamp="", context="Melanie: How are you?", context_id=1)
+    assert not agent_exchange(chat) and agent_exchange(Passage(key="user:2", kind="user", text="ok", conversation="c",
+                                                               message_id=2, timestamp="", previous_reply="Done."))

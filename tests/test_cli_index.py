@@ -40,16 +40,26 @@ def test_index_agents_show_json_contracts(tmp_path):
     s = json.loads(r.output)
     assert {k: s[k] for k in ("files_seen", "files_changed", "messages_added", "skipped", "rejected")} == {
         "files_seen": 1, "files_changed": 1, "messages_added": 2, "skipped": {"progress": 1}, "rejected": {}}
+    # only the folder given is read, with its own accounting
+    assert s["harnesses"] == {"claude-code": {
+        "root": str((tmp_path / "projects").resolve()), "files_seen": 1, "files_changed": 1, "messages_added": 2,
+        "skipped": {"progress": 1}, "rejected": {}, "blocks_added": 2, "lines_merged": 0, "titles": 0,
+        "lines_read": 3, "lines": {"assistant": {"stored": 1}, "progress": {"progress": 1}, "user": {"stored": 1}},
+        "repaired": {}}}
 
     r = run(home, "agents", "--json")
     (row,) = json.loads(r.output)
     assert {k: row[k] for k in ("id", "cwd", "conversations", "messages", "first", "last", "transcripts_on_disk")} == {
         "id": "shop", "cwd": "/home/dev/shop", "conversations": 1, "messages": 2,
         "first": "2026-03-01T10:00:00.000Z", "last": "2026-03-01T10:00:05.000Z", "transcripts_on_disk": 1}
+    assert row["harnesses"] == {"claude-code": {"conversations": 1, "messages": 2}}
+    text = run(home, "agents").output.splitlines()
+    assert text[1].startswith("shop ") and text[1].endswith("/home/dev/shop  [claude-code 1/2]")
 
     r = run(home, "show", "conversation", SESSION[:8], "--json")
     conv = json.loads(r.output)
-    assert (conv["id"], conv["agent"], conv["rebuilt"], conv["transcript_on_disk"]) == (SESSION, "shop", False, True)
+    assert (conv["id"], conv["agent"], conv["harness"], conv["rebuilt"], conv["transcript_on_disk"]) == (
+        SESSION, "shop", "claude-code", False, True)
     assert [(m["role"], [b["text"] for b in m["blocks"]]) for m in conv["messages"]] == [
         ("user", ["Why does checkout fail?"]), ("assistant", ["The cart total overflows."])]
 
@@ -58,7 +68,7 @@ def test_index_agents_show_json_contracts(tmp_path):
     r = run(home, "show", "conversation", SESSION, "--agent", "shop")
     assert r.exit_code == 0
     assert r.output.splitlines()[:6] == [
-        f"Conversation {SESSION}  (agent shop)",
+        f"Conversation {SESSION}  (agent shop, claude-code)",
         "Title: Why does checkout fail?",
         "Directory: /home/dev/shop   branch: main",
         "From 2026-03-01T10:00:00.000Z to 2026-03-01T10:00:05.000Z, 2 messages",

@@ -30,6 +30,9 @@ EXPECTED_CARDS = {
         ("This repo uses pnpm, not npm: the lockfile is pnpm-lock.yaml, so don't let anything generate a "
          "package-lock.json.", "preference", 4, 1.0, "user:30"),
         ("Never run migrations on prod directly; always go through the deploy pipeline.", "correction", 4, 0.9, "user:15"),
+        # A sub-agent's report (issue 13: sidechain conclusions are passages).
+        ("PDF rendering moved to a BullMQ background job; the export route returns 202 with a job id.",
+         "pattern", 2, 0.5, "report:57.0"),
         # The assistant's list of findings: one fact card carrying the three relations.
         ("billing-api stores invoice PDFs in the S3 bucket `acme-invoices`; billing-api depends on auth-service; "
          "auth-service runs on mini-lola, the Mac mini in the office rack.", "fact", 2, 0.5, "assistant:39.1"),
@@ -37,8 +40,7 @@ EXPECTED_CARDS = {
          "commit at the end.", "preference", 4, 1.0, "user:40"),
     ],
     "infra": [
-        ("State is remote: the s3 bucket `acme-tfstate` with locking in the DynamoDB table `tf-locks`.",
-         "decision", 3, 0.5, "assistant:4.0"),
+        # The agent's restatement ("State is remote: ...") is a label-led fragment: no card (issue 13).
         ("Decided on remote state in acme-tfstate with DynamoDB locking because two people applied at once last "
          "year and corrupted the local state.", "decision", 4, 1.0, "user:5"),
     ],
@@ -74,8 +76,8 @@ def test_consolidate_samples_offline_exact_cards(indexed):
     out = json.loads(res.output)
     assert [(s["agent"], s["conversations"], s["cards_written"], s["cards_rejected"], s["calls"], s["cost_usd"],
              s["backlog"], s["errors"]) for s in out] == [
-        ("billing-api", 3, 7, {}, 0, 0.0, False, []),
-        ("infra", 1, 2, {}, 0, 0.0, False, []),
+        ("billing-api", 3, 8, {}, 0, 0.0, False, []),
+        ("infra", 1, 1, {}, 0, 0.0, False, []),
     ]
     for agent, expected in EXPECTED_CARDS.items():
         conn = sqlite3.connect(indexed / "agents" / agent / "agent.db")
@@ -109,10 +111,92 @@ def test_consolidate_samples_offline_exact_cards(indexed):
 def test_text_output_and_errors_name_the_fix(indexed):
     res = _invoke(indexed, "consolidate", "--now", "--agent", "infra")
     assert res.exit_code == 0
-    assert res.output.startswith("infra: 2 cards written from 1 conversations")
+    assert res.output.startswith("infra: 1 cards written from 1 conversations")
     res = _invoke(indexed, "consolidate", "--now", "--agent", "nope")
     assert res.exit_code == 1 and "reverie index" in res.output
     res = _invoke(indexed, "consolidate", "--agent", "infra")
     assert res.exit_code == 1 and "--now" in res.output
     res = _invoke(indexed, "consolidate", "--now", "--agent", "infra", "--writer", "anthropic")
     assert res.exit_code == 1 and "ANTHROPIC_API_KEY" in res.output
+
+
+# ---------------------------------------------------------------------------------------------
+# the default writer `auto`, and errors as JSON
+
+
+def _shop(home: Path) -> None:
+    from fakes import make_agent
+
+    make_agent(home, "shop", {"s-1": [("user", "From now on, always use pnpm instead of npm in this repo."),
+                                      ("assistant", "Understood: pnpm from now on.")]})
+
+
+def _claude(tmp_path: Path, monkeypatch, **kw) -> Path:
+    import os
+
+    from fakes import install_fake_claude
+
+    log = tmp_path / "claude-calls.jsonl"
+    install_fake_claude(tmp_path / "bin", log, **kw)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def test_auto_without_claude_or_key_runs_offline_and_says_why(reverie_home):
+    _shop(reverie_home)
+    res = _invoke(reverie_home, "consolidate", "--now", "--agent", "shop", "--json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert (out["writer"], out["writer_reason"], out["calls"]) == (
+        "offline", "auto: `claude` is not on PATH, and no Anthropic API key is set (ANTHROPIC_API_KEY or settings "
+                   "anthropic.api_key)", 0)
+
+
+def test_auto_with_a_logged_in_claude_runs_the_claude_cli_writer(reverie_home, tmp_path, monkeypatch):
+    _shop(reverie_home)
+    log = _claude(tmp_path, monkeypatch, login=True)
+    res = _invoke(reverie_home, "consolidate", "--now", "--agent", "shop", "--json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert (out["writer"], out["writer_reason"], out["calls"], out["cost_usd"], out["cards_written"]) == (
+        "claude-cli", "auto: `claude` is on PATH and logged in with your Claude login (claude.ai, max plan)",
+        1, 0.0021, 1)
+    # one auth check, then one card-writing call
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [c["argv"][-3:] for c in calls] == [["auth", "status", "--json"], ["", "--max-turns", "2"]]
+
+
+def test_auto_prefers_an_api_key_over_a_claude_that_is_not_logged_in(tmp_path, monkeypatch):
+    from reverie.consolidate.writers.select import choose
+
+    _claude(tmp_path, monkeypatch, login=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-for-the-anthropic-writer")
+    assert choose({"claude_cli": {}, "anthropic": {}}) == (
+        "anthropic", "`claude` is on PATH but not logged in (ANTHROPIC_API_KEY is kept from it: "
+                     "claude_cli.pass_api_key is false); ANTHROPIC_API_KEY is set")
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    assert choose({"claude_cli": {}, "anthropic": {"api_key": "sk-ant-api03-in-settings"}}) == (
+        "anthropic", "`claude` is on PATH but not logged in; settings anthropic.api_key is set")
+    assert choose({"claude_cli": {}, "anthropic": {}}) == (
+        "offline", "`claude` is on PATH but not logged in, and no Anthropic API key is set (ANTHROPIC_API_KEY or "
+                   "settings anthropic.api_key)")
+
+
+def test_a_claude_auth_failure_under_json_prints_a_json_error_naming_the_fix(reverie_home, tmp_path, monkeypatch):
+    """ANTHROPIC_API_KEY set, no Claude login, pass_api_key off: the run stops at the first call and
+    --json prints the error (what to run or set) on stdout; exit 1; the key is never printed."""
+    _shop(reverie_home)
+    log = _claude(tmp_path, monkeypatch, login=False)
+    key = "sk-ant-api03-" + "k" * 40
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    res = _invoke(reverie_home, "consolidate", "--now", "--agent", "shop", "--writer", "claude-cli", "--json")
+    assert res.exit_code == 1
+    out = json.loads(res.stdout)
+    assert out == {"error": {"kind": "ApiAuthFailed", "message": (
+        "claude could not authenticate (Not logged in · Please run /login): ANTHROPIC_API_KEY is set, but reverie "
+        "keeps it from the child because claude_cli.pass_api_key is false, so `claude` needs your Claude login: run "
+        "`claude auth login` (or /login inside `claude`); or let it bill the key: `reverie settings set "
+        "claude_cli.pass_api_key true`; or use --writer anthropic. `reverie doctor` shows which credential the "
+        "claude child uses.")}}
+    assert res.stderr == f"Error: {out['error']['message']}\n"
+    assert key not in res.output and len(log.read_text().splitlines()) == 1

@@ -7,7 +7,7 @@ from reverie.consolidate.store import open_db
 from reverie.graph.embed import LexicalEmbedder, Model2VecEmbedder, from_blob, load_embedder, to_blob
 from reverie.graph.store import ensure_vectors
 
-from conftest import SHARED_MODEL
+from locations import SHARED_MODEL
 
 
 def cos(e, a, b):

@@ -9,7 +9,7 @@ import pytest
 from reverie.graph.dedupe import analyze, judge_pair
 from reverie.graph.embed import LexicalEmbedder, Model2VecEmbedder
 
-from conftest import SHARED_MODEL
+from locations import SHARED_MODEL
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))

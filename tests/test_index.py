@@ -315,12 +315,15 @@ def test_a_merely_truncated_line_is_one_rejected_line_not_a_nested_phantom():
     transcript line (a message or a title with its session): an object nested in a truncated line
     (`"content":[{"type":"text",...}`) is not one."""
     from reverie.consolidate.index import _torn_line_rest
+    from reverie.sources.claude_code import line_parser
+
+    parse = line_parser(None)
 
     whole = json.dumps({"type": "user", "uuid": "u3", "sessionId": "s1", "cwd": "/w",
                          "timestamp": "2026-01-01T00:00:00Z", "message": {"role": "user", "content": "hi there"}})
-    rest = _torn_line_rest(('{"type":"us' + whole).encode())
+    rest = _torn_line_rest(('{"type":"us' + whole).encode(), parse)
     assert (rest.outcome, rest.record.uuid, rest.session_id) == ("message", "u3", "s1")
     truncated = json.dumps({"type": "assistant", "uuid": "a", "sessionId": "s", "message": {
         "role": "assistant", "content": [{"type": "text", "text": "x"}]}})[:-2]
-    assert _torn_line_rest(truncated.encode()) is None
-    assert _torn_line_rest(b'{"type":"user","message":{"role":"user","content":[{"type":"text"') is None
+    assert _torn_line_rest(truncated.encode(), parse) is None
+    assert _torn_line_rest(b'{"type":"user","message":{"role":"user","content":[{"type":"text"', parse) is None

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from reverie.consolidate.index import index_all, rescan_agent, shape_checked
+from reverie.consolidate.index import index_all
+from reverie.consolidate.index_rescan import rescan_agent
+from reverie.consolidate.index_shape import shape_checked
 from reverie.consolidate.paths import agent_db_path, secrets_dir
-from reverie.consolidate.source import parse_line
+from reverie.sources.claude_code import parse_line
 from reverie.consolidate.store import open_db
 from reverie.graph import episodes as ep
 from reverie.graph import trust

@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 
 from reverie.consolidate import index as index_mod
-from reverie.consolidate.index import _LeafPacker, index_all, line_key, load_conversation, unkey
+from reverie.consolidate.index import index_all
+from reverie.consolidate.index_read import load_conversation
+from reverie.consolidate.index_shape import line_key, unkey
+from reverie.consolidate.index_write import _LeafPacker
 from reverie.consolidate.paths import agent_db_path
 import transcripts
 from transcripts import write

@@ -12,7 +12,7 @@ from reverie.graph.entities import known_entities
 from reverie.graph.merge import EVIDENCE_CAP, MergeSession, merge_card
 from reverie.graph.model import EntityRef, Evidence, NewCard, RelationRef
 
-from conftest import SHARED_MODEL
+from locations import SHARED_MODEL
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
 

@@ -259,3 +259,31 @@ def test_an_answer_to_a_question_asked_before_the_askers_last_sentence_carries_i
         [('Caroline painted a sunset over the lake with bright oranges (asked by Melanie: "What did you paint '
           'last week?").', ["P1"])],
         [("Caroline painted a sunset over the lake with bright oranges.", ["P1"])]]
+
+
+def test_coding_statements_are_memory_not_transcript():
+    """Issue 13: narration, questions, transient states, fragments, code and one-off requests give
+    no card; rules, facts with a named thing and corrections do; the outdated half is dropped."""
+    from reverie.consolidate.passages import Passage as P
+    from reverie.consolidate.writers.offline_coding import statement_for
+
+    def said(text: str, kind: str = "assistant") -> str | None:
+        got = statement_for(P(key=f"{kind}:1", kind=kind, text=text, conversation="c", message_id=1, timestamp="",
+                              previous_reply="Done." if kind == "user" else ""))
+        return got[0] if got else None
+
+    assert said("Now let me update the `Producer` interface.") is None
+    assert said("Should I also update `config.ts`?") is None
+    assert said("The DNS is configured correctly.") is None
+    assert said("2. Add a new gRPC client") is None
+    assert said("`const port = env.PORT ?? 8787;`") is None
+    assert said("Lets look at making changes in the public graphql resolver layer", "user") is None
+    assert said("Good catch. `mix ash.codegen` migrations are not SQLite-safe because SQLite lacks ALTER COLUMN. "
+                "Let me rewrite it.") == "`mix ash.codegen` migrations are not SQLite-safe because SQLite lacks ALTER COLUMN."
+    assert said("Never make manual changes to generated files under gen/.", "user") == \
+        "Never make manual changes to generated files under gen/."
+    assert said("From now on, use pnpm instead of npm in this repo.", "user") == "Use pnpm instead of npm in this repo."
+    assert said("The server used port 8787 before, now it listens on port 8080 in the container.") == \
+        "The server now listens on port 8080 in the container."
+    assert said('"Which mode?"="Interactive (confirm each step)"', "answer") == \
+        'The user chose "Interactive (confirm each step)" for: Which mode.'

@@ -32,14 +32,15 @@ def test_cut_passages_kinds_context_and_skips():
     cut = cut_passages("c", msgs)
     assert [(p.key, p.kind, p.exchange) for p in cut.passages] == [
         ("user:2", "user", 2), ("assistant:5.1", "assistant", 2), ("assistant:5.2", "assistant", 2),
-        ("summary:8.0", "summary", 2)]
-    user, a1, a2, summary = cut.passages
+        ("report:7.0", "report", 2), ("summary:8.0", "summary", 2)]
+    # A sub-agent's (sidechain) conclusions are report passages (issue 13); its prompts are not.
+    user, a1, a2, side, summary = cut.passages
     assert user.clipped and len(user.text) <= USER_MAX + 1 and user.original_size > USER_MAX
     assert a1.text == "The root cause is the nginx proxy_read_timeout of 30s on the gateway."
     assert a1.context.startswith("Why do exports fail for big invoices?") and len(a1.context) <= CONTEXT_MAX + 1
     assert a2.clipped and len(a2.text) <= PARAGRAPH_MAX + 1
     assert "proxy_read_timeout 30s;" not in " ".join(p.text for p in cut.passages)
-    assert cut.skipped == {"noise": 1, "tool_result": 1, "short_paragraph": 2, "injected": 1, "sidechain": 1, "meta": 1}
+    assert cut.skipped == {"noise": 1, "tool_result": 1, "short_paragraph": 2, "injected": 1, "meta": 1}
 
 
 def test_after_id_gives_context_without_repeating_passages():
@@ -74,3 +75,36 @@ def test_a_human_turn_right_after_another_carries_it_as_context():
         ("user:4", "", 0, "Noted, that sounds like a good trip for the two of you, and a nice memory."),
         ("user:7", "", 0, "Noted, that sounds like a good trip for the two of you, and a nice memory."),
     ]
+
+
+def test_tool_results_that_carry_knowledge_become_passages_once():
+    """Issue 13: the user's answers, docs/config files the agent read (whole, line numbers off, once),
+    a sub-agent's report and a failed command reach the classifier; other tool output does not."""
+    from reverie.consolidate.passages import is_narration
+
+    read_claude = ("Read", "file_path: /repo/CLAUDE.md", False, "     1\u2192# Rules\n     2\u2192Never edit files under gen/.")
+    msgs = [
+        Msg(1, "user", texts=["Set up the release job for billing-api."]),
+        Msg(2, "user", kind="tool_result", has_tool_result=True, tool_results=[
+            ("AskUserQuestion", "", False, 'User has answered your questions: "Which registry?"="GitHub Packages". '
+                                           "You can now continue with the user's answers in mind."),
+            read_claude,
+            ("Read", "file_path: /repo/src/app.ts", False, "     1\u2192export const x = 1;"),
+            ("Bash", "command: git push origin main", True, "remote: error: GH013: Changes must be made through a pull request."),
+            ("Bash", "command: ls", False, "a b c"),
+        ]),
+        Msg(3, "user", kind="tool_result", has_tool_result=True, tool_results=[
+            read_claude,
+            ("Task", "description: survey", False, "The billing-api reads its config from config/prod.toml at start."),
+        ]),
+    ]
+    cut = cut_passages("c", msgs)
+    assert [(p.key, p.kind, p.text, p.context) for p in cut.passages] == [
+        ("user:1", "user", "Set up the release job for billing-api.", ""),
+        ("answer:2.0", "answer", '"Which registry?"="GitHub Packages".', ""),
+        ("file:2.1", "file", "/repo/CLAUDE.md:\n# Rules\nNever edit files under gen/.", "/repo/CLAUDE.md"),
+        ("error:2.3", "error", "$ git push origin main remote: error: GH013: Changes must be made through a pull request.",
+         "git push origin main"),
+        ("report:3.1.0", "report", "The billing-api reads its config from config/prod.toml at start.", "")]
+    assert is_narration("Let me check the config first.") and is_narration("Want me to delete the branch?")
+    assert not is_narration("Let me note: the build requires Docker because proto generation runs in a container.")

@@ -61,17 +61,17 @@ def test_offline_run_writes_cards_progress_and_run_record(reverie_home):
         "agent": "demo", "conversations": 1, "passages": 5, "candidates": 4, "calls": 0, "cards_written": 3,
         "cards_rejected": {}, "cost_usd": 0.0, "backlog": False, "errors": []}
     # The offline writer gets one call per exchange: the exchange of "We moved auth-service ..." has
-    # two candidates (the user turn and the agent's "Noted: ..."), so at most ceil(2/3) = 1 card, the
-    # user's; the first person is stated as the point ("We moved X off Y" -> "Moved X off Y").
+    # two candidates (the user turn and the agent's "Noted: ..."), so at most ceil(2/3) = 1 card: the
+    # agent's restatement, the current fact with the outdated one as ended (issue 13).
     assert rows(path, "SELECT statement, category, importance, confidence FROM cards") == [
         ("Always use pnpm instead of npm in this repo.", "preference", 4, 1.0),
-        ("Moved auth-service off mini-lola, it runs on prod-k8s now.", "fact", 2, 0.5),
+        ("auth-service runs on prod-k8s and mini-lola no longer hosts it.", "fact", 2, 0.5),
         ("Never commit directly to main; always open a pull request because CI gates the deploy.", "preference", 4, 1.0)]
     assert rows(path, "SELECT conversation, message_from, message_to, passage FROM evidence") == [
-        ("c1", 1, 1, "user:1"), ("c1", 3, 3, "user:3"), ("c1", 5, 5, "user:5")]
+        ("c1", 1, 1, "user:1"), ("c1", 4, 4, "assistant:4.0"), ("c1", 5, 5, "user:5")]
     assert rows(path, """SELECT s.name, r.verb, o.name, r.holds FROM relation_statements r
                          JOIN entities s ON s.id = r.subject_id JOIN entities o ON o.id = r.object_id ORDER BY r.id""") == [
-        ("auth-service", "runs_on", "mini-lola", 0), ("auth-service", "runs_on", "prod-k8s", 1)]
+        ("auth-service", "runs_on", "prod-k8s", 1)]
     assert rows(path, "SELECT conversation, last_message_id FROM progress") == [("c1", 7)]
     (run,) = rows(path, "SELECT trigger, writer, status, summary FROM runs")
     assert run[:3] == ("now", "offline", "ok") and json.loads(run[3])["cards_written"] == 3

@@ -54,7 +54,7 @@ def test_merge_fault_rolls_back_the_stretch_counts_attempts_then_skips_it(reveri
     assert rows(path, "SELECT conversation, last_message_id, attempts, last_error FROM progress") == [
         ("c1", 7, 0, None)]
     assert [r[0] for r in rows(path, "SELECT statement FROM cards ORDER BY id")] == [
-        "Moved auth-service off mini-lola, it runs on prod-k8s now.",
+        "auth-service runs on prod-k8s and mini-lola no longer hosts it.",
         "Never commit directly to main; always open a pull request because CI gates the deploy."]
     statuses = rows(path, "SELECT status, json_extract(summary, '$.skipped_stretches') FROM runs ORDER BY id")
     assert statuses == [("partial", 0), ("partial", 0), ("partial", 1)]

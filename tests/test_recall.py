@@ -247,7 +247,7 @@ def test_nothing_relevant_injects_nothing_and_records_nothing(store, tmp_path):
     out = recall(store.path, "thanks, that is all for now", session="sess-1", state_dir=state_dir)
 
     assert out == {"agent": None, "standing": [], "entities": [], "notes": [], "warnings": [], "recent": [],
-                   "text": ""}
+                   "text": "", "harnesses": {"cards": {}, "episodes": {}}}
     assert not state_dir.exists()
 
 
@@ -266,12 +266,53 @@ def test_each_memory_and_entity_only_once_per_session(store):
     assert again["text"] == "" and again["notes"] == [] and again["entities"] == []
     assert other["text"] == first["text"]
     state = json.loads((store.path.parent / "recall-sessions" / "sess-1.json").read_text())
-    assert state == {"cards": [note], "entities": [api]}
+    assert state == {"cards": [note], "entities": [api], "episodes": []}
     # A compacted context no longer holds what was injected: a session start with reset gives it again.
     rule = store.card("Use pnpm.", "preference")
     recall(store.path, "", kind="primer", session="sess-1")
     assert recall(store.path, "", kind="primer", session="sess-1")["standing"] == []
     assert [c["id"] for c in recall(store.path, "", kind="primer", session="sess-1", reset_session=True)["standing"]] == [rule]
+
+
+def test_every_block_at_most_once_per_session_and_a_reset_gives_them_again(store):
+    """Standing cards and recent episodes (the primer's blocks), like notes and entities, are given
+    once per session: a second session start of the same session (a resume) injects nothing; a reset
+    (compact, clear) gives the same text again; another session gets it too."""
+    from reverie.graph.episodes import RECENT_LIMIT, record_episode
+
+    rule = store.card("Use pnpm, not npm.", "preference", sessions=2)
+    episodes = [record_episode(store.db, f"s{i}", f"2026-01-1{i}T10:00:00Z", f"Worked on billing-api part {i}.")
+                for i in range(RECENT_LIMIT + 1)]
+    store.conn.commit()
+
+    first = recall(store.path, "", kind="primer", session="sess-r")
+    resumed = recall(store.path, "", kind="primer", session="sess-r")
+    exhausted = recall(store.path, "", kind="primer", session="sess-r")
+    compacted = recall(store.path, "", kind="primer", session="sess-r", reset_session=True)
+    other = recall(store.path, "", kind="primer", session="sess-o")
+
+    assert [c["id"] for c in first["standing"]] == [rule]
+    newest = sorted(episodes, reverse=True)[:RECENT_LIMIT]
+    assert [r["id"] for r in first["recent"]] == newest
+    # The resume gets what was not shown yet (the oldest episode), nothing shown before.
+    assert (resumed["standing"], [r["id"] for r in resumed["recent"]]) == ([], [min(episodes)])
+    assert HEADERS["standing"] not in resumed["text"] and "part 3" not in resumed["text"]
+    assert exhausted["text"] == ""
+    assert compacted["text"] == first["text"] == other["text"] != ""
+    state = json.loads((store.path.parent / "recall-sessions" / "sess-r.json").read_text())
+    assert state == {"cards": [rule], "entities": [], "episodes": sorted(newest)}
+
+
+def test_a_session_file_from_before_episodes_were_tracked_reads_as_none_shown(store):
+    from reverie.graph.episodes import record_episode
+
+    ep = record_episode(store.db, "s1", "2026-01-10T10:00:00Z", "Moved billing-api to pnpm.")
+    store.conn.commit()
+    state_dir = store.path.parent / "recall-sessions"
+    state_dir.mkdir()
+    (state_dir / "old.json").write_text(json.dumps({"cards": [], "entities": []}))
+    assert [r["id"] for r in recall(store.path, "", kind="primer", session="old")["recent"]] == [ep]
+    assert json.loads((state_dir / "old.json").read_text()) == {"cards": [], "entities": [], "episodes": [ep]}
 
 
 def test_budgets_cap_every_block_and_the_total(store):

@@ -450,11 +450,21 @@ def test_status_report_and_text(tmp_path):
     clock = Clock(at(2026, 6, 10, 12, 0))
     app = FakeApp(tmp_path, clock, {"api": [ok(True)]})
     runner = make_runner(tmp_path, clock, app)
+    # the runs' spending (policy.spend_entry) in the history: two runs of the night of June 10 (a
+    # nightly and a backfill), a daytime `consolidate --now` after it (same night), one the night before
+    history = ({"at": "2026-06-09T00:10:00Z", "trigger": "nightly", "calls": 0, "cost_usd": 0.0, "writer": "offline"},
+               {"at": "2026-06-10T00:00:00Z", "trigger": "nightly", "calls": 3, "cost_usd": 0.0123,
+                "writer": "claude-cli"},
+               {"at": "2026-06-10T00:40:00Z", "trigger": "backfill", "calls": 1, "cost_usd": 0.004,
+                "writer": "claude-cli"},
+               {"at": "2026-06-10T09:00:00Z", "trigger": "now", "calls": 0, "cost_usd": 0.0, "writer": "offline"},
+               {"at": "2026-06-10T09:30:00Z", "trigger": "nightly", "result": "busy: another run"})
     set_state(runner, "api", backlog=True, last_started_at=at(2026, 6, 10, 2), last_finished_at=at(2026, 6, 10, 2, 50),
               last_trigger="nightly", last_result=ok(True).result, last_progress=True,
-              nightly_for=at(2026, 6, 10, 2))
+              nightly_for=at(2026, 6, 10, 2), history=history)
     runner.state.record_index(at(2026, 6, 10, 11, 0), "3 files changed")
-    data = status_report(runner, installed=["systemd"])
+    data = status_report(runner, installed=["systemd"], budgets={"max_calls": 10, "max_cost_usd": 1.0,
+                                                                  "max_passages": 1000})
     assert data == {
         "now": "2026-06-10T10:00:00Z",
         "timezone": "Europe/Paris",
@@ -469,8 +479,15 @@ def test_status_report_and_text(tmp_path):
             "next_run": "2026-06-11T00:00:00Z", "next_run_local": "2026-06-11 02:00 CEST", "next_reason": "nightly",
             "last_run": {"started_at": "2026-06-10T00:00:00Z", "finished_at": "2026-06-10T00:50:00Z",
                          "trigger": "nightly", "result": ok(True).result, "progress": True},
-            "last_result": ok(True).result, "backlog": True, "skipped_until": None, "running": None,
+            "last_result": ok(True).result, "backlog": True, "skipped_until": None, "skip_reason": None,
+            "running": None,
+            "cost_per_night": [
+                {"night": "2026-06-10", "cost_usd": 0.0163, "calls": 4, "runs": 4, "writers": ["claude-cli", "offline"]},
+                {"night": "2026-06-09", "cost_usd": 0.0, "calls": 0, "runs": 1, "writers": ["offline"]}],
         }],
+        "budgets": {"max_calls": 10, "max_cost_usd": 1.0, "max_passages": 1000},
+        "night_budget": {"night": "2026-06-10", "max_cost_usd": None, "max_calls": None, "cost_usd": 0.0,
+                         "calls": 0, "runs": 0, "exhausted": [], "spent": None},
         "problems": [],
     }
     assert format_status(data) == (
@@ -481,6 +498,8 @@ def test_status_report_and_text(tmp_path):
         "api: nightly at 02:00\n"
         "  next run:  2026-06-11 02:00 CEST (nightly)\n"
         f"  last run:  2026-06-10T00:00:00Z nightly: {ok(True).result}\n"
+        "  cost:      2026-06-10 $0.0163 (4 calls, 4 runs, claude-cli, offline); 2026-06-09 $0.0000 (0 calls, 1 run, "
+        "offline)\n"
         "  backlog:   yes"
     )
 
@@ -613,7 +632,8 @@ def test_a_run_that_only_hits_a_usage_limit_is_no_progress(reverie_home, tmp_pat
     assert outcome == RunOutcome(
         progress=False, backlog=True,
         result="0 cards from 0 passages in 0 conversations; 1 error (first: transient: "
-               "claude exited 1 (transient) after 2 attempts); backlog left")
+               "claude exited 1 (transient) after 2 attempts); backlog left",
+        calls=2, cost_usd=0.0, writer="claude-cli")
 
 
 def test_daemon_jobs_log_failures_scrubbed(tmp_path, caplog, monkeypatch):

@@ -167,6 +167,15 @@ def test_cron_install_keeps_other_lines_and_uninstall_removes_only_ours(fake_os,
     assert cli("schedule", "uninstall") == (0, "nothing installed for this home\n")
 
 
+def test_cron_print_is_exactly_the_crontab_line(fake_os, reverie_home):
+    result = CliRunner().invoke(build_cli(), ["schedule", "install", "--system", "cron", "--print"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0 and fake_os.calls() == [] and not fake_os.crontab.exists()
+    assert result.stderr == "# the crontab line to add with `crontab -e`:\n"
+    assert cli("schedule", "install", "--system", "cron")[0] == 0
+    assert fake_os.crontab.read_text() == result.stdout   # one line, the one install adds
+
+
 def test_cron_without_crontab_names_the_fix(fake_os):
     (fake_os.bin / "crontab").unlink()
     code, out = cli("schedule", "install", "--system", "cron")
@@ -203,11 +212,19 @@ def test_systemd_install_and_uninstall(fake_os, reverie_home):
 def test_launchd_install_print_and_uninstall(fake_os, reverie_home):
     label = UnitSpec(home=reverie_home, argv=()).label
     agents_dir = fake_os.home / "Library" / "LaunchAgents"
-    code, out = cli("schedule", "install", "--system", "launchd", "--print")
-    assert code == 0 and f"# would write {agents_dir / (label + '.plist')}" in out
+    result = CliRunner().invoke(build_cli(), ["schedule", "install", "--system", "launchd", "--print"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0
+    # stdout is exactly the plist (`--print > file.plist` works), explanations on stderr
+    printed = plistlib.loads(result.stdout.encode("utf-8"))
+    assert printed["Label"] == label
+    assert result.stderr.splitlines() == [f"# would write {agents_dir / (label + '.plist')}:", "# then run:",
+                                          f"  launchctl bootout gui/{os.getuid()}/{label}",
+                                          f"  launchctl bootstrap gui/{os.getuid()} {agents_dir / (label + '.plist')}"]
     assert not agents_dir.exists() and fake_os.calls() == []  # --print changes nothing
 
     assert cli("schedule", "install", "--system", "launchd")[0] == 0
+    assert (agents_dir / f"{label}.plist").read_text() == result.stdout   # what --print showed is what is written
     plist = plistlib.loads((agents_dir / f"{label}.plist").read_bytes())
     assert (plist["Label"], plist["StartCalendarInterval"][0]) == (label, {"Hour": 2, "Minute": 0})
     uid = os.getuid()

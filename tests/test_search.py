@@ -30,10 +30,18 @@ def store(reverie_home):
             (3, "u2", "user", "2026-01-12T09:01:00Z", "text",
              f"{MARKER} Your notes nearest this prompt:\n- billing webhooks retry"),
         ]
+        # a Codex session in the same folder (one agent per directory, across harnesses)
+        s.conn.execute("INSERT INTO conversations(id, title, cwd, first_at, last_at, messages, harness) VALUES "
+                       "('conv-x', 'retries', ?, '2026-01-13T08:00:00Z', '2026-01-13T09:30:00Z', 1, 'codex')", (s.cwd,))
+        s.conn.execute("INSERT INTO evidence(card_id, conversation, message_from, message_to) VALUES "
+                       "(?, 'conv-a', 2, 2), (?, 'conv-x', 4, 4)", (s.active, s.active))
         for mid, uuid, role, ts, btype, text in rows:
             s.conn.execute("INSERT INTO messages(id, conversation, uuid, role, kind, timestamp) "
                            "VALUES (?, 'conv-a', ?, ?, 'message', ?)", (mid, uuid, role, ts))
             s.conn.execute("INSERT INTO blocks(message_id, idx, type, text) VALUES (?, 0, ?, ?)", (mid, btype, text))
+        s.conn.execute("INSERT INTO messages(id, conversation, uuid, role, kind, timestamp) "
+                       "VALUES (4, 'conv-x', 'x1', 'user', 'message', '2026-01-13T08:01:00Z')")
+        s.conn.execute("INSERT INTO blocks(message_id, idx, type, text) VALUES (4, 0, 'text', 'Codex: check the ledger export')")
     yield s
     s.close()
 
@@ -48,9 +56,11 @@ def test_search_json_lists_cards_then_history(store):
     first = {k: v for k, v in data["cards"][0].items() if k != "score"}
     assert first == {"id": store.active, "statement": "The billing webhooks retry three times with backoff.",
                      "category": "fact", "status": "active", "superseded_by": None, "sessions": 2,
-                     "date": "2026-01-12", "last_seen": "2026-01-12"}
-    assert [(h["conversation"], h["message_id"], h["at"], h["role"]) for h in data["history"]] == [
-        ("conv-a", 1, "2026-01-12T08:59:00Z", "user"), ("conv-a", 2, "2026-01-12T09:00:00Z", "assistant")]
+                     "date": "2026-01-12", "last_seen": "2026-01-12", "harnesses": ["claude-code", "codex"]}
+    assert data["cards"][1]["harnesses"] == []          # no evidence stored for it
+    assert [(h["conversation"], h["harness"], h["message_id"], h["at"], h["role"]) for h in data["history"]] == [
+        ("conv-a", "claude-code", 1, "2026-01-12T08:59:00Z", "user"),
+        ("conv-a", "claude-code", 2, "2026-01-12T09:00:00Z", "assistant")]
     assert data["history"][1]["snippet"] == "[Billing] [webhooks] [retry] three times with backoff."
 
 
@@ -67,7 +77,9 @@ def test_search_text_output_and_secret_scrub(store, reverie_home):
     assert lines[1] == "Cards:"
     assert lines.index("History:") > 3
     assert f"  #{store.faded} [fact, 2025-10-01, faded] Billing webhooks once retried forever." in lines
-    assert "  2026-01-12 09:00  conv-a  assistant: [Billing] [webhooks] retry three times with backoff." in lines
+    assert (f"  #{store.active} [fact, 2026-01-12, 2 sessions, from claude-code+codex] "
+            "The billing webhooks retry three times with backoff.") in lines
+    assert "  2026-01-12 09:00  conv-a (claude-code)  assistant: [Billing] [webhooks] retry three times with backoff." in lines
     assert secret not in res.output and "sign requests with" in res.output
 
 

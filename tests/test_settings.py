@@ -84,8 +84,8 @@ def test_checked_set_parses_validates_and_writes_nothing_on_error(tmp_path):
                                              "Example: reverie settings set consolidate.keep_threshold 0.5",
         ("consolidate", '{"max_calls": "x"}'): "consolidate.max_calls expects a whole number (default 10); got \"x\". "
                                                "Example: reverie settings set consolidate.max_calls 10",
-        ("writer", "bogus"): "writer must be one of offline, anthropic, claude-cli; got \"bogus\". "
-                             "Example: reverie settings set writer \"offline\"",
+        ("writer", "bogus"): "writer must be one of auto, offline, anthropic, claude-cli; got \"bogus\". "
+                             "Example: reverie settings set writer \"auto\"",
         ("schedule.hour", "25"): "schedule.hour = 25 must be a whole number from 0 to 23.",
         ("recall.max_char", "2000"): "Unknown setting 'recall.max_char'. See all keys with `reverie settings get`.",
         ("consolidate.max_calls", '"ten"'): "consolidate.max_calls expects a whole number (default 10); got \"ten\". "
@@ -142,7 +142,7 @@ def test_a_settings_file_that_does_not_parse_is_never_overwritten_and_is_reporte
     path.write_text(json.dumps({"consolidate": {"max_passages": None, "keep_threshold": 0.4}, "writer": "bogus"}))
     assert st.problems(st.user_settings(tmp_path)) == [
         "consolidate.max_passages cannot be null (default 1000). Example: reverie settings set consolidate.max_passages 1000",
-        "writer must be one of offline, anthropic, claude-cli; got \"bogus\". Example: reverie settings set writer \"offline\""]
+        "writer must be one of auto, offline, anthropic, claude-cli; got \"bogus\". Example: reverie settings set writer \"auto\""]
     with pytest.raises(InvalidSetting) as err:
         st.checked_settings(tmp_path)
     assert str(err.value).startswith("Invalid settings: consolidate.max_passages cannot be null")

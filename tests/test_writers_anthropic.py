@@ -72,7 +72,6 @@ def test_success_sends_structured_output_request_and_parses_cards():
 
 @pytest.mark.parametrize("fixture,kind,calls", [
     ("malformed_json.json", "malformed", 1),
-    ("schema_violation.json", "schema", 1),
     ("refusal.json", "refusal", 1),
     ("max_tokens.json", "max_tokens", 2),
     ("overloaded_529.json", "transient", 3),
@@ -87,8 +86,14 @@ def test_faults_are_reported_not_raised(fixture, kind, calls):
     assert res.error.retryable is (kind == "transient")
     if fixture == "max_tokens.json":
         assert [r["body"]["max_tokens"] for r in srv.requests] == [2048, 4096]
-    if fixture == "schema_violation.json":
-        assert "category" in res.error.message and "importance" in res.error.message
+
+
+def test_a_card_that_breaks_the_schema_is_rejected_with_its_reason_not_the_response():
+    """Issue 13: a card over a limit or with an unknown category costs that card (counted), never
+    the response; the stretch is not failed for it."""
+    srv = Server("schema_violation.json")
+    res = _writer(srv.handler).write_one(_request())
+    assert (res.error, res.cards, res.rejected, res.calls) == (None, [], {"repair_category": 1}, 1)
 
 
 def test_429_then_success_retries_once():

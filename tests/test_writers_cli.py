@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -16,35 +15,12 @@ from reverie.consolidate.classify import classify
 from reverie.consolidate.errors import ReverieError
 from reverie.consolidate.passages import CONSOLIDATION_MARKER, Passage
 from reverie.consolidate.writers.base import Candidate, WriteRequest, response_schema
-from reverie.consolidate.writers.claude_cli import ClaudeCliWriter
+from reverie.consolidate.writers.claude_cli import ClaudeCliWriter, describe_credential
+from reverie.consolidate.writers.claude_cli import auth_status as cli_auth_status
+from reverie.consolidate.writers.prompts import INSTRUCTIONS, cli_prompt, user_prompt
 
-CARDS = {"cards": [{"statement": "Use pnpm, not npm, for every install in this repo.", "category": "preference",
-                    "importance": 4, "entities": [{"name": "pnpm", "type": "tool"}, {"name": "npm", "type": "tool"}],
-                    "relations": [], "evidence": ["P1"], "quote": "always use pnpm instead of npm"}]}
-
-FAKE = r'''#!{python}
-import json, os, sys
-log = {log!r}
-prompt = sys.stdin.read()
-with open(log, "a") as fh:
-    fh.write(json.dumps({{"argv": sys.argv[1:], "child_guard": os.environ.get("REVERIE_CHILD"),
-                          "prompt_head": prompt.splitlines()[0] if prompt else ""}}) + "\n")
-mode = {mode!r}
-if mode == "structured":
-    out = {{"type": "result", "subtype": "success", "is_error": False, "result": "",
-           "structured_output": {cards}, "session_id": "s", "total_cost_usd": 0.0021,
-           "usage": {{"input_tokens": 900, "output_tokens": 80}}}}
-elif mode == "result_text":
-    out = {{"type": "result", "subtype": "success", "is_error": False,
-           "result": "```json\n" + json.dumps({cards}) + "\n```", "total_cost_usd": 0.002, "usage": {{}}}}
-elif mode == "schema_retries":
-    out = {{"type": "result", "subtype": "error_max_structured_output_retries", "is_error": True, "result": ""}}
-elif mode == "garbage":
-    print("this is not json"); sys.exit(0)
-elif mode == "overloaded":
-    sys.stderr.write("API Error: 529 Overloaded\n"); sys.exit(1)
-print(json.dumps(out))
-'''
+from fakes import FAKE_CLAUDE_CARDS as CARDS
+from fakes import install_fake_claude
 
 
 def _request() -> WriteRequest:
@@ -55,43 +31,128 @@ def _request() -> WriteRequest:
 
 @pytest.fixture
 def fake_claude(tmp_path, monkeypatch):
-    def make(mode: str) -> Path:
+    """`make(mode, login=True, helper=False)` puts tests/fakes.FAKE_CLAUDE first on PATH; returns its call log."""
+    def make(mode: str, *, login: bool = True, helper: bool = False) -> Path:
         bindir = tmp_path / f"bin-{mode}"
-        bindir.mkdir()
         log = tmp_path / f"calls-{mode}.jsonl"
-        exe = bindir / "claude"
-        exe.write_text(FAKE.format(python=sys.executable, log=str(log), mode=mode, cards=json.dumps(CARDS)).replace(
-            "False", "False"))
-        exe.chmod(exe.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        install_fake_claude(bindir, log, mode=mode, login=login, helper=helper)
         monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
         return log
     return make
 
 
 def _calls(log: Path) -> list[dict]:
-    return [json.loads(line) for line in log.read_text().splitlines()]
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
-def _writer() -> ClaudeCliWriter:
-    return ClaudeCliWriter.from_settings({"claude_cli": {"command": "claude", "model": "haiku", "timeout_s": 30}},
+def _writer(**claude_cli) -> ClaudeCliWriter:
+    return ClaudeCliWriter.from_settings({"claude_cli": {"command": "claude", "model": "haiku", "timeout_s": 30,
+                                                         **claude_cli}},
                                          retry=RetryPolicy(attempts=2, base_delay_s=0, max_delay_s=0, sleep=lambda s: None))
 
 
-def test_structured_output_and_exact_child_invocation(fake_claude):
+def test_structured_output_and_exact_child_invocation(fake_claude, reverie_home):
+    """The child gets our instructions as its system prompt, the schema, two turns, no tools, no
+    hooks, no session file, no API-key route; its environment switches CLAUDE.md, auto memory,
+    thinking and non-essential traffic off; it runs in reverie's own empty cache folder; stdin is
+    the marker line and the passages only (nothing sent twice)."""
     log = fake_claude("structured")
     res = _writer().write_one(_request())
     assert res.error is None
     assert [c.model_dump() for c in res.cards] == CARDS["cards"]
     assert (res.calls, res.input_tokens, res.output_tokens, res.cost_usd) == (1, 900, 80, 0.0021)
     (call,) = _calls(log)
+    workdir = reverie_home / "cache" / "claude-cli"
     assert call == {
         "argv": ["-p", "--output-format", "json", "--model", "haiku",
                  "--json-schema", json.dumps(response_schema(), separators=(",", ":")),
-                 "--settings", '{"disableAllHooks":true}', "--no-session-persistence", "--tools", "",
-                 "--max-turns", "1"],
-        "child_guard": "1",
-        "prompt_head": CONSOLIDATION_MARKER,
+                 "--system-prompt", INSTRUCTIONS,
+                 "--settings", '{"disableAllHooks":true,"alwaysThinkingEnabled":false,"apiKeyHelper":"",'
+                               '"env":{"ANTHROPIC_API_KEY":"","ANTHROPIC_AUTH_TOKEN":""}}',
+                 "--no-session-persistence", "--tools", "", "--max-turns", "2"],
+        "cwd": str(workdir),
+        "env": {"REVERIE_CHILD": "1", "CLAUDE_CODE_DISABLE_CLAUDE_MDS": "1", "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
+                "MAX_THINKING_TOKENS": "0", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                "CLAUDE_CODE_MAX_OUTPUT_TOKENS": "2048"},
+        "stdin": f"{CONSOLIDATION_MARKER}\n{user_prompt(_request())}",
+        "credential": "claude.ai",
     }
+    assert list(workdir.iterdir()) == [] and workdir.stat().st_mode & 0o777 == 0o700
+
+
+def test_pass_api_key_hands_the_key_over_and_leaves_the_helper_alone(fake_claude, monkeypatch):
+    log = fake_claude("structured", login=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-opted-in")
+    res = _writer(pass_api_key=True).write_one(_request())
+    assert res.error is None
+    (call,) = _calls(log)
+    settings = json.loads(call["argv"][call["argv"].index("--settings") + 1])
+    assert settings == {"disableAllHooks": True, "alwaysThinkingEnabled": False}
+    assert (call["env"]["ANTHROPIC_API_KEY"], call["credential"]) == ("(set)", "api_key")
+
+
+def test_without_pass_api_key_an_api_key_helper_of_the_user_settings_is_not_used(fake_claude, monkeypatch):
+    """pass_api_key false: a key in the environment and an apiKeyHelper of the user's settings are
+    both kept from the child, which uses the Claude login."""
+    log = fake_claude("structured", login=True, helper=True)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-not-for-the-child")
+    assert _writer().write_one(_request()).error is None
+    assert [(c["credential"], "ANTHROPIC_API_KEY" in c["env"]) for c in _calls(log)] == [("claude.ai", False)]
+    assert cli_auth_status("claude")["method"] == "claude.ai"
+    assert cli_auth_status("claude", pass_api_key=True)["method"] == "api_key"
+
+
+@pytest.mark.parametrize("key,pass_key,expected", [
+    (True, False, "claude could not authenticate (Not logged in · Please run /login): ANTHROPIC_API_KEY is set, but "
+                  "reverie keeps it from the child because claude_cli.pass_api_key is false, so `claude` needs your "
+                  "Claude login: run `claude auth login` (or /login inside `claude`); or let it bill the key: "
+                  "`reverie settings set claude_cli.pass_api_key true`; or use --writer anthropic"),
+    (False, False, "claude could not authenticate (Not logged in · Please run /login): run `claude auth login` (or "
+                   "/login inside `claude`) to log in; or set ANTHROPIC_API_KEY and `reverie settings set "
+                   "claude_cli.pass_api_key true` to bill an API key"),
+])
+def test_an_auth_failure_names_the_command_or_setting_that_fixes_it(fake_claude, monkeypatch, key, pass_key,
+                                                                    expected):
+    log = fake_claude("structured", login=False, helper=False)
+    if key:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-kept-from-the-child")
+    res = _writer(pass_api_key=pass_key).write_one(_request())
+    assert (res.error.kind, res.error.message, res.calls, len(_calls(log))) == ("auth", expected, 1, 1)
+
+
+def test_auth_status_names_the_credential_never_the_account(fake_claude):
+    fake_claude("structured", login=True)
+    status = cli_auth_status("claude")
+    assert status == {"logged_in": True, "method": "claude.ai", "source": None, "subscription": "max", "error": None}
+    assert describe_credential(status) == "your Claude login (claude.ai, max plan)"
+    assert "example.com" not in json.dumps(status)
+
+
+def test_auth_status_without_the_cli(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert cli_auth_status("claude") == {"logged_in": False, "method": None, "source": None, "subscription": None,
+                                         "error": "`claude` is not on PATH"}
+
+
+def test_the_dollar_cap_counts_the_system_prompt_and_every_turn(fake_claude):
+    """The estimate prices what is really sent (system prompt + prompt + schema + Claude Code's
+    framing) for both turns plus the output cap: a cap just below it sends nothing, just above it
+    sends the call."""
+    from reverie.consolidate.budget import Budget, cost_usd
+    from reverie.consolidate.writers import claude_cli
+
+    log = fake_claude("structured")
+    writer, req = _writer(), _request()
+    sent = (len(INSTRUCTIONS) + len(cli_prompt(req)) + len(json.dumps(response_schema(), separators=(",", ":")))
+            + claude_cli.FRAMING_CHARS)
+    assert writer.sent_chars(req) == sent and len(INSTRUCTIONS) > 2000
+    tokens = sent // 4
+    expected = cost_usd("haiku", input_tokens=2 * tokens + 2048, output_tokens=2 * 2048)
+    assert writer.estimate_cost(req) == pytest.approx(expected)
+    (refused,) = writer.write_many([req], Budget(max_cost_usd=expected * 0.99))
+    assert (refused.error.kind, _calls(log)) == ("budget", [])
+    (sent_call,) = writer.write_many([req], Budget(max_cost_usd=expected * 1.01))
+    assert sent_call.error is None and len(_calls(log)) == 1
 
 
 SAMPLES = Path(__file__).resolve().parent.parent / "fixtures" / "sample-projects"

@@ -58,8 +58,28 @@ class ReverieGroup(click.Group):
             raise click.ClickException(printable_scrubber(getattr(ctx.obj, "home", None))(message)) from None
 
 
+def installed_version() -> str:
+    """The installed distribution's version (importlib.metadata), or a note when reverie runs from
+    a checkout that was never installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("reverie")
+    except PackageNotFoundError:
+        return "unknown (not installed: run from a checkout)"
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    click.echo(f"reverie {installed_version()}")
+    ctx.exit()
+
+
 def build_cli() -> click.Group:
     @click.group(cls=ReverieGroup, context_settings={"help_option_names": ["-h", "--help"]})
+    @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+                  help="Print the installed version and exit.")
     @click.option("--home", type=click.Path(file_okay=False), default=None,
                   help="reverie home (default: $REVERIE_HOME, else the platform's user data dir).")
     @click.pass_context
@@ -71,12 +91,13 @@ def build_cli() -> click.Group:
         consolidate_cmd,
         graph_cmd,
         index_cmd,
+        mcp_cmd,
         recall_cmd,
         redact_cmd,
         schedule_cmd,
         trust_cmd,
     )
 
-    for module in (index_cmd, redact_cmd, consolidate_cmd, recall_cmd, graph_cmd, trust_cmd, schedule_cmd):
+    for module in (index_cmd, redact_cmd, consolidate_cmd, recall_cmd, graph_cmd, trust_cmd, schedule_cmd, mcp_cmd):
         module.register(cli)
     return cli

@@ -1,4 +1,4 @@
-"""`reverie consolidate --now [--agent ID | --all] [--writer offline|anthropic|claude-cli] [--json]`.
+"""`reverie consolidate --now [--agent ID | --all] [--writer auto|offline|anthropic|claude-cli] [--json]`.
 
 Without `--agent`, all enabled agents are consolidated (as with `--all`). A progress bar is shown on
 a terminal (stderr); `--json` prints the per-agent summary (a list when several agents ran).
@@ -6,7 +6,10 @@ a terminal (stderr); `--json` prints the per-agent summary (a list when several 
 With several agents, one that cannot be consolidated (unreadable agent.db, unexpected fault) is
 reported in its summary (`failed: true`, with the fix in its error) and the others still run; the
 exit status is then 1 (after every summary is printed), so cron and scripts notice. A busy agent is
-reported but is not a failure (exit 0). No API key / a refused key stop at once (exit 1).
+reported but is not a failure (exit 0). No API key / a refused key or login stop at once (exit 1);
+with `--json` every such error is printed as `{"error": {"kind", "message"}}` (the message names
+the fix). The summary's `writer` and `writer_reason` say which writer ran and why (`auto`:
+consolidate.writers.select).
 
 Each agent that ran is recorded in the scheduler state (`schedule_cmd.record_manual_runs`): its
 backlog becomes what this run left, so `reverie schedule status` and the night's backfill see the
@@ -39,6 +42,18 @@ def _render(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _json_error(home, exc: ReverieError) -> None:
+    """`--json`: the error as JSON on stdout, {"error": {"kind", "message"}} (the message names the
+    fix, scrubbed like every printed message), the same message on stderr as without --json, then
+    exit 1."""
+    from ..scrubber import printable_scrubber
+
+    message = printable_scrubber(home)(str(exc))
+    emit_json({"error": {"kind": type(exc).__name__, "message": message}})
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(1)
+
+
 def _bar_callback(label: str):
     """A click progress bar on a terminal, else None."""
     if not sys.stderr.isatty():
@@ -67,8 +82,9 @@ def register(cli: click.Group) -> None:
     @click.option("--now", "now_flag", is_flag=True, help="Run now, ignoring the schedule window and pause.")
     @click.option("--agent", "agent_id", default=None, help="Consolidate this agent only.")
     @click.option("--all", "all_agents", is_flag=True, help="Consolidate every enabled agent (the default).")
-    @click.option("--writer", type=click.Choice(["offline", "anthropic", "claude-cli"]), default=None,
-                  help="Card writer (default: settings `writer`, else offline).")
+    @click.option("--writer", type=click.Choice(["auto", "offline", "anthropic", "claude-cli"]), default=None,
+                  help="Card writer (default: settings `writer`, `auto`: claude-cli when `claude` is on PATH "
+                       "and logged in, else anthropic when an API key is set, else offline).")
     @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
     @pass_app
     def consolidate(app, now_flag: bool, agent_id: str | None, all_agents: bool, writer: str | None,
@@ -90,6 +106,10 @@ def register(cli: click.Group) -> None:
             else:
                 summaries = consolidate_all(app.home, writer=writer, trigger="now", progress=cb)
                 result = summaries
+        except ReverieError as exc:
+            if not as_json:
+                raise
+            _json_error(app.home, exc)
         finally:
             if finish:
                 finish()

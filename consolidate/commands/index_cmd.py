@@ -26,6 +26,9 @@ def _render_index(s: dict[str, Any]) -> str:
     ]
     if s.get("repaired"):
         lines.append(f"repaired: {_counts(s['repaired'])}")
+    for harness, h in (s.get("harnesses") or {}).items():
+        lines.append(f"{harness}: {h['files_seen']} files ({h['files_changed']} changed), {h['lines_read']} lines read, "
+                     f"{h['messages_added']} messages added  [{h['root']}]")
     if s.get("agents"):
         lines.append(f"agents updated: {', '.join(s['agents'])}")
     if s.get("rescanned"):
@@ -33,17 +36,23 @@ def _render_index(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _harness_counts(h: dict[str, dict[str, int]]) -> str:
+    """`claude-code 3/120, codex 1/40`: conversations/messages per harness, `-` when none."""
+    return ", ".join(f"{name} {v['conversations']}/{v['messages']}" for name, v in sorted(h.items())) or "-"
+
+
 def _render_agents(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "No agents yet: run `reverie index`."
-    head = f"{'id':<24} {'conv':>5} {'msgs':>7} {'on disk':>7}  {'first':<20} {'last':<20} cwd"
+    head = f"{'id':<24} {'conv':>5} {'msgs':>7} {'on disk':>7}  {'first':<20} {'last':<20} cwd  [harness conv/msgs]"
     out = [head]
     for r in rows:
         first = (r["first"] or "-")[:19]
         last = (r["last"] or "-")[:19]
         flag = "  (off)" if r.get("disabled") else ""
+        harnesses = f"  [{_harness_counts(r['harnesses'])}]" if r.get("harnesses") else ""
         out.append(f"{r['id']:<24} {r['conversations']:>5} {r['messages']:>7} {r['transcripts_on_disk']:>7}  "
-                   f"{first:<20} {last:<20} {r['cwd'] or '-'}{flag}")
+                   f"{first:<20} {last:<20} {r['cwd'] or '-'}{flag}{harnesses}")
     return "\n".join(out)
 
 
@@ -51,13 +60,20 @@ def register(cli: click.Group) -> None:
     @cli.command("index")
     @click.option("--projects-dir", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
                   help="Claude Code projects folder (default: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects).")
+    @click.option("--codex-dir", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+                  help="Codex CLI sessions folder, searched recursively (default: $CODEX_HOME/sessions, else ~/.codex/sessions).")
+    @click.option("--gemini-dir", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+                  help="Gemini CLI folder, searched recursively (default: ~/.gemini/tmp).")
     @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
     @pass_app
-    def index_command(app, projects_dir: Path | None, as_json: bool) -> None:
-        """Index new transcript lines (incremental; redacted before storage)."""
+    def index_command(app, projects_dir: Path | None, codex_dir: Path | None, gemini_dir: Path | None,
+                      as_json: bool) -> None:
+        """Index new transcript lines of Claude Code, Codex CLI and Gemini CLI (incremental; redacted
+        before storage). With no folder option, every harness's default folder that exists; with
+        any, only the folders given."""
         from ..index import index_all
 
-        emit(index_all(app.home, projects_dir), as_json, _render_index)
+        emit(index_all(app.home, projects_dir, codex_dir=codex_dir, gemini_dir=gemini_dir), as_json, _render_index)
 
     @cli.command("agents")
     @click.option("--json", "as_json", is_flag=True, help="Print the agents as JSON.")
@@ -86,13 +102,19 @@ def register(cli: click.Group) -> None:
 
     @cli.command("doctor")
     @click.option("--projects-dir", type=click.Path(file_okay=False, path_type=Path), default=None)
+    @click.option("--codex-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                  help="Codex sessions folder to check (default $CODEX_HOME/sessions or ~/.codex/sessions).")
+    @click.option("--gemini-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                  help="Gemini CLI tmp folder to check (default $GEMINI_CLI_HOME/.gemini/tmp or ~/.gemini/tmp).")
     @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
     @pass_app
-    def doctor_command(app, projects_dir: Path | None, as_json: bool) -> None:
-        """Home, agents, db sizes, schema versions, and which optional parts are available."""
+    def doctor_command(app, projects_dir: Path | None, codex_dir: Path | None, gemini_dir: Path | None,
+                       as_json: bool) -> None:
+        """Home, agents, db sizes, schema versions, each harness's transcript folder, and which
+        optional parts are available."""
         from ..doctor import diagnose, render
 
-        emit(diagnose(app.home, projects_dir), as_json, render)
+        emit(diagnose(app.home, projects_dir, codex_dir=codex_dir, gemini_dir=gemini_dir), as_json, render)
 
     @cli.group("settings")
     def settings_group() -> None:

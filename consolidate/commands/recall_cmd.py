@@ -128,13 +128,15 @@ def _render_search(result: dict[str, Any]) -> str:
         for c in result["cards"]:
             status = "" if c["status"] == "active" else f", {c['status']}"
             sessions = f", {c['sessions']} sessions" if c["sessions"] > 1 else ""
-            lines.append(f"  #{c['id']} [{c['category']}, {c['date']}{sessions}{status}] {c['statement']}")
+            harnesses = f", from {'+'.join(c['harnesses'])}" if c.get("harnesses") else ""
+            lines.append(f"  #{c['id']} [{c['category']}, {c['date']}{sessions}{harnesses}{status}] {c['statement']}")
     else:
         lines.append("Cards: none")
     if result["history"]:
         lines.append("History:")
         for h in result["history"]:
-            lines.append(f"  {h['at'][:16].replace('T', ' ')}  {h['conversation']}  {h['role']}: {h['snippet']}")
+            lines.append(f"  {h['at'][:16].replace('T', ' ')}  {h['conversation']} ({h.get('harness', 'claude-code')})  "
+                         f"{h['role']}: {h['snippet']}")
     else:
         lines.append("History: none")
     return "\n".join(lines)

@@ -5,7 +5,9 @@
   backfill in the window); logs to `<log dir>/schedule.log`; SIGTERM/SIGINT stop it cleanly.
 - `tick`: one pass of "what should run now", for cron/launchd/systemd (the units run it hourly).
 - `install [--system cron|launchd|systemd] [--print]` / `uninstall [--system ...]`: the OS units.
-- `status [--json]`: per agent the next run, the last run and its result, the backlog.
+- `status [--json]`: per agent the next run, the last run and its result, the backlog, the cost per
+  night (`schedules.status.cost_per_night`); the per-run budgets and the home-wide nightly budget
+  of scheduled runs (`night_budget`: consolidate.max_cost_usd / max_calls per night, `night_caps`).
 
 The application's index, agent listing and pipeline are imported when the jobs are built (not at
 module import), so `reverie --help` does not load them.
@@ -78,7 +80,12 @@ def outcome_from_summary(summary: dict[str, Any]):
     if backlog:
         result += "; backlog left"
     progress = conversations > 0 or passages > 0 or cards > 0 or skipped > 0 or not backlog
-    return RunOutcome(progress=progress, backlog=backlog, result=result)
+    cost = summary.get("cost_usd")
+    hit = summary.get("budget_exhausted")
+    return RunOutcome(progress=progress, backlog=backlog, result=result, calls=count("calls"),
+                      cost_usd=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else 0.0,
+                      writer=summary.get("writer") if isinstance(summary.get("writer"), str) else None,
+                      exhausted=tuple(x for x in hit if isinstance(x, str)) if isinstance(hit, list) else ())
 
 
 
@@ -92,7 +99,7 @@ def record_manual_runs(home: Path, summaries: list[dict[str, Any]], *, started: 
     result stands even when the scheduler state cannot be written (logged). Stored results are
     counts, or quote an error message: every result goes through the printable scrubber first.
     """
-    from reverie.schedules.policy import apply_manual_run
+    from reverie.schedules.policy import apply_manual_run, spend_entry
     from reverie.schedules.state import StateStore
 
     from ..scrubber import printable_scrubber
@@ -111,7 +118,8 @@ def record_manual_runs(home: Path, summaries: list[dict[str, Any]], *, started: 
             outcome = outcome_from_summary(summary)
             result = " ".join(scrub(outcome.result).split())[:300]
             store.update_agent(summary["agent"], lambda old, o=outcome, r=result: apply_manual_run(
-                old, started=started, finished=finished, result=r, progress=o.progress, backlog=o.backlog))
+                old, started=started, finished=finished, result=r, progress=o.progress, backlog=o.backlog,
+                spend=spend_entry(o.calls, o.cost_usd, o.writer)))
             done += 1
     except Exception as exc:  # noqa: BLE001 - bookkeeping must not turn a good run into a failure
         log.warning("could not record the consolidate --now run in the scheduler state (%s); "
@@ -130,7 +138,8 @@ def build_jobs(home: Path):
     from ..index import index_all as run_index
     from ..paths import agent_dir
     from ..pipeline import consolidate_agent
-    from ..settings import load_settings
+    from ..budget import NIGHT_KEY
+    from ..settings import checked_settings, load_settings
 
     def list_agents() -> list[AgentSpec]:
         # The ids and switches only: `agents.list_agents` would also open every agent.db for its counts.
@@ -145,9 +154,15 @@ def build_jobs(home: Path):
                 f"{summary.get('messages_added', 0)} messages added")
         return text + (f", {rejected} lines rejected" if rejected else "")
 
-    def consolidate(agent_id: str, trigger: str) -> RunOutcome:
+    def consolidate(agent_id: str, trigger: str, allowance=None) -> RunOutcome:
+        """One run; a scheduled run's `allowance` (what is left of tonight's budget) reaches the
+        pipeline's Budget under `budget.NIGHT_KEY` of the settings it runs with."""
+        settings = None
+        if allowance is not None:
+            settings = {**checked_settings(home), NIGHT_KEY: {
+                "night": allowance.night, "max_cost_usd": allowance.max_cost_usd, "max_calls": allowance.max_calls}}
         try:
-            summary = consolidate_agent(home, agent_id, trigger=trigger)
+            summary = consolidate_agent(home, agent_id, trigger=trigger, settings=settings)
         except (Busy, AgentBusy) as exc:
             return RunOutcome(progress=False, backlog=False, result=f"busy: {exc}", busy=True)
         return outcome_from_summary(summary or {})
@@ -158,6 +173,21 @@ def build_jobs(home: Path):
     # checked is withheld
     return Jobs(list_agents=list_agents, index_all=index_all, consolidate=consolidate,
                 scrub=printable_scrubber(home))
+
+
+def night_caps(cfg, consolidate: Any):
+    """`cfg` with the nightly budgets of scheduled runs: consolidate.max_cost_usd and
+    consolidate.max_calls, home-wide per night (`schedules.nightly`); a value that is not a
+    non-negative number (a hand edit; `consolidate` refuses to run on it) leaves that cap off."""
+    from dataclasses import replace
+
+    c = consolidate if isinstance(consolidate, dict) else {}
+
+    def cap(key: str, kind: type):
+        v = c.get(key)
+        return kind(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 else None
+
+    return replace(cfg, night_max_cost_usd=cap("max_cost_usd", float), night_max_calls=cap("max_calls", int))
 
 
 def config_loader(home: Path, *, strict: bool):
@@ -175,7 +205,9 @@ def config_loader(home: Path, *, strict: bool):
 
     def load():
         try:
-            cfg = config_from_settings(load_settings(home).get("schedule"), pause_env=os.environ.get(ENV_PAUSE))
+            settings = load_settings(home)
+            cfg = night_caps(config_from_settings(settings.get("schedule"), pause_env=os.environ.get(ENV_PAUSE)),
+                             settings.get("consolidate"))
         except ScheduleConfigError as exc:
             if strict or "cfg" not in last:
                 raise ReverieError(str(exc)) from None
@@ -267,6 +299,23 @@ def _unit_spec(home: Path):
 # commands
 
 
+def _print_dry_run(report) -> None:
+    """`install --print`: stdout holds exactly what would be written (the crontab line, or each
+    unit file's text: `--print > file.plist` is a valid plist); every explanation goes to stderr."""
+    if report.crontab_line:
+        click.echo("# the crontab line to add with `crontab -e`:", err=True)
+        click.echo(report.crontab_line)
+    for path, text in report.files.items():
+        click.echo(f"# would write {path}:", err=True)
+        click.echo(text, nl=not text.endswith("\n"))
+    if report.files and report.commands:
+        click.echo("# then run:", err=True)
+        for c in report.commands:
+            click.echo(f"  {c}", err=True)
+    for note in report.notes:
+        click.echo(f"note: {note}", err=True)
+
+
 def register(cli: click.Group) -> None:
     @cli.group("schedule")
     def schedule() -> None:
@@ -316,9 +365,14 @@ def register(cli: click.Group) -> None:
         from reverie.schedules.status import format_status, status_report
         from reverie.schedules.units import Targets, installed
 
+        from ..settings import load_settings
+
         runner = build_runner(app.home, strict=True)
-        emit(status_report(runner, installed=installed(_unit_spec(app.home), Targets.default())), as_json,
-             format_status)
+        c = load_settings(app.home).get("consolidate") or {}
+        budgets = {"max_calls": c.get("max_calls"), "max_cost_usd": c.get("max_cost_usd"),
+                   "max_passages": c.get("max_passages")}
+        emit(status_report(runner, installed=installed(_unit_spec(app.home), Targets.default()), budgets=budgets),
+             as_json, format_status)
 
     @schedule.command("install")
     @click.option("--system", type=SYSTEM_CHOICE, default=None,
@@ -338,15 +392,17 @@ def register(cli: click.Group) -> None:
         if as_json:
             emit_json(report.as_dict())
             return
-        verb = "would write" if print_only else "wrote"
+        if print_only:
+            _print_dry_run(report)
+            return
         if report.crontab_line:
-            click.echo(f"crontab line ({'to add with `crontab -e`' if print_only else 'installed'}):")
+            click.echo("crontab line (installed):")
             click.echo(report.crontab_line)
         for path, text in report.files.items():
-            click.echo(f"# {verb} {path}")
+            click.echo(f"# wrote {path}")
             click.echo(text.rstrip("\n"))
         if report.files and report.commands:
-            click.echo(("# then run:" if print_only else "# ran:"))
+            click.echo("# ran:")
             for c in report.commands:
                 click.echo(f"  {c}")
         for note in report.notes:

@@ -46,6 +46,45 @@ def _card(db, card_id: int, agent: str) -> dict[str, Any]:
             from None
 
 
+def _embed_new_cards(app: AppContext, db) -> int:
+    """Vectors for the cards a person added, from the configured embedding model, so they are
+    recalled like learned ones. Never replaces vectors of another model with a fallback's: a
+    lexical fallback (model unavailable) or a db whose vectors are another model's is left as it
+    is (the next consolidation re-embeds). Returns how many vectors were computed."""
+    from reverie.graph.embed import load_embedder  # noqa: PLC0415
+    from reverie.graph.store import connection, ensure_vectors, get_meta  # noqa: PLC0415
+
+    from .. import settings as settings_mod  # noqa: PLC0415
+
+    embedder = load_embedder(settings_mod.get(settings_mod.load_settings(app.home), "embedding_model"))
+    stored = get_meta(connection(db), "embedder")
+    if embedder.kind == "lexical" or stored not in (None, embedder.id):
+        return 0
+    return ensure_vectors(db, embedder)
+
+
+def _export_claude_memory(app: AppContext, agent: str | None, as_json: bool) -> None:
+    """`reverie export --claude-memory`: consolidate.auto_memory.export_claude_memory."""
+    from ..auto_memory import ExportRefused, export_claude_memory  # noqa: PLC0415
+    from ..scrubber import printable_scrubber  # noqa: PLC0415
+
+    agent, db = open_agent(app.home, agent)
+    try:
+        result = export_claude_memory(app.home, agent, db, scrub=printable_scrubber(app.home))
+    except ExportRefused as exc:
+        raise ReverieError(str(exc)) from None
+    except OSError as exc:
+        raise ReverieError(f"Cannot write the Claude Code memory folder: {exc.strerror or exc}; check its "
+                           "permissions (or settings autoMemoryDirectory).") from None
+    result["agent"] = agent
+    if as_json:
+        emit_json(result)
+    elif result["changed"]:
+        click.echo(f"{agent}: {result['cards']} memories -> {result['file']} (wrote {', '.join(result['changed'])})")
+    else:
+        click.echo(f"{agent}: {result['file']} is up to date (nothing changed)")
+
+
 def register(cli: click.Group) -> None:
     @cli.command("feedback")
     @click.argument("card_id", type=int)
@@ -106,15 +145,24 @@ def register(cli: click.Group) -> None:
     _pin_command("unpin", False, "Unpin a memory.")
 
     @cli.command("export")
-    @click.option("--markdown", "directory", required=True, type=click.Path(file_okay=False),
+    @click.option("--markdown", "directory", default=None, type=click.Path(file_okay=False),
                   help="Directory for semantic.md, episodic.md and archive.md.")
+    @click.option("--claude-memory", "claude_memory", is_flag=True,
+                  help="Write reverie.md and one index line into the project's Claude Code auto memory folder.")
     @click.option("--agent", default=None, help=_AGENT_HELP)
     @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
     @pass_app
-    def export_cmd(app: AppContext, directory: str, agent: str | None, as_json: bool) -> None:
-        """Write the agent's memory as Markdown files a person can read, review and edit."""
+    def export_cmd(app: AppContext, directory: str | None, claude_memory: bool, agent: str | None,
+                   as_json: bool) -> None:
+        """Write the agent's memory as Markdown files a person can read, review and edit
+        (--markdown DIR), or as one topic file of Claude Code's auto memory (--claude-memory)."""
         from reverie.graph.markdown import export_markdown  # noqa: PLC0415
 
+        if bool(directory) == claude_memory:
+            raise ReverieError("Pass exactly one of --markdown DIR or --claude-memory.")
+        if claude_memory:
+            _export_claude_memory(app, agent, as_json)
+            return
         agent, db = open_agent(app.home, agent)
         try:
             result = export_markdown(db, Path(directory), agent=agent)
@@ -144,6 +192,7 @@ def register(cli: click.Group) -> None:
         except MarkdownError as exc:
             raise ReverieError(str(exc)) from None
         result["agent"] = agent
+        result["vectors"] = _embed_new_cards(app, db) if result["changed"] else 0
         if as_json:
             emit_json(result)
             return

@@ -204,6 +204,14 @@ class AnthropicWriter:
         try:
             parsed = CardsResponse.model_validate(data)
         except ValidationError as exc:
+            if isinstance(data, dict) and isinstance(data.get("cards"), list):
+                # One card over a limit (a 130-character path, a 500-character statement) costs that
+                # card, never the response: each card is repaired or rejected with a counted reason.
+                from .repair import repair_cards
+
+                result.cards, result.rejected = repair_cards(data["cards"])
+                result.error = None
+                return result
             fields = sorted({".".join(str(p) for p in e["loc"]) + ":" + e["type"] for e in exc.errors()})[:5]
             result.error = WriteError("schema", "response misses the schema: " + ", ".join(fields))
             return result

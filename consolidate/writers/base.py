@@ -209,6 +209,9 @@ class WriteResult:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     cost_usd: float = 0.0
+    #: drafts the writer itself repaired away or rejected (`writers.repair`), by reason; the
+    #: pipeline adds them to the run's `cards_rejected`
+    rejected: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

@@ -1,22 +1,44 @@
 """Card writer through the local `claude` CLI in headless mode (the user's own Claude login).
 
-The child runs as::
+The child runs as (`ClaudeCliWriter.argv`)::
 
     claude -p --output-format json --model haiku --json-schema '<schema>'
-           --settings '{"disableAllHooks":true}' --no-session-persistence --tools "" --max-turns 1
+           --system-prompt '<INSTRUCTIONS>' --settings '<CHILD_SETTINGS>'
+           --no-session-persistence --tools "" --max-turns 2
 
-with the prompt on stdin (first line `[reverie-consolidation]`) and `REVERIE_CHILD=1` in its
-environment (and no ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN unless settings
-`claude_cli.pass_api_key` is true: with them the child would bill the API, not the login), so that (1) no hook runs in the child (ours print nothing under the guard anyway),
-(2) no transcript of it is written, and (3) if one were written, our indexer skips sessions carrying
-the guard and consolidation skips the marker. Output is the CLI's JSON result: `structured_output`
-(or `result` holding JSON) validated into `CardsResponse`; error subtypes and non-zero exits are
-reported: rate limits, overload and timeouts as transient (retried, then left for the next run); a
-refused login as `auth`; account faults (credit balance too low, billing, the plan's usage limit
-reached, an unknown model) as `account`, never retried, with the CLI's reason and the fix. The
-pipeline stops the run on `auth` and `account` and gives no passage up for them.
+in a working directory of reverie's own (`<home>/cache/claude-cli`, empty: never the user's
+project tree), with the prompt on stdin (first line `[reverie-consolidation]`, then the passages)
+and this environment (`ClaudeCliWriter.env`): `REVERIE_CHILD=1` (our hooks print nothing in it),
+`CHILD_ENV` (no CLAUDE.md, no auto memory, no thinking, no title request or other non-essential
+traffic, an output cap), and no ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN unless settings
+`claude_cli.pass_api_key` is true. Measured with the real binary (2.1.197) against a local fake
+Messages API: Claude Code's own system prompt (~25,500 characters), both CLAUDE.md files and a
+32,000-token thinking budget are gone; what is sent is our system prompt, our prompt, the schema
+as the StructuredOutput tool and ~300 characters of Claude Code's framing.
+
+`--max-turns 2`, not 1: when the model answers without calling the StructuredOutput tool, Claude
+Code needs a second turn to enforce the schema (with 1 the result is `error_max_turns`).
+
+Credentials (`pass_api_key` false, the default): the child must use the user's Claude login, so
+besides stripping the two variables, `--settings` overrides an `apiKeyHelper` and an `env` key of
+the user's settings.json that would hand it an API key anyway. `auth_status` runs the CLI's own
+check (`claude auth status --json`) with the same settings and environment, so it says which
+credential a call would use (doctor, and the `auto` writer choice); it never returns the credential.
+
+So (1) no hook runs in the child, (2) no transcript of it is written, and (3) if one were written,
+our indexer skips sessions carrying the guard and consolidation skips the marker. Output is the
+CLI's JSON result: `structured_output` (or `result` holding JSON) validated into `CardsResponse`;
+error subtypes and non-zero exits are reported: rate limits, overload and timeouts as transient
+(retried, then left for the next run); a refused or missing login as `auth`, whose message names
+the command or setting that fixes it (`auth_fix`); account faults (credit balance too low, billing,
+the plan's usage limit reached, an unknown model) as `account`, never retried, with the CLI's
+reason and the fix. The pipeline stops the run on `auth` and `account` and gives no passage up.
+
 Budgets: every attempt, retries included, is checked against the run's call budget and dollar cap
-first (`Budget.check_attempt`); a refused attempt ends the request as kind `budget`.
+first (`Budget.check_attempt`) with `estimate_cost`: the characters really sent (system prompt,
+prompt, schema, Claude Code's framing) as tokens, for every turn allowed, at the model's price,
+plus the output cap; a refused attempt ends the request as kind `budget`. What is charged is what
+the child reports (`usage`, `total_cost_usd`).
 """
 
 from __future__ import annotations
@@ -27,23 +49,45 @@ import os
 import re
 import shutil
 import subprocess
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 from pydantic import ValidationError
 
-from ..budget import BudgetSpent, RetryPolicy, Transient, cost_usd, estimate_tokens, with_retries
+from ..budget import CHARS_PER_TOKEN, BudgetSpent, RetryPolicy, Transient, cost_usd, with_retries
 from ..errors import ReverieError
-from ..paths import ENV_CHILD_GUARD
+from ..paths import CACHE_DIR, ENV_CHILD_GUARD, home_dir
 from .base import CardsResponse, WriteError, WriteRequest, WriteResult, clip_reason, response_schema, sequential
-from .prompts import cli_prompt
+from .prompts import INSTRUCTIONS, cli_prompt
 
 log = logging.getLogger(__name__)
 
-CHILD_SETTINGS = '{"disableAllHooks":true}'
+#: Turns the child may take: the answer, and the one Claude Code needs to enforce the schema when
+#: the model answered without the StructuredOutput tool.
+MAX_TURNS = 2
+#: The child's output cap per model call (CLAUDE_CODE_MAX_OUTPUT_TOKENS; Claude Code's own is
+#: 32,000): at most 5 cards of <= 35 words fit many times over.
+MAX_OUTPUT_TOKENS = 2048
+#: Characters Claude Code adds around our text in every request (billing header, its one-line
+#: agent preamble, the StructuredOutput tool's description, metadata): ~300 measured, with margin.
+FRAMING_CHARS = 600
+#: What the child's environment switches off (Claude Code 2.1's documented switches): CLAUDE.md
+#: files, auto memory, thinking, the session-title request and other non-essential traffic.
+CHILD_ENV = {
+    "CLAUDE_CODE_DISABLE_CLAUDE_MDS": "1",
+    "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
+    "MAX_THINKING_TOKENS": "0",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(MAX_OUTPUT_TOKENS),
+}
 # Anthropic credentials the child must not inherit: with one of them set, `claude` bills the API
 # instead of the user's Claude login (settings claude_cli.pass_api_key opts in).
 API_CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
-_AUTH = re.compile(r"invalid api key|please run /login|not logged in|authentication[_ ]error|\b401\b|\b403\b", re.I)
+#: The working directory's folder inside reverie's cache (`<home>/cache/claude-cli`).
+WORKDIR_NAME = "claude-cli"
+PASS_KEY_FIX = "reverie settings set claude_cli.pass_api_key true"
+LOGIN_FIX = "claude auth login"
+_AUTH = re.compile(r"invalid api key|please run /login|not logged in|authentication[_ ]error|\b401\b|\b403\b|"
+                   r"oauth token|invalid x-api-key|credentials", re.I)
 _TRANSIENT = re.compile(r"overloaded|rate.?limit|429|529|\b5\d\d\b|timed? ?out|temporarily|ECONNRESET|"
                         r"network|connection", re.I)
 # Faults of the account or the configuration: every call fails the same way until the user acts.
@@ -52,6 +96,114 @@ _USAGE_LIMIT = re.compile(r"usage limit|(?:5-hour|weekly|session|opus|sonnet) li
                           r"out of (?:extra )?usage|spend(?:ing)? limit", re.I)
 _MODEL = re.compile(r"not_found_error|(?:invalid|unknown) model|model\b.{0,60}\bnot (?:found|available|supported)|"
                     r"\b404\b", re.I)
+
+
+def child_settings(pass_api_key: bool) -> str:
+    """The `--settings` JSON of every child call: no hooks, no thinking; without `pass_api_key` also
+    no `apiKeyHelper` and no API key from the `env` of the user's settings.json (a helper or such a
+    key would bill the API instead of the user's Claude login)."""
+    data: dict[str, Any] = {"disableAllHooks": True, "alwaysThinkingEnabled": False}
+    if not pass_api_key:
+        data["apiKeyHelper"] = ""
+        data["env"] = {name: "" for name in API_CREDENTIALS}
+    return json.dumps(data, separators=(",", ":"))
+
+
+def child_env(pass_api_key: bool, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The child's environment: `base` (ours) with the recursion guard and `CHILD_ENV`, minus the
+    Anthropic API credentials unless `pass_api_key`."""
+    env = dict(os.environ if base is None else base)
+    if not pass_api_key:
+        for name in API_CREDENTIALS:
+            env.pop(name, None)
+    env.update(CHILD_ENV)
+    env[ENV_CHILD_GUARD] = "1"
+    return env
+
+
+def workdir(home: str | os.PathLike | None = None) -> str:
+    """The child's working directory, `<home>/cache/claude-cli` (created 0700, holds nothing): a
+    folder of reverie's own, so no project's CLAUDE.md or .claude/settings.json is near it and
+    nothing is ever created in the user's project tree."""
+    path = os.path.join(home_dir(home), CACHE_DIR, WORKDIR_NAME)
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    return path
+
+
+def auth_fix(pass_api_key: bool, env: Mapping[str, str] | None = None) -> str:
+    """What fixes a `claude` child that could not authenticate, given the settings and the parent's
+    environment `env`: a login, or the setting that lets the child bill the API key that is set."""
+    env = os.environ if env is None else env
+    key = next((name for name in API_CREDENTIALS if env.get(name)), None)
+    if key and not pass_api_key:
+        return (f"{key} is set, but reverie keeps it from the child because claude_cli.pass_api_key is false, so "
+                f"`claude` needs your Claude login: run `{LOGIN_FIX}` (or /login inside `claude`); or let it bill "
+                f"the key: `{PASS_KEY_FIX}`; or use --writer anthropic")
+    if key:
+        return (f"the child used {key} (claude_cli.pass_api_key is true) and it was refused: check the key, or run "
+                f"`{LOGIN_FIX}` and `reverie settings set claude_cli.pass_api_key false` to use your Claude login")
+    return (f"run `{LOGIN_FIX}` (or /login inside `claude`) to log in; or set ANTHROPIC_API_KEY and "
+            f"`{PASS_KEY_FIX}` to bill an API key")
+
+
+def auth_status(command: str = "claude", *, pass_api_key: bool = False, timeout_s: float = 30.0,
+                env: Mapping[str, str] | None = None, home: str | os.PathLike | None = None,
+                create_workdir: bool = True) -> dict[str, Any]:
+    """The CLI's own credential check (`claude auth status --json`), run as a child call would run
+    (same settings and environment, in `workdir(home)`; with `create_workdir` false, as doctor
+    runs it, the folder is not created: the system temp dir stands in until it exists):
+    {"logged_in": bool, "method": authMethod, "source": apiKeySource or None, "subscription":
+    subscriptionType or None, "error": None or why the check failed}. Never includes a credential,
+    e-mail or organisation."""
+    out: dict[str, Any] = {"logged_in": False, "method": None, "source": None, "subscription": None, "error": None}
+    path = (env or os.environ).get("PATH")
+    if shutil.which(command, path=path) is None:
+        out["error"] = f"`{command}` is not on PATH"
+        return out
+    if create_workdir:
+        cwd = workdir(home)
+    else:
+        import tempfile
+
+        cwd = os.path.join(home_dir(home), CACHE_DIR, WORKDIR_NAME)
+        cwd = cwd if os.path.isdir(cwd) else tempfile.gettempdir()
+    try:
+        proc = subprocess.run([command, "--settings", child_settings(pass_api_key), "auth", "status", "--json"],
+                              capture_output=True, text=True, timeout=timeout_s, cwd=cwd,
+                              env=child_env(pass_api_key, env), stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        out["error"] = f"`{command} auth status` took longer than {timeout_s:g}s"
+        return out
+    except OSError as exc:
+        out["error"] = f"cannot run `{command}`: {exc.strerror}"
+        return out
+    try:
+        data = json.loads(proc.stdout)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or not isinstance(data.get("loggedIn"), bool):
+        out["error"] = (f"`{command} auth status --json` gave no status (exit {proc.returncode}); "
+                        "Claude Code 2.1 or later has it")
+        return out
+    out["logged_in"] = data["loggedIn"]
+    for key, field in (("method", "authMethod"), ("source", "apiKeySource"), ("subscription", "subscriptionType")):
+        value = data.get(field)
+        out[key] = value if isinstance(value, str) and len(value) <= 40 else None
+    return out
+
+
+def describe_credential(status: Mapping[str, Any]) -> str:
+    """One line naming the credential `auth_status` found (never the credential itself)."""
+    if status.get("error"):
+        return f"unknown ({status['error']})"
+    if not status.get("logged_in"):
+        return "none: not logged in"
+    method = status.get("method") or "unknown"
+    if method == "claude.ai":
+        return "your Claude login (claude.ai" + (f", {status['subscription']} plan)" if status.get("subscription") else ")")
+    source = f" from {status['source']}" if status.get("source") else ""
+    return {"api_key": "an API key", "api_key_helper": "an apiKeyHelper", "oauth_token": "an OAuth token"}.get(
+        method, method) + source
 
 
 def _tail(text: str, n: int) -> str:
@@ -87,12 +239,14 @@ class ClaudeCliWriter:
     model_backed = True
 
     def __init__(self, *, command: str = "claude", model: str = "haiku", timeout_s: float = 120.0,
-                 retry: RetryPolicy | None = None, pass_api_key: bool = False) -> None:
+                 retry: RetryPolicy | None = None, pass_api_key: bool = False,
+                 home: str | os.PathLike | None = None) -> None:
         self.command = command
         self.model = model
         self.timeout_s = timeout_s
         self.retry = retry or RetryPolicy()
         self.pass_api_key = pass_api_key
+        self.home = home            # for the working directory; None: $REVERIE_HOME / the default
         self.last_cost_usd = 0.0   # what the child reported for its last call
 
     @classmethod
@@ -111,24 +265,33 @@ class ClaudeCliWriter:
         return [
             self.command, "-p", "--output-format", "json", "--model", self.model,
             "--json-schema", json.dumps(response_schema(), separators=(",", ":")),
-            "--settings", CHILD_SETTINGS, "--no-session-persistence", "--tools", "", "--max-turns", "1",
+            "--system-prompt", INSTRUCTIONS,
+            "--settings", child_settings(self.pass_api_key), "--no-session-persistence", "--tools", "",
+            "--max-turns", str(MAX_TURNS),
         ]
 
     def env(self) -> dict[str, str]:
-        """The child's environment: ours with the recursion guard, minus the Anthropic API
-        credentials unless `pass_api_key` (so the child uses the user's Claude login)."""
-        env = dict(os.environ)
-        if not self.pass_api_key:
-            for name in API_CREDENTIALS:
-                env.pop(name, None)
-        env[ENV_CHILD_GUARD] = "1"
-        return env
+        """The child's environment (`child_env`)."""
+        return child_env(self.pass_api_key)
+
+    def sent_chars(self, request: WriteRequest) -> int:
+        """Characters of ours one call sends: the system prompt, the prompt and the schema (the
+        StructuredOutput tool), plus Claude Code's framing (`FRAMING_CHARS`)."""
+        schema = json.dumps(response_schema(), separators=(",", ":"))
+        return len(INSTRUCTIONS) + len(cli_prompt(request)) + len(schema) + FRAMING_CHARS
 
     def estimate_cost(self, request: WriteRequest) -> float:
-        """Expected cost of one call, for the dollar cap: the larger of the cost the child reported
-        for its last call (`total_cost_usd`) and a token estimate at the model's price."""
-        tokens = estimate_tokens(cli_prompt(request)) + 600
-        return max(self.last_cost_usd, cost_usd(self.model, input_tokens=tokens, output_tokens=600))
+        """Worst-case cost of one call, for the dollar cap: every turn allowed sends what was sent
+        before plus the output cap, each turn may write the output cap; at the model's price. The
+        larger of that and the cost the child reported for its last call (`total_cost_usd`)."""
+        sent = max(1, self.sent_chars(request) // CHARS_PER_TOKEN)
+        input_tokens = sum(sent + turn * MAX_OUTPUT_TOKENS for turn in range(MAX_TURNS))
+        worst = cost_usd(self.model, input_tokens=input_tokens, output_tokens=MAX_TURNS * MAX_OUTPUT_TOKENS)
+        return max(self.last_cost_usd, worst)
+
+    def _auth_error(self, detail: str = "") -> "_CliError":
+        what = f" ({clip_reason(detail, 120)})" if detail else ""
+        return _CliError("auth", f"claude could not authenticate{what}: {auth_fix(self.pass_api_key)}")
 
     def write_many(self, requests: list[WriteRequest], budget) -> Iterator[WriteResult]:
         return sequential(self, requests, budget)
@@ -149,7 +312,7 @@ class ClaudeCliWriter:
             result.calls += 1
             try:
                 proc = subprocess.run(self.argv(), input=prompt, capture_output=True, text=True,
-                                      timeout=self.timeout_s, env=self.env())
+                                      timeout=self.timeout_s, env=self.env(), cwd=workdir(self.home))
             except subprocess.TimeoutExpired:
                 raise Transient(f"claude timed out after {self.timeout_s:g}s") from None
             except OSError as exc:
@@ -164,8 +327,7 @@ class ClaudeCliWriter:
             if proc.returncode != 0 and not isinstance(data, dict):
                 detail = _tail(proc.stderr or "", 300)
                 if _AUTH.search(detail):
-                    raise _CliError("auth", f"claude exited {proc.returncode}: not logged in or credentials refused "
-                                "(run `claude` once to log in)")
+                    raise self._auth_error(f"exit {proc.returncode}")
                 account = account_error(detail, self.model)
                 if account is not None:
                     raise account
@@ -175,7 +337,7 @@ class ClaudeCliWriter:
             if not isinstance(data, dict):
                 raise _CliError("malformed", "claude printed no JSON result")
             if data.get("is_error") and _AUTH.search(str(data.get("result", ""))):
-                raise _CliError("auth", "claude: not logged in or credentials refused (run `claude` once to log in)")
+                raise self._auth_error(str(data.get("result", "")))
             account = account_error(str(data.get("result", "")), self.model) if data.get("is_error") else None
             if account is not None:
                 raise account

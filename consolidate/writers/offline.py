@@ -38,14 +38,26 @@ Speaker labels: a user turn that starts with one or two capitalised words and a 
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Iterator
 
 from reverie.graph.text import STOPWORDS
 
-from ..classify import (CHATTER_ANY, CHATTER_START, KNOWN_TOOLS, RULE_ADVERB, Named, answers_question,
+from ..classify import (CHATTER_ANY, CHATTER_START, KNOWN_TOOLS, RULE_ADVERB, Named, agent_exchange, answers_question,
                         named_things, speaker_label)
 from .base import CardDraft, EntityDraft, RelationDraft, WriteRequest, WriteResult, sequential, MAX_WORDS
+from .offline_coding import statement_for as coding_statement, user_card_ok
+from .relations import (LEXICON, UNRESOLVED_PERSON, _ENDED, _LEX, _MOVED_OFF, _MOVED_TO, findings,  # noqa: F401
+                        relations)
+from .repair import build_draft
+
+log = logging.getLogger(__name__)
+
+#: The keep a coding candidate needs before the offline writer writes it: the classifier's bar
+#: (0.5) admits weak candidates for the model writers, which can discard them; an extracting writer
+#: cannot rephrase a weak one, so it takes only the strong.
+CODING_KEEP = {"user": 0.6, "assistant": 0.6, "summary": 0.7, "report": 0.65, "file": 0.5, "answer": 0.5}
 
 _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[])|\n+|(?<=:)\s+(?=[-*•]\s)|\s+[-*•]\s+")
 _OPENERS = re.compile(
@@ -108,39 +120,6 @@ _USER_FIRST_PERSON = tuple((re.compile(rx, re.I), rep) for rx, rep in (
     (r"^(?:I|we) (?=(?:always|never)\b)", ""),
 ))
 
-# (verb, regex of the phrase between subject and object)
-LEXICON: tuple[tuple[str, str], ...] = (
-    ("depends_on", r"\bdepends? on\b|\brel(?:y|ies) on\b"),
-    ("stores_data_in", r"\bstores? (?:\w+ ){0,3}(?:in|on)\b|\bpersists? (?:\w+ ){0,2}(?:to|in)\b|\bkeeps? (?:its |the )?data in\b"),
-    ("reads_from", r"\breads? (?:\w+ ){0,2}from\b|\bconsumes? (?:\w+ )?from\b|\bpulls? (?:\w+ )?from\b"),
-    ("writes_to", r"\bwrites? (?:\w+ ){0,2}(?:to|into)\b|\bpublishes? (?:\w+ )?to\b|\blogs? to\b"),
-    ("deploys_to", r"\bdeploy(?:s|ed)? (?:\w+ )?to\b|\bis deployed (?:to|on)\b|\bships to\b"),
-    ("runs_on", r"\bruns? on\b|\b(?:is )?running on\b|\bis hosted on\b|\blives on\b|\bmoved (?:\w+ )?(?:to|onto)\b|"
-                r"\bmigrated (?:\w+ )?to\b|\bruns? (?:now )?on\b"),
-    ("hosts", r"\bhosts\b|\bserves\b"),
-    ("part_of", r"\bis (?:a )?part of\b|\bbelongs to\b|\bis a (?:module|package|component) (?:of|in)\b"),
-    ("owns", r"\bowns\b|\bmaintains\b|\bis responsible for\b"),
-    ("configures", r"\bconfigures?\b|\bsets up\b"),
-    ("requires", r"\brequires?\b|\bneeds\b"),
-    ("replaces", r"\breplace[sd]?\b|\bsupersedes?\b"),
-    ("fixes", r"\bfix(?:es|ed)?\b|\bresolves?\b"),
-    ("breaks", r"\bbreaks?\b|\bbroke\b|\bcrashes\b"),
-    ("affects", r"\baffects?\b|\bimpacts?\b"),
-    ("prefers", r"\bprefers?\b"),
-    ("decided_on", r"\bdecided on\b|\bchose\b|\bwent with\b|\bsettled on\b"),
-    ("rejected", r"\brejected\b|\bruled out\b"),
-    ("calls", r"\bcalls?\b|\btalks? to\b|\binvokes?\b|\bsends (?:\w+ )?(?:requests|events) to\b"),
-    ("uses", r"\buses?\b|\busing\b|\bswitched to\b|\bstarted using\b|\bis built (?:on|with)\b"),
-)
-_LEX = tuple((verb, re.compile(rx, re.I)) for verb, rx in LEXICON)
-_ENDED = re.compile(r"\bno longer\b|\bnot anymore\b|\bretired\b|\bstopped using\b|\bdropped\b|\bdecommissioned\b", re.I)
-_MOVED_OFF = re.compile(r"\b(?:moved|migrated|took|pulled) (.+?) (?:off|away from|out of) (.+?)(?:[,.;]|\band\b|$)", re.I)
-#: "moved X (back) to Y", "migrated X from Y to Z": X now on the last place named, off the "from" one.
-_MOVED_TO = re.compile(r"\b(?:moved|migrated|switched) (.+?)(?: from (.+?))? (?:back )?(?:to|onto|over to) (.+?)"
-                       r"(?:[,.;]|\band\b|$)", re.I)
-_DATA_PLACES = frozenset({"bucket", "database", "table", "queue", "topic"})
-
-
 def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENT_SPLIT.split(text) if s and s.strip()]
 
@@ -165,11 +144,6 @@ def _score_sentence(s: str, known: dict[str, str]) -> float:
     if n < 4:
         score -= 0.3
     return score
-
-
-#: First and second person left in a statement (no speaker to resolve them to): not self-contained.
-UNRESOLVED_PERSON = re.compile(r"(?<![\w'\u2019\-])(?:I|(?i:me|my|mine|myself|you|your|yours|yourself))"
-                               r"(?:['\u2019](?:m|ve|ll|d|re))?(?![\w\-])")
 
 
 def key_sentence(text: str, known: dict[str, str], *, speaker: bool = False,
@@ -443,170 +417,6 @@ def _self_contained(sentence: str, *, speaker: str | None, correction: bool, con
     return s, used_context
 
 
-def _pronoun_subject(text_before: str) -> bool:
-    return bool(re.search(r"\b(it|which|that|this)\s*$", text_before.strip(), re.I))
-
-
-def relations(statement: str, ents: list[Named]) -> list[RelationDraft]:
-    """Relations between consecutive named things through the verb lexicon (fixed verbs only)."""
-    out: list[RelationDraft] = []
-    seen: set[tuple] = set()
-
-    def add(s: str, v: str, o: str, holds: bool) -> None:
-        if s.lower() == o.lower():
-            return
-        key = (s.lower(), v, o.lower())
-        if key in seen:
-            return
-        seen.add(key)
-        out.append(RelationDraft(subject=s, verb=v, object=o, holds=holds))
-
-    last_subject = None
-    for m in _MOVED_OFF.finditer(statement):
-        subj = next((e for e in ents if e.name.lower() in m.group(1).lower()), None)
-        obj = next((e for e in ents if e.name.lower() in m.group(2).lower()), None)
-        if subj and obj:
-            add(subj.name, "runs_on", obj.name, False)
-            last_subject = last_subject or subj
-    for m in _MOVED_TO.finditer(statement):
-        subj = next((e for e in ents if e.name.lower() in m.group(1).lower()), None)
-        old_place = next((e for e in ents if m.group(2) and e.name.lower() in m.group(2).lower()), None)
-        new_place = next((e for e in ents if e.name.lower() in m.group(3).lower()), None)
-        if subj and new_place and subj is not new_place:
-            verb = "stores_data_in" if new_place.type in _DATA_PLACES else "runs_on"
-            if old_place and old_place is not subj and old_place is not new_place:
-                add(subj.name, verb, old_place.name, False)
-            add(subj.name, verb, new_place.name, True)
-            last_subject = last_subject or subj
-    if not ents:
-        return out
-    ordered = sorted(ents, key=lambda e: statement.lower().find(e.name.lower()))
-    # A named thing that only qualifies the next one ("the S3 bucket `acme-invoices`", "the
-    # DynamoDB table tf-locks") is not a relation's end: the thing it qualifies is.
-    low = statement.lower()
-    ordered = [e for e, nxt in zip(ordered, ordered[1:] + [None]) if nxt is None or not re.fullmatch(
-        r"\s*(?:bucket|table|queue|topic|host|server|cluster|namespace|repo|repository|database|db|"
-        r"instance|vm|box|project|account|region)s?\s*[`'\"]?",
-        low[low.find(e.name.lower()) + len(e.name):max(0, low.find(nxt.name.lower()))])]
-    if last_subject is None and statement.lower().find(ordered[0].name.lower()) <= 12:
-        last_subject = ordered[0]
-    for a, b in zip(ordered, ordered[1:]):
-        ia = statement.lower().find(a.name.lower())
-        ib = statement.lower().find(b.name.lower())
-        if ia < 0 or ib < 0 or ib <= ia:
-            continue
-        between = statement[ia + len(a.name):ib]
-        if len(between.split()) > 7:
-            # "X ..., it runs on Y": a pronoun right before the verb refers to the sentence's subject.
-            tail = re.split(r"[,;]", between)[-1]
-            subj = last_subject or a
-            if re.match(r"^\s*(it|which|that|this)\b", tail, re.I) and len(tail.split()) <= 6:
-                between, a = tail, subj
-            else:
-                continue
-        elif re.search(r"[,;]", between):
-            tail = re.split(r"[,;]", between)[-1]
-            if re.match(r"^\s*(it|which|that|this)\b", tail, re.I):
-                a = last_subject or a
-                between = tail
-            elif not re.search(r"\b(and|now)\b", between):
-                continue
-        if re.search(r"\b(off|away from|out of)\s*$", between.strip(), re.I):
-            continue  # handled by _MOVED_OFF
-        if re.match(r"^\s*(,\s*)?and\b", between) and last_subject is not None and \
-                any(r.object.lower() == a.name.lower() for r in out):
-            a = last_subject  # "X depends on Y and writes to Z": X is still the subject
-        for verb, rx in _LEX:
-            if rx.search(between):
-                holds = not (_ENDED.search(between) or re.search(r"\b(not|n't)\b", between))
-                add(a.name, verb, b.name, holds)
-                last_subject = last_subject or a
-                break
-        else:
-            skipped = _across(statement, a, b, ordered)
-            if skipped:
-                verb, c, holds = skipped
-                add(a.name, verb, c.name, holds)
-                last_subject = last_subject or a
-    # "Y was retired" / "retired Y": every relation to Y in this statement ended.
-    for m in re.finditer(r"\bretired (?:the )?([\w.\-/]+)|([\w.\-/]+) (?:was|is|has been) retired\b", statement, re.I):
-        target = (m.group(1) or m.group(2) or "").lower()
-        for i, r in enumerate(out):
-            if r.object.lower() == target:
-                out[i] = RelationDraft(subject=r.subject, verb=r.verb, object=r.object, holds=False)
-    return out
-
-
-_ITEM_SPLIT = re.compile(r"(?:^|\s)[-*•]\s+|(?:^|\s)\d{1,2}[.)]\s+(?=\S)")
-#: Findings a list states about named things (`findings`) fill at most this many words.
-FINDINGS_WORDS = MAX_WORDS
-
-
-def findings(text: str, known: dict[str, str]) -> tuple[str, list[Named], list[RelationDraft]] | None:
-    """A list of findings ("- **Storage**: billing-api stores invoice PDFs in the S3 bucket
-    `acme-invoices` ... - **Auth**: billing-api depends on auth-service; ...") as one statement:
-    the leading clause of every item that relates two named things through the verb lexicon,
-    joined with "; " in list order while they fit `FINDINGS_WORDS`, with the union of their
-    entities and relations. None unless at least two items relate named things (a list of steps or
-    options is no finding)."""
-    items = [i.strip() for i in _ITEM_SPLIT.split(text) if i and i.strip()]
-    if len(items) < 2:
-        return None
-    clauses: list[str] = []
-    ents: list[Named] = []
-    rels: list[RelationDraft] = []
-    words = 0
-    for item in items:
-        s = re.sub(r"^(?:\*\*|__)?[^*_:\n]{1,40}?(?:\*\*|__):\s+", "", item)      # "**Label**: "
-        s = re.sub(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1", r"\2", s)
-        s = re.split(r";\s+|(?<=[.!?])\s+(?=[A-Z`])|\s+[—–]\s+", s, maxsplit=1)[0]
-        s = re.sub(r"\s*\([^()]{0,80}\)", "", s).strip().rstrip(".!:,")
-        if not s or s.endswith("?") or UNRESOLVED_PERSON.search(s):
-            continue
-        named = named_things(s, known)
-        found = relations(s, named)
-        if not found:
-            continue
-        n = len(s.split())
-        if words + n > FINDINGS_WORDS:
-            break
-        clauses.append(s)
-        words += n
-        for e in named:
-            if not any(e.name.lower() == x.name.lower() for x in ents):
-                ents.append(e)
-        rels.extend(r for r in found if r not in rels)
-    if len(clauses) < 2:
-        return None
-    statement = "; ".join(clauses)
-    statement = statement[0].upper() + statement[1:] if statement[:1].islower() and \
-        statement.split(" ", 1)[0].lower() not in {e.name.lower() for e in ents} else statement
-    return statement + ".", ents, rels
-
-
-def _across(statement: str, a: Named, b: Named, ordered: list[Named]) -> tuple[str, Named, bool] | None:
-    """A verb phrase of `a` whose object is the named thing after `b`: "billing-api stores invoice
-    PDFs in the S3 bucket `acme-invoices`" (b = "PDFs", the thing stored, named in between).
-    (verb, object, holds), or None. Only when the phrase spans at most 8 words with no clause break."""
-    low = statement.lower()
-    i = ordered.index(b) if b in ordered else -1
-    if i < 0 or i + 1 >= len(ordered):
-        return None
-    c = ordered[i + 1]
-    ia, ic = low.find(a.name.lower()), low.find(c.name.lower())
-    if ia < 0 or ic <= ia:
-        return None
-    between = statement[ia + len(a.name):ic]
-    if len(between.split()) > 8 or re.search(r"[,;:]", between):
-        return None
-    for verb, rx in _LEX:
-        m = rx.search(between)
-        if m and verb in ("stores_data_in", "reads_from", "writes_to", "deploys_to", "runs_on"):
-            holds = not (_ENDED.search(between) or re.search(r"\b(not|n't)\b", between))
-            return verb, c, holds
-    return None
-
-
 def _sentence_category(sentence: str, passage, fallback: str) -> str:
     """The category the key sentence's own cues give (a passage may mix a rule and a decision)."""
     from dataclasses import replace
@@ -706,68 +516,116 @@ class OfflineWriter:
         return sequential(self, requests, budget)
 
     def write_one(self, request: WriteRequest, budget=None) -> WriteResult:
+        """Cards of one request. Never raises: a candidate whose draft breaks a limit is repaired or
+        rejected (`repair.build_draft`), one whose extraction fails is skipped; both are counted in
+        `WriteResult.rejected` and the other candidates still give their cards."""
         cap = request.max_cards
         ranked = sorted(request.candidates,
                         key=lambda c: (-c.judgement.importance, -c.judgement.keep, -c.judgement.confidence,
                                        c.passage.message_id))
         cards: list[CardDraft] = []
         by_norm: dict[str, int] = {}
+        rejected: dict[str, int] = {}
         known = request.known_entities
         user_turns = {c.passage.message_id: c.label for c in request.candidates if c.passage.kind == "user"}
         for cand in ranked:
-            j, p = cand.judgement, cand.passage
-            if j.category == "none":
+            try:
+                fields = self._card_fields(cand, known, user_turns)
+            except Exception:  # noqa: BLE001 - one passage never stops the exchange
+                log.warning("offline writer: extraction failed for %s", cand.passage.key, exc_info=True)
+                rejected["writer_error"] = rejected.get("writer_error", 0) + 1
                 continue
-            speaker, body = speaker_label(p.text) if p.kind == "user" else (None, p.text)
-            found = findings(body, known) if p.kind in ("assistant", "summary") else None
-            if found:
-                statement, ents, rels = found
-                norm = _norm(statement)
-                if norm in by_norm or len(cards) >= cap:
-                    continue
-                cards.append(CardDraft(statement=statement, category="fact", importance=max(2, j.importance),
-                                       entities=[EntityDraft(name=e.name, type=e.type) for e in ents],
-                                       relations=rels, evidence=[cand.label], quote=body[:200]))
-                by_norm[norm] = len(cards) - 1
+            if fields is None:
                 continue
-            if speaker:
-                self._people.add(speaker)
-            people = self._people | {n for n, t in known.items() if t == "person"}
-            sent = key_sentence(body, known, speaker=bool(speaker), people=people)
-            # A user turn's context is the human turn it follows (a question it may answer), never
-            # what a leading "it" refers to; an assistant paragraph's is the request it answers.
-            context_named = named_things(p.context, known) if p.context and p.kind != "user" else []
-            statement, drew = _self_contained(sent, speaker=speaker, correction=j.correction,
-                                              context_named=context_named, user=p.kind == "user")
-            if len(statement.split()) < 3 or (not speaker and UNRESOLVED_PERSON.search(statement)):
-                continue   # "I'm new here", "I'll import the bucket": nothing a future session can use
-            answered = answers_question(p) or (p.kind == "user" and bool(p.context_id) and asks_lately(p.context))
-            if answered:
-                with_q = with_question(statement, p.context, people)
-                drew = with_q != statement
-                statement = with_q
-            evidence = [cand.label]
-            if drew and p.kind != "user" and user_turns.get(p.exchange) not in (None, cand.label):
-                evidence.append(user_turns[p.exchange])
-            if drew and answered and user_turns.get(p.context_id) not in (None, cand.label):
-                evidence.insert(0, user_turns[p.context_id])   # built from the question too
-            norm = _norm(statement)
+            norm = _norm(fields["statement"])
             if norm in by_norm:
                 card = cards[by_norm[norm]]
-                card.evidence.extend(e for e in evidence if e not in card.evidence)
+                card.evidence.extend(e for e in fields["evidence"] if e not in card.evidence)
                 continue
             if len(cards) >= cap:
                 continue
-            ents = named_things(statement, known)
-            if speaker and re.search(r"(?<![\w\-])" + re.escape(speaker) + r"(?![\w\-])", statement) and \
-                    not any(e.name.lower() == speaker.lower() for e in ents):
-                ents.insert(0, Named(speaker, "person", statement.find(speaker)))
-            entity_drafts = [EntityDraft(name=e.name, type="person" if speaker and e.name == speaker else e.type)
-                             for e in ents]
-            category = "correction" if j.correction else _sentence_category(sent, p, j.category)
-            cards.append(CardDraft(
-                statement=statement, category=category, importance=j.importance,
-                entities=entity_drafts, relations=relations(statement, ents), evidence=evidence,
-                quote=sent[:200]))
+            draft, reason = build_draft(**fields)
+            if draft is None:
+                rejected[reason or "repair_invalid"] = rejected.get(reason or "repair_invalid", 0) + 1
+                continue
+            cards.append(draft)
             by_norm[norm] = len(cards) - 1
-        return WriteResult(request.id, cards=cards)
+        return WriteResult(request.id, cards=cards, rejected=rejected)
+
+    def _coding_fields(self, cand, known: dict[str, str], user_turns: dict[int, str]) -> dict | None:
+        """A coding passage's card (`writers.offline_coding`): its best memory sentence, or none.
+        No per-session cap (a resumed run must write what one uninterrupted run writes): the
+        quality bars (`CODING_KEEP`, `offline_coding.MIN_FACT`) keep a long session to a handful."""
+        j, p = cand.judgement, cand.passage
+        if j.keep < CODING_KEEP.get(p.kind, CODING_KEEP["assistant"]):
+            return None
+        got = coding_statement(p, j.correction)
+        if got is None:
+            return None
+        statement, source = got
+        evidence = [cand.label]
+        if p.kind in ("assistant", "summary", "report") and p.context:
+            # "It depends on ledger-db": the thing the request named stands for "it".
+            statement, drew = _self_contained(statement, speaker=None, correction=False,
+                                              context_named=named_things(p.context, known), user=False)
+            if drew and user_turns.get(p.exchange) not in (None, cand.label):
+                evidence.append(user_turns[p.exchange])
+        # A lone capitalised word ("Added", "Rewrote" after a label) is no name in coding text.
+        ents = [e for e in named_things(statement, known)
+                if not (e.type == "other" and re.fullmatch(r"[A-Z][a-z]+", e.name) and e.name.lower() not in known)]
+        category = "correction" if j.correction else j.category
+        if p.kind == "answer":
+            category = "decision"
+        return {"statement": statement, "category": category, "importance": j.importance,
+                "entities": [{"name": e.name, "type": e.type} for e in ents],
+                "relations": relations(statement, ents), "evidence": evidence, "quote": source[:200]}
+
+    def _card_fields(self, cand, known: dict[str, str], user_turns: dict[int, str]) -> dict | None:
+        """The fields of the card one candidate gives (plain values: `build_draft` repairs and
+        validates them), or None when it gives none."""
+        j, p = cand.judgement, cand.passage
+        if j.category == "none":
+            return None
+        speaker, body = speaker_label(p.text) if p.kind == "user" else (None, p.text)
+        found = findings(body, known) if p.kind in ("assistant", "summary", "report") else None
+        # Coding statements for the agent's text, a turn addressed to the agent, and a session's
+        # unlabelled opening prompt; a conversation among people keeps the account writing below.
+        coding_user = p.kind == "user" and (agent_exchange(p) or (speaker is None and not p.context))
+        if not found and p.kind != "user":
+            return self._coding_fields(cand, known, user_turns)
+        if found:
+            statement, ents, rels = found
+            return {"statement": statement, "category": "fact", "importance": max(2, j.importance),
+                    "entities": [{"name": e.name, "type": e.type} for e in ents], "relations": rels,
+                    "evidence": [cand.label], "quote": body[:200]}
+        if speaker:
+            self._people.add(speaker)
+        people = self._people | {n for n, t in known.items() if t == "person"}
+        sent = key_sentence(body, known, speaker=bool(speaker), people=people)
+        # A user turn's context is the human turn it follows (a question it may answer), never
+        # what a leading "it" refers to; an assistant paragraph's is the request it answers.
+        context_named = named_things(p.context, known) if p.context and p.kind != "user" else []
+        statement, drew = _self_contained(sent, speaker=speaker, correction=j.correction,
+                                          context_named=context_named, user=p.kind == "user")
+        if len(statement.split()) < 3 or (not speaker and UNRESOLVED_PERSON.search(statement)):
+            return None   # "I'm new here", "I'll import the bucket": nothing a future session can use
+        if coding_user and not user_card_ok(statement, j.correction):
+            return None   # a request for now, a question, a transient state (issue 13)
+        answered = answers_question(p) or (p.kind == "user" and bool(p.context_id) and asks_lately(p.context))
+        if answered:
+            with_q = with_question(statement, p.context, people)
+            drew = with_q != statement
+            statement = with_q
+        evidence = [cand.label]
+        if drew and p.kind != "user" and user_turns.get(p.exchange) not in (None, cand.label):
+            evidence.append(user_turns[p.exchange])
+        if drew and answered and user_turns.get(p.context_id) not in (None, cand.label):
+            evidence.insert(0, user_turns[p.context_id])   # built from the question too
+        ents = named_things(statement, known)
+        if speaker and re.search(r"(?<![\w\-])" + re.escape(speaker) + r"(?![\w\-])", statement) and \
+                not any(e.name.lower() == speaker.lower() for e in ents):
+            ents.insert(0, Named(speaker, "person", statement.find(speaker)))
+        entities = [{"name": e.name, "type": "person" if speaker and e.name == speaker else e.type} for e in ents]
+        category = "correction" if j.correction else _sentence_category(sent, p, j.category)
+        return {"statement": statement, "category": category, "importance": j.importance, "entities": entities,
+                "relations": relations(statement, ents), "evidence": evidence, "quote": sent[:200]}

@@ -7,12 +7,10 @@ come from the index and are already redacted; nothing else of the user's is sent
 
 from __future__ import annotations
 
-import json
-
 from reverie.graph.model import CATEGORIES, VERBS
 
 from ..passages import CONSOLIDATION_MARKER
-from .base import MAX_WORDS, WriteRequest, response_schema
+from .base import MAX_WORDS, WriteRequest
 
 INSTRUCTIONS = f"""You turn excerpts of a coding agent's conversations into memory cards for a FUTURE session of the same agent.
 A card states what that future session will need to know: decisions and their reasons, stable facts about the systems and people involved, the user's preferences and rules, recurring patterns, lessons learned, and corrections. Progress reports, narration, plans for the next five minutes and task chatter are NOT memory: write no card for them.
@@ -24,22 +22,43 @@ Rules for every card:
 - entities: named things only (no generic words like "config", "tests", "the server"), each with a type.
 - relations: only with these verbs: {", ".join(VERBS)}; subject and object must be entities of the card; set holds=false when the passage says the relation ended ("moved X off Y", "no longer", "retired"). Leave relations empty rather than guess.
 - evidence: the labels (P1, P2, ...) of the passages that support the card; quote: a short verbatim span of one cited passage that supports it.
+- Never write a card that is: a fragment or list item; the agent's narration ("Now I'll update ...", "Created X"); a question; a one-off request ("make the button blue"); a transient state ("the build passes now", "the DNS is configured correctly"); or code.
+- A user's imperative becomes a rule only when it says so: always, never, don't, prefer, use X not Y, from now on, make sure. A request for the task at hand is no card.
+- A sentence mixing an outdated and a current fact: keep the current one only ("Odoo 18 uses list, not tree").
+- Good cards: "Proto generation in this repo needs Docker running (make proto uses a container).", "Never edit files under gen/: they are generated.", "The user wants file paths when asking where something is." The docs and config files the agent read (kind file), the user's answers to the agent's questions (kind answer), sub-agent reports (kind report) and failed commands (kind error) are evidence like any other passage: a failed command's lesson is stated as the right way to do it.
 - A user turn that corrects the agent yields a card stating the right way (category correction).
 - Never copy a secret, password, token or key value into a card; "[REDACTED:...]" placeholders mean a secret was removed: do not reproduce them.
 - Write at most the number of cards you are told, fewer is better, and ZERO cards when nothing qualifies.
 Answer only with JSON matching the schema."""
 
 
+#: The user's turn that opened an exchange is sent whole up to this many characters, once per
+#: exchange, before the exchange's passages (the whole exchange rather than isolated paragraphs).
+EXCHANGE_TURN_MAX = 1500
+
+
 def passages_block(request: WriteRequest) -> str:
+    """The candidates, exchange by exchange: the user's turn that opened the exchange once (whole
+    when it is a candidate itself, else its clipped context), then the exchange's passages."""
     lines = []
+    shown_exchange = -1
+    user_ids = {c.passage.message_id for c in request.candidates if c.passage.kind == "user"}
     for cand in request.candidates:
         p = cand.passage
+        if p.kind != "user" and p.exchange and p.exchange != shown_exchange:
+            shown_exchange = p.exchange
+            if p.exchange not in user_ids and p.context:
+                lines.append(f"(exchange opened by the user's turn: {p.context[:EXCHANGE_TURN_MAX]})")
+        elif p.kind == "user":
+            shown_exchange = p.message_id
         head = f"[{cand.label}] {p.kind}"
         if p.timestamp:
             head += f" at {p.timestamp[:16]}"
         lines.append(head)
-        if p.kind == "assistant" and p.context:
-            lines.append(f"  (answering the user's request: {p.context})")
+        if p.kind == "file" and p.context:
+            lines.append(f"  (a file the agent read: {p.context})")
+        elif p.kind == "error" and p.context:
+            lines.append(f"  (a command that failed: {p.context})")
         if p.kind == "user" and cand.judgement.correction and p.previous_reply:
             lines.append(f"  (the agent had just said: {p.previous_reply})")
         lines.append("  " + p.text.replace("\n", "\n  "))
@@ -64,7 +83,8 @@ def api_messages(request: WriteRequest) -> tuple[list[dict], list[dict]]:
 
 
 def cli_prompt(request: WriteRequest) -> str:
-    """The whole prompt for `claude -p`, starting with the consolidation marker line (so a child
-    transcript that was persisted anyway is recognisable and skipped by consolidation)."""
-    return (f"{CONSOLIDATION_MARKER}\n{INSTRUCTIONS}\n\nJSON schema of the answer:\n"
-            f"{json.dumps(response_schema(), separators=(',', ':'))}\n\n{user_prompt(request)}")
+    """The prompt (stdin) for `claude -p`: the consolidation marker line (so a child transcript that
+    was persisted anyway is recognisable and skipped by consolidation), then the per-call part. The
+    fixed instructions go in `--system-prompt` and the schema in `--json-schema` (claude_cli.argv),
+    so nothing is sent twice."""
+    return f"{CONSOLIDATION_MARKER}\n{user_prompt(request)}"

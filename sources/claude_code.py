@@ -4,17 +4,24 @@ Layout (see ../shared/CLAUDE_CODE.md): `<projects>/<project>/<session>.jsonl` (m
 `<projects>/<project>/<session>/subagents/agent-<id>.jsonl` (v2.1+ sub-agents and compaction runs)
 and `<projects>/<project>/agent-<id>.jsonl` (the v2.0 layout). `<project>` is the launch directory
 with non-alphanumerics replaced, which is not reversible: the agent comes from the `cwd` field.
+Default root: `$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects`.
 
-`parse_line(raw)` turns one raw line (bytes, without the newline) into exactly one `Parsed`:
+`parse_line(raw)` turns one raw line (bytes, without the newline) into exactly one `Parsed`
+(sources.model): `message` (a `user`/`assistant` line, a stored `system` line, a stored
+`attachment`), `title` (`summary`, `custom-title`, `ai-title`), `skip` (a known line deliberately
+not stored, counted by kind) or `reject`. Every line type and attachment subtype Claude Code
+1.0 to 2.1 writes is named (`LINE_TYPES`, `ATTACHMENTS`); only a type outside them is counted as
+`unknown:<type>` (`unknown:attachment:<subtype>` for an attachment), so `unknown:*` means format drift.
 
-==========  ==============================================================================
-outcome     meaning
-==========  ==============================================================================
-message     a `user`/`assistant` line or a stored `system` line, as a `Record` with its blocks
-title       a `summary` or `custom-title` line (the indexer checks a summary's leafUuid)
-skip        a line deliberately not stored, counted by kind (`progress`, `system:turn_duration`...)
-reject      a line that could not be read, counted by reason (`malformed_json`, `not_an_object`...)
-==========  ==============================================================================
+2.1 attachments (`{"type": "attachment", "attachment": {"type": <subtype>, ...}}`), accounted under
+the line type `attachment:<subtype>`:
+* `queued_command` with `commandMode` `prompt` (or none) typed by a person (origin `human` or none,
+  not isMeta): a human turn, stored as a user `message` (Claude Code writes no `user` line for what
+  the user typed while the agent worked); any other queued command is stored as `meta`
+  (`task-notification` mode: `notification`);
+* `hook_additional_context` (context other plugins' hooks injected) and `nested_memory` (the contents
+  of a CLAUDE.md): stored as kind `attachment` (one block of type `attachment`), never a passage;
+* every other known subtype is skipped and counted as `attachment:<subtype>`.
 
 Invariants: parsing never raises on any input; nothing here stores, logs or prints transcript text
 (the indexer redacts every string before it is stored); image data is never kept, only a
@@ -27,18 +34,50 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from .model import (CLAUDE_CODE, Block, LineParser, Parsed, Record, TranscriptFile, decode_object,
+                    media_placeholder, str_field)
+
+HARNESS = CLAUDE_CODE
+FORMAT = "jsonl"
 
 #: Marker our own claude-cli writer puts first in its prompt; sessions that start with it are ours.
 OWN_SESSION_MARKER = "[reverie-consolidation]"
 
-#: Line types that carry no knowledge; skipped and counted.
-SKIPPED_TYPES = frozenset({"progress", "file-history-snapshot", "queue-operation"})
+#: Line types that carry no knowledge; skipped and counted under their own name.
+#: `queue-operation` holds the same text as the `queued_command` attachment (stored from there);
+#: `last-prompt` repeats the session's last prompt; `mode` / `permission-mode` are session settings.
+SKIPPED_TYPES = frozenset({"progress", "file-history-snapshot", "queue-operation", "last-prompt", "mode",
+                           "permission-mode"})
+
+#: Every line type this reader knows (anything else is `unknown:<type>`).
+LINE_TYPES = frozenset({"user", "assistant", "system", "summary", "custom-title", "ai-title", "attachment"}
+                       | SKIPPED_TYPES)
 
 #: System subtypes stored as messages (role `system`); every other subtype is skipped and counted.
 STORED_SYSTEM_SUBTYPES = frozenset({"compact_boundary", "local_command"})
+
+#: Attachment subtypes stored (kind `attachment`): injected context, never memory of its own.
+STORED_ATTACHMENTS = frozenset({"hook_additional_context", "nested_memory"})
+
+#: Attachment subtypes skipped and counted (`attachment:<subtype>`): hook bookkeeping, reminders the
+#: harness adds to a turn, files and listings it attaches (their contents are on disk or in tool
+#: results already).
+SKIPPED_ATTACHMENTS = frozenset({
+    "hook_success", "hook_non_blocking_error", "hook_blocking_error", "hook_error_during_execution",
+    "hook_cancelled", "hook_stopped_continuation", "hook_system_message", "hook_permission_decision",
+    "async_hook_response",
+    "task_reminder", "todo_reminder", "todo", "critical_system_reminder", "plan_mode", "plan_mode_exit",
+    "plan_mode_reentry", "plan_file_reference",
+    "file", "directory", "edited_text_file", "edited_image_file", "compact_file_reference", "pdf_reference",
+    "selected_lines_in_ide", "opened_file_in_ide", "diagnostics", "new_diagnostics", "mcp_resource",
+    "skill_listing", "invoked_skills", "deferred_tools_delta", "date_change", "output_style",
+    "command_permissions", "agent_mention", "token_usage", "budget_usd", "output_token_usage",
+})
+
+#: Every attachment subtype this reader knows.
+ATTACHMENTS = STORED_ATTACHMENTS | SKIPPED_ATTACHMENTS | {"queued_command"}
 
 #: tool_use input fields kept (in this order); the rest of the input is dropped.
 TOOL_INPUT_FIELDS = (
@@ -47,65 +86,10 @@ TOOL_INPUT_FIELDS = (
 )
 
 
-@dataclass(slots=True)
-class Block:
-    """One content block of a message, text not yet redacted."""
-
-    type: str                      # text | thinking | tool_use | tool_result | image | document | other
-    text: str
-    tool_name: str | None = None
-    tool_use_id: str | None = None
-    is_error: bool = False
-    original_size: int | None = None   # set by the indexer: characters before clipping
-    clipped: bool = False
-
-
-@dataclass(slots=True)
-class Record:
-    """One `user` / `assistant` / stored `system` line."""
-
-    uuid: str
-    role: str                      # user | assistant | system
-    kind: str                      # see KINDS in consolidate.store
-    blocks: list[Block]
-    parent_uuid: str | None = None
-    session_id: str | None = None
-    api_id: str | None = None      # message.id of an assistant line (shared by split lines)
-    is_sidechain: bool = False
-    agent_id: str | None = None    # `agentId` of v2 sub-agent lines
-    cwd: str | None = None
-    git_branch: str | None = None
-    version: str | None = None
-    timestamp: str | None = None
-    model: str | None = None
-    is_meta: bool = False
-    synthetic_uuid: bool = False   # the line had no uuid; one was derived from its bytes
-
-
-@dataclass(slots=True)
-class Parsed:
-    outcome: str                   # message | title | skip | reject
-    kind: str = ""                 # skip kind / reject reason / title source
-    line_type: str = "?"           # the line's `type` (for accounting), "?" when unreadable
-    record: Record | None = None
-    title: str | None = None
-    leaf_uuid: str | None = None
-    session_id: str | None = None
-    cwd: str | None = None
-    repaired: bool = False         # invalid UTF-8 was replaced before parsing
-    surrogates: bool = False       # lone surrogate escapes (\\udXXX) were replaced by U+FFFD
-
-
-@dataclass(slots=True)
-class TranscriptFile:
-    """A transcript found on disk, with the one stat taken during discovery."""
-
-    path: Path
-    kind: str                      # main | subagent
-    project: str                   # the project folder name under the projects dir
-    session_hint: str | None       # main: file stem; subagent (v2.1): the parent session folder
-    parent_path: Path | None = None  # subagent: the parent session's main file (may not exist)
-    stat: os.stat_result | None = field(default=None, repr=False)
+def default_root() -> Path:
+    """Claude Code's projects folder: `$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects`."""
+    base = os.environ.get("CLAUDE_CONFIG_DIR")
+    return (Path(base).expanduser() if base else Path.home() / ".claude") / "projects"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,39 +153,9 @@ def discover(projects_dir: Path) -> list[TranscriptFile]:
 # Helpers
 
 
-def clip(text: str, cap: int) -> tuple[str, int, bool]:
-    """Keep the head and tail of `text` when it is longer than `cap` characters.
 
-    Returns (text, original length, clipped?). The clipped text is at most `cap` characters plus a
-    one-line marker saying how much was cut.
-    """
-    n = len(text)
-    if cap <= 0 or n <= cap:
-        return text, n, False
-    head = cap * 2 // 3
-    tail = cap - head
-    marker = f"\n[... {n - head - tail} characters clipped ...]\n"
-    return text[:head] + marker + (text[-tail:] if tail else ""), n, True
-
-
-def _b64_size(data: object) -> int:
-    if not isinstance(data, str):
-        return 0
-    n = len(data)
-    pad = data.count("=", max(0, n - 2))
-    return max(0, n * 3 // 4 - pad)
-
-
-def media_placeholder(kind: str, source: object) -> str:
-    """`[image: image/png, 1234 bytes]` for a base64 source; never the data itself."""
-    if isinstance(source, dict):
-        media = source.get("media_type") or source.get("type") or "unknown"
-        if source.get("type") == "base64" or "data" in source:
-            return f"[{kind}: {media}, {_b64_size(source.get('data'))} bytes]"
-        if source.get("type") == "url":
-            return f"[{kind}: url {source.get('url', '')}]"
-        return f"[{kind}: {media}]"
-    return f"[{kind}]"
+# ---------------------------------------------------------------------------------------------
+# Helpers
 
 
 def render_tool_input(name: str, data: object) -> str:
@@ -323,74 +277,17 @@ def is_own_session_prompt(text: str | None) -> bool:
     return bool(text) and text.lstrip().startswith(OWN_SESSION_MARKER)
 
 
-def _str(obj: dict, key: str) -> str | None:
-    v = obj.get(key)
-    return v if isinstance(v, str) and v else None
 
 
 # ---------------------------------------------------------------------------------------------
 # Parsing
 
 
-def decode_line(raw: bytes) -> tuple[object, bool]:
-    """json-decode a line; invalid UTF-8 is replaced (second value True). Raises ValueError.
-
-    The bytes are decoded strictly first (`json.loads(bytes)` would let UTF-8-encoded surrogates
-    through as lone surrogates, which cannot be stored)."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return json.loads(raw.decode("utf-8", errors="replace")), True
-    return json.loads(text), False
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _without_surrogates(value: object) -> tuple[object, bool]:
-    """`value` with every lone surrogate in its strings (keys too) replaced by U+FFFD; (value, changed).
-
-    JSON escapes such as `\\ud800` decode to lone surrogates, which are not text: no UTF-8 encoder
-    (SQLite's included) accepts them. Valid pairs were already joined by the JSON decoder."""
-    if isinstance(value, str):
-        fixed = _SURROGATE.sub("\ufffd", value)
-        return fixed, fixed != value
-    if isinstance(value, list):
-        changed = False
-        out_list = []
-        for v in value:
-            v, c = _without_surrogates(v)
-            out_list.append(v)
-            changed = changed or c
-        return out_list, changed
-    if isinstance(value, dict):
-        changed = False
-        out_dict = {}
-        for k, v in value.items():
-            k, ck = _without_surrogates(k)
-            v, cv = _without_surrogates(v)
-            out_dict[k] = v
-            changed = changed or ck or cv
-        return out_dict, changed
-    return value, False
-
-
 def parse_line(raw: bytes) -> Parsed:
     """One raw line (no trailing newline) to one Parsed; never raises."""
-    if not raw.strip():
-        return Parsed("skip", "blank", "blank")
-    try:
-        obj, repaired = decode_line(raw)
-    except (ValueError, RecursionError):
-        return Parsed("reject", "malformed_json")
-    if not isinstance(obj, dict):
-        return Parsed("reject", "not_an_object")
-    surrogates = False
-    if b"\\ud" in raw or b"\\uD" in raw:     # a surrogate escape may be there: one C-level scan each
-        try:
-            obj, surrogates = _without_surrogates(obj)
-        except RecursionError:
-            return Parsed("reject", "malformed_json")
+    obj, early, repaired, surrogates = decode_object(raw)
+    if obj is None:
+        return early  # type: ignore[return-value]
     try:
         parsed = parse_object(obj, raw)
     except Exception:  # noqa: BLE001  (defensive: a format we did not foresee must not stop a run)
@@ -401,39 +298,44 @@ def parse_line(raw: bytes) -> Parsed:
     return parsed
 
 
+def _parse_at(raw: bytes, offset: int) -> Parsed:
+    return parse_line(raw)
+
+
+def line_parser(tf: TranscriptFile) -> LineParser:
+    """The reader interface (sources.model): Claude Code lines need no state, so every file shares
+    `parse_line` (their uuids are the lines' own, or derived from the line's bytes)."""
+    return _parse_at
+
+
 def parse_object(obj: dict, raw: bytes = b"") -> Parsed:
     """Classify one decoded transcript line."""
     t = obj.get("type")
     if not isinstance(t, str) or not t:
         return Parsed("reject", "missing_type")
-    session = _str(obj, "sessionId")
-    cwd = _str(obj, "cwd")
+    session = str_field(obj, "sessionId")
+    cwd = str_field(obj, "cwd")
     if t in SKIPPED_TYPES:
         return Parsed("skip", t, t, session_id=session, cwd=cwd)
     if t == "summary":
-        title, leaf = _str(obj, "summary"), _str(obj, "leafUuid")
+        title, leaf = str_field(obj, "summary"), str_field(obj, "leafUuid")
         if not title:
             return Parsed("reject", "missing_summary", t)
         return Parsed("title", "summary", t, title=title, leaf_uuid=leaf, session_id=session)
     if t == "custom-title":
-        title = _str(obj, "customTitle") or _str(obj, "title")
+        title = str_field(obj, "customTitle") or str_field(obj, "title")
         if not title:
             return Parsed("reject", "missing_title", t)
         return Parsed("title", "custom-title", t, title=title, session_id=session)
+    if t == "ai-title":
+        title = str_field(obj, "aiTitle") or str_field(obj, "title")
+        if not title:
+            return Parsed("reject", "missing_title", t)
+        return Parsed("title", "ai-title", t, title=title, session_id=session)
     if t == "system":
-        sub = _str(obj, "subtype") or "unknown"
-        if sub not in STORED_SYSTEM_SUBTYPES:
-            return Parsed("skip", f"system:{sub}", t, session_id=session, cwd=cwd)
-        if sub == "compact_boundary":
-            meta = obj.get("compactMetadata") if isinstance(obj.get("compactMetadata"), dict) else {}
-            text = "Conversation compacted"
-            details = [f"{k} {meta[k]}" for k in ("trigger", "preTokens") if k in meta]
-            if details:
-                text += " (" + ", ".join(str(d) for d in details) + ")"
-        else:
-            text = obj.get("content") if isinstance(obj.get("content"), str) else ""
-        rec = _record(obj, raw, "system", sub, [Block("text", text)] if text else [], session, cwd)
-        return Parsed("message", sub, t, record=rec, session_id=session, cwd=cwd)
+        return _system(obj, raw, session, cwd)
+    if t == "attachment":
+        return _attachment(obj, raw, session, cwd)
     if t in ("user", "assistant"):
         msg = obj.get("message")
         if not isinstance(msg, dict):
@@ -445,18 +347,96 @@ def parse_object(obj: dict, raw: bytes = b"") -> Parsed:
             kind = "message"
         rec = _record(obj, raw, t, kind, blocks, session, cwd)
         if t == "assistant":
-            rec.api_id = _str(msg, "id")
-            rec.model = _str(msg, "model")
+            rec.api_id = str_field(msg, "id")
+            rec.model = str_field(msg, "model")
         if not blocks:
             return Parsed("skip", f"empty:{t}", t, record=rec, session_id=session, cwd=cwd)
         return Parsed("message", kind, t, record=rec, session_id=session, cwd=cwd)
     return Parsed("skip", f"unknown:{t[:40]}", t, session_id=session, cwd=cwd)
 
 
+def _system(obj: dict, raw: bytes, session: str | None, cwd: str | None) -> Parsed:
+    t = "system"
+    sub = str_field(obj, "subtype")
+    if sub is None:
+        # v1 hook and status messages: no subtype, a `level` (info, warning, error, suggestion)
+        level = str_field(obj, "level")
+        return Parsed("skip", f"system:{level or 'untyped'}", t, session_id=session, cwd=cwd)
+    if sub not in STORED_SYSTEM_SUBTYPES:
+        return Parsed("skip", f"system:{sub}", t, session_id=session, cwd=cwd)
+    if sub == "compact_boundary":
+        meta = obj.get("compactMetadata") if isinstance(obj.get("compactMetadata"), dict) else {}
+        text = "Conversation compacted"
+        details = [f"{k} {meta[k]}" for k in ("trigger", "preTokens") if k in meta]
+        if details:
+            text += " (" + ", ".join(str(d) for d in details) + ")"
+    else:
+        text = obj.get("content") if isinstance(obj.get("content"), str) else ""
+    rec = _record(obj, raw, "system", sub, [Block("text", text)] if text else [], session, cwd)
+    return Parsed("message", sub, t, record=rec, session_id=session, cwd=cwd)
+
+
+def _plain_text(value: object, depth: int = 0) -> str:
+    """The text inside an attachment field: a string, a list of strings or content blocks, or an
+    object holding `content` / `text` / `prompt` (a nested_memory's `{path, content}`)."""
+    if depth > 4 or value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = []
+        for item in value:
+            if isinstance(item, dict) and item.get("type") in ("image", "document"):
+                parts.append(media_placeholder(str(item.get("type")), item.get("source")))
+            else:
+                parts.append(_plain_text(item, depth + 1))
+        return "\n".join(p for p in parts if p)
+    if isinstance(value, dict):
+        for key in ("content", "text", "prompt"):
+            if key in value:
+                return _plain_text(value[key], depth + 1)
+    return ""
+
+
+def _attachment(obj: dict, raw: bytes, session: str | None, cwd: str | None) -> Parsed:
+    att = obj.get("attachment")
+    if not isinstance(att, dict):
+        return Parsed("reject", "missing_attachment", "attachment", session_id=session, cwd=cwd)
+    sub = str_field(att, "type") or "untyped"
+    line_type = f"attachment:{sub[:40]}"
+    if sub not in ATTACHMENTS:
+        return Parsed("skip", f"unknown:{line_type}", line_type, session_id=session, cwd=cwd)
+    if sub in SKIPPED_ATTACHMENTS:
+        return Parsed("skip", line_type, line_type, session_id=session, cwd=cwd)
+    if sub == "queued_command":
+        prompt = att.get("prompt")
+        blocks = content_blocks(prompt) if isinstance(prompt, (str, list)) else []
+        mode = str_field(att, "commandMode") or "prompt"
+        origin = att.get("origin")
+        human = (mode == "prompt" and not att.get("isMeta") and not obj.get("isMeta")
+                 and (origin is None or (isinstance(origin, dict) and origin.get("kind") in (None, "human"))))
+        kind = "message" if human else ("notification" if mode == "task-notification" else "meta")
+        if human:
+            kind = user_kind({}, blocks)    # a queued `/command` is a command, a notification one
+    else:   # STORED_ATTACHMENTS
+        text = _plain_text(att.get("content"))
+        where = str_field(att, "path") or str_field(att, "displayPath")
+        if where is None and isinstance(att.get("content"), dict):
+            where = str_field(att["content"], "path")
+        label = str_field(att, "hookName") or where
+        head = f"[{sub}{': ' + label if label else ''}]"
+        blocks = [Block("attachment", f"{head}\n{text}")] if text.strip() else []
+        kind = "attachment"
+    rec = _record(obj, raw, "user", kind, blocks, session, cwd)
+    if not blocks:
+        return Parsed("skip", f"empty:{line_type}", line_type, record=rec, session_id=session, cwd=cwd)
+    return Parsed("message", kind, line_type, record=rec, session_id=session, cwd=cwd)
+
+
 def _record(obj: dict, raw: bytes, role: str, kind: str, blocks: list[Block], session: str | None,
             cwd: str | None) -> Record:
     """The line's Record; `session` and `cwd` are its `sessionId` and `cwd`, already read."""
-    uuid = _str(obj, "uuid")
+    uuid = str_field(obj, "uuid")
     synthetic = False
     if uuid is None:
         # Deterministic, so re-reading the same bytes is recognised as a duplicate.
@@ -468,13 +448,13 @@ def _record(obj: dict, raw: bytes, role: str, kind: str, blocks: list[Block], se
         role=role,
         kind=kind,
         blocks=blocks,
-        parent_uuid=_str(obj, "parentUuid"),
+        parent_uuid=str_field(obj, "parentUuid"),
         session_id=session,
         is_sidechain=bool(obj.get("isSidechain")),
-        agent_id=_str(obj, "agentId"),
+        agent_id=str_field(obj, "agentId"),
         cwd=cwd,
-        git_branch=_str(obj, "gitBranch"),
-        version=_str(obj, "version"),
+        git_branch=str_field(obj, "gitBranch"),
+        version=str_field(obj, "version"),
         timestamp=ts if isinstance(ts, str) else None,
         is_meta=bool(obj.get("isMeta")),
         synthetic_uuid=synthetic,

@@ -1,11 +1,12 @@
-"""consolidate.source: discovery of the Claude Code layout and line parsing into records."""
+"""sources.claude_code: discovery of the Claude Code layout and line parsing into records."""
 
 from __future__ import annotations
 
 import base64
 import json
 
-from reverie.consolidate.source import Block, clip, discover, parse_line
+from reverie.sources.claude_code import discover, parse_line
+from reverie.sources.model import Block, clip
 
 
 def _line(obj) -> bytes:
@@ -172,3 +173,119 @@ def test_discover_finds_main_subagent_and_v20_layouts(tmp_path):
         ("-w-app/s-1/subagents/agent-a1.jsonl", "subagent", "s-1", "s-1.jsonl", True),
     ]
     assert discover(tmp_path / "nope") == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Claude Code 2.1: attachments, ai-title and the session-setting lines (issue 15)
+
+
+def _attachment(att: dict, uuid: str = "at-1", **extra) -> bytes:
+    return _line({**BASE, "type": "attachment", "attachment": att, "uuid": uuid, **extra})
+
+
+def test_21_session_lines_are_named_and_ai_title_is_a_title():
+    got = [(p.outcome, p.kind, p.line_type, p.session_id) for p in map(parse_line, [
+        _line({"type": "ai-title", "aiTitle": "Fix the login redirect", "sessionId": "s-1"}),
+        _line({"type": "last-prompt", "lastPrompt": "and the tests?", "sessionId": "s-1"}),
+        _line({"type": "mode", "mode": "normal", "sessionId": "s-1"}),
+        _line({"type": "permission-mode", "permissionMode": "default", "sessionId": "s-1"}),
+        _line({"type": "ai-title", "sessionId": "s-1"}),
+    ])]
+    assert got == [
+        ("title", "ai-title", "ai-title", "s-1"),
+        ("skip", "last-prompt", "last-prompt", "s-1"),
+        ("skip", "mode", "mode", "s-1"),
+        ("skip", "permission-mode", "permission-mode", "s-1"),
+        ("reject", "missing_title", "ai-title", None),
+    ]
+    assert parse_line(_line({"type": "ai-title", "aiTitle": "Fix the login redirect"})).title == "Fix the login redirect"
+
+
+def test_v1_system_lines_without_subtype_are_named_by_level():
+    p = parse_line(_line({**BASE, "type": "system", "uuid": "s", "level": "info", "isMeta": False,
+                          "content": "SessionStart:startup [hooks/setup.py] completed successfully"}))
+    assert (p.outcome, p.kind, p.line_type) == ("skip", "system:info", "system")
+    bare = parse_line(_line({**BASE, "type": "system", "uuid": "s2", "content": "x"}))
+    assert (bare.outcome, bare.kind) == ("skip", "system:untyped")
+
+
+def test_known_attachment_subtypes_are_skipped_and_counted_by_subtype():
+    subtypes = ["hook_success", "task_reminder", "file", "edited_text_file", "skill_listing", "date_change",
+                "deferred_tools_delta", "todo_reminder", "plan_mode", "selected_lines_in_ide"]
+    got = [(p.outcome, p.kind, p.line_type) for p in
+           (parse_line(_attachment({"type": t, "content": "whatever it holds"})) for t in subtypes)]
+    assert got == [("skip", f"attachment:{t}", f"attachment:{t}") for t in subtypes]
+
+
+def test_an_unknown_attachment_subtype_is_format_drift():
+    p = parse_line(_attachment({"type": "brand_new_reminder", "content": "x"}))
+    assert (p.outcome, p.kind, p.line_type) == ("skip", "unknown:attachment:brand_new_reminder",
+                                                "attachment:brand_new_reminder")
+    no_att = parse_line(_line({**BASE, "type": "attachment", "uuid": "x"}))
+    assert (no_att.outcome, no_att.kind, no_att.line_type) == ("reject", "missing_attachment", "attachment")
+
+
+def test_a_queued_prompt_typed_by_the_user_is_a_human_turn():
+    p = parse_line(_attachment({"type": "queued_command", "commandMode": "prompt", "origin": {"kind": "human"},
+                                "prompt": "also update the changelog"}, uuid="q-1", parentUuid="a-1"))
+    assert (p.outcome, p.kind, p.line_type, p.session_id, p.cwd) == (
+        "message", "message", "attachment:queued_command", "s-1", "/w/app")
+    r = p.record
+    assert (r.uuid, r.role, r.kind, r.parent_uuid, r.timestamp, r.blocks) == (
+        "q-1", "user", "message", "a-1", "2026-01-01T00:00:00.000Z", [Block("text", "also update the changelog")])
+    # older 2.1 lines carry neither a mode nor an origin: still the user's words
+    bare = parse_line(_attachment({"type": "queued_command", "prompt": [{"type": "text", "text": "and docs"}]}))
+    assert (bare.record.kind, bare.record.blocks) == ("message", [Block("text", "and docs")])
+    command = parse_line(_attachment({"type": "queued_command", "prompt": "<command-name>/compact</command-name>"}))
+    assert command.record.kind == "command"
+
+
+def test_a_queued_command_nobody_typed_is_meta_or_a_notification():
+    peer = parse_line(_attachment({"type": "queued_command", "commandMode": "prompt", "origin": {"kind": "peer"},
+                                   "prompt": "message from another session"}))
+    meta = parse_line(_attachment({"type": "queued_command", "commandMode": "prompt", "isMeta": True,
+                                   "prompt": "auto-continue"}))
+    note = parse_line(_attachment({"type": "queued_command", "commandMode": "task-notification",
+                                   "prompt": "<task-notification><status>completed</status></task-notification>"}))
+    empty = parse_line(_attachment({"type": "queued_command", "prompt": "  "}))
+    assert [(p.outcome, p.kind, p.record.role) for p in (peer, meta, note)] == [
+        ("message", "meta", "user"), ("message", "meta", "user"), ("message", "notification", "user")]
+    assert (empty.outcome, empty.kind) == ("skip", "empty:attachment:queued_command")
+
+
+def test_injected_context_and_claude_md_are_stored_as_attachments():
+    hook = parse_line(_attachment({"type": "hook_additional_context", "hookName": "SessionStart:startup",
+                                   "content": ["Project notes from another plugin", "second part"]}))
+    memory = parse_line(_attachment({"type": "nested_memory", "path": "/w/app/CLAUDE.md",
+                                     "content": {"path": "/w/app/CLAUDE.md", "type": "Project",
+                                                 "content": "Use pnpm. Run make check before pushing."}}))
+    assert (hook.outcome, hook.kind, hook.line_type, hook.record.role, hook.record.blocks) == (
+        "message", "attachment", "attachment:hook_additional_context", "user",
+        [Block("attachment", "[hook_additional_context: SessionStart:startup]\nProject notes from another plugin\nsecond part")])
+    assert (memory.outcome, memory.kind, memory.record.blocks) == (
+        "message", "attachment",
+        [Block("attachment", "[nested_memory: /w/app/CLAUDE.md]\nUse pnpm. Run make check before pushing.")])
+    blank = parse_line(_attachment({"type": "nested_memory", "path": "/w/CLAUDE.md", "content": {"content": ""}}))
+    assert (blank.outcome, blank.kind) == ("skip", "empty:attachment:nested_memory")
+
+
+def test_line_parser_is_the_reader_interface():
+    from reverie.sources import claude_code
+    from reverie.sources.model import TranscriptFile
+
+    parse = claude_code.line_parser(TranscriptFile(__import__("pathlib").Path("/x.jsonl"), "main", "p", "x"))
+    assert (claude_code.HARNESS, claude_code.FORMAT) == ("claude-code", "jsonl")
+    assert parse(_user("hi"), 1234) == parse_line(_user("hi"))
+    assert claude_code.ATTACHMENTS >= {"hook_success", "hook_additional_context", "task_reminder", "queued_command",
+                                       "file", "edited_text_file", "skill_listing", "date_change",
+                                       "deferred_tools_delta", "nested_memory"}
+
+
+def test_default_root_honours_claude_config_dir(monkeypatch, tmp_path):
+    from reverie.sources import claude_code
+
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cfg"))
+    assert claude_code.default_root() == tmp_path / "cfg" / "projects"
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR")
+    monkeypatch.setenv("HOME", str(tmp_path / "h"))
+    assert claude_code.default_root() == tmp_path / "h" / ".claude" / "projects"

@@ -1,0 +1,225 @@
+"""Keys and values: which keys name a secret (`classify_key`), what value they need (`value_ok`),
+and how a bare value is cut out of the text around it (`_clean_bare`, linear in the value).
+
+Standard library only. `classify_key` is linear in the key and cached; `value_ok` delegates the
+value rule to `redact.shapes` (`context_secret` for a credential context: the one place that rule
+is written down).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+
+from . import shapes
+from .rules import PROVIDERS as _KEY_PROVIDERS
+from .rules import PROVIDERS_CLASSIFY_ONLY
+
+PROVIDERS = _KEY_PROVIDERS + PROVIDERS_CLASSIFY_ONLY
+
+
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_SEGSPLIT = re.compile(r"[_.\-\s:/\[\]$@\"']+")
+# A key whose last segment is one of these names metadata about a secret, not the secret.
+_EXCLUDED_LAST = frozenset(
+    """id ids name names url urls uri uris endpoint endpoints file files path paths dir directory
+    length len size type types count counts limit limits ttl timeout expiry expires expiration
+    expire expired header headers env var vars variable field fields prefix suffix format version
+    mode policy provider providers method methods required enabled enable disabled hint label
+    placeholder example examples description desc help doc docs regex pattern template location
+    source class schema column table index usage budget estimate tokens keys secrets passwords
+    manager helper service store storage kind ref refs arn query params parameter param option
+    options flag flags status state length_bytes bytes bits algorithm algo alg cipher scheme
+    strategy rotation rotated at created updated issued reset lifetime duration window
+    rate threshold ratio percent max min used remaining left total cost price spent
+    failed fail error errors message messages msg prompt title text success succeeded stored saved
+    found missing invalid changed cleared removed
+    ts tsx js jsx mjs cjs py go rs rb java kt swift md json yaml yml toml txt sh lock log html
+    css scss vue svelte""".split()
+)
+# Segments that never name a secret even though they contain a keyword.
+_EXCLUDED_SEGMENTS = frozenset(
+    """keyboard keyboards monkey turkey hockey donkey whiskey jockey hotkey hotkeys keyword keywords
+    keystroke keystrokes keypress keydown keyup keyframe keyframes keychain keymap keymaps keycode
+    keypad keyring keyset tokenizer tokenizers tokenize tokenized tokenization tokenizing passport
+    passage passages passenger passengers bypass compass passthrough passive passed passes passing
+    authored author authors authorize authorized authorization_url oauth2 authenticate
+    authenticated authentication authenticator authz authn cookies csrf xsrf public primary
+    foreign sort partition cache hash range row dict map object idempotency composite unique
+    natural surrogate lookup group react list item column join cursor pagination page next prev
+    dedup dedupe sequence bucket schema shortcut shortcuts sharding shard api_version""".split()
+)
+# A word before the secret word that says the value is not a real one.
+_NOT_REAL = frozenset("fake dummy mock example sample non not no placeholder invalid wrong bad bogus".split())
+_PW_SEGMENTS = frozenset({"password", "passwd", "pwd", "pass", "passphrase", "pw", "passw", "pswd", "passcode", "pword"})
+_SECRET_QUALIFIERS = frozenset(
+    """api access secret private auth client master encryption encrypt decrypt signing sign
+    license account app application service shared sas storage subscription consumer webhook
+    admin root session hmac jwt bot deploy ssh gpg pgp cos iam cloud x ingest insert write read
+    server secure crypto aes rsa otp totp mfa""".split()
+)
+# Last words of a key that name the secret itself ("session_token", "access_key").
+_SECRET_LAST = frozenset({"token", "key", "secret", "credential", "credentials"})
+_KEY_COMPOUNDS = ("apikey", "accesskey", "secretkey", "privatekey", "authkey", "clientkey", "masterkey",
+                  "accountkey", "appkey", "licensekey", "serverkey", "sharedaccesskey", "signingkey",
+                  "encryptionkey", "sessionkey", "hmackey", "restkey", "devkey", "userkey", "ingestkey")
+_KEY_COMPOUND_SET = frozenset(_KEY_COMPOUNDS)
+_PROVIDER_NAMES = frozenset(p.replace("_", "") for p in PROVIDERS)
+_PROVIDER_SET = tuple(sorted({p.replace("_", "") for p in PROVIDERS if len(p) >= 4}, key=len, reverse=True))
+_PROVIDER_START = re.compile("(?:" + "|".join(re.escape(p) for p in _PROVIDER_SET) + ")")
+
+
+def _has_compound(segs: list[str]) -> bool:
+    """A key compound (`apikey`, `masterkey`...) spelled in one or more whole segments
+    (`api_key`, `masterKey`), not glued to more letters (`master-keying`)."""
+    for i in range(len(segs)):
+        word = ""
+        for seg in segs[i:i + 3]:
+            word += seg
+            if word in _KEY_COMPOUND_SET:
+                return True
+            if not any(c.startswith(word) for c in _KEY_COMPOUNDS):
+                break
+    return any(c in seg and seg.endswith(c) for seg in segs for c in _KEY_COMPOUNDS)
+
+
+@functools.lru_cache(maxsize=8192)
+def classify_key(key: str) -> tuple[str, str] | None:
+    """(tier, label) for a key that names a secret, else None.
+
+    Tiers: 'pw' (password-like; value must be password shaped), 'secret' (token / secret / api key;
+    secret shaped), 'key' (a bare or unqualified *key; token shaped), 'provider' (only a provider
+    name, e.g. `cloudflare:`; token shaped).
+    """
+    k = key.strip().strip("\"'`$@-")
+    if not k or len(k) > 120:
+        return None
+    norm = _CAMEL.sub(r"\1_\2", k).lower()
+    segs = [s for s in _SEGSPLIT.split(norm) if s]
+    if not segs:
+        return None
+    # a provider name as a segment prefix (`stripe_key`) or spelled over segments (`MessageBird`)
+    provider = any(_PROVIDER_START.match(s) for s in segs) or any(
+        segs[i] + segs[i + 1] in _PROVIDER_NAMES for i in range(len(segs) - 1))
+    if segs[-1] in _EXCLUDED_LAST:
+        # "sumologic_access_id", "MessageBirdClientID": provider ids are credentials too
+        if provider and segs[-1] in ("id", "ids", "login"):
+            return "provider", "token"
+        # "access_key_id", "accessKeyId", "access_id": the public half of an access key pair, as
+        # AWS and IBM COS HMAC keys have; a random value there is a credential too
+        if segs[-1] == "id" and "access" in segs[:-1]:
+            return "key", "api_key"
+        return None
+    if any(s in _NOT_REAL for s in segs[:-1]):
+        return None  # `fake_token`, `dummy_password`, `nonMatchingToken`: the key says it is no secret
+    if any(s in _EXCLUDED_SEGMENTS for s in segs):
+        # "public_key", "cache_key", "max_tokens", "next_page_token": metadata or code, never the
+        # secret itself, unless the key also says password/secret explicitly, or ends in a secret
+        # word named by a qualifier of its own ("__Secure-next-auth.session-token": a session
+        # token, whatever the words before it)
+        if not (any(s in _PW_SEGMENTS or "secret" in s or "password" in s for s in segs)
+                or (len(segs) >= 2 and segs[-1] in _SECRET_LAST and segs[-2] in _SECRET_QUALIFIERS
+                    and segs[-2] not in _EXCLUDED_SEGMENTS)):
+            return None
+    if any(s in _PW_SEGMENTS or s.startswith("passw") or s.endswith(("password", "pass")) for s in segs):
+        return "pw", "password"
+    if any("secret" in s for s in segs):
+        return "secret", "secret"
+    if any(s == "token" or (s.endswith("token") and s != "tokens") for s in segs):
+        return "secret", "token"
+    if any(s in ("credential", "credentials", "creds", "cred") for s in segs):
+        return "secret", "credential"
+    if any(s in ("salt", "pepper") for s in segs):
+        return "key", "secret"  # no credential word: a salt needs a random token's shape
+    if _has_compound(segs):
+        return "secret", "api_key"
+    last = segs[-1]
+    if last == "key" or (last.endswith("key") and len(last) <= 24 and last not in _EXCLUDED_SEGMENTS):
+        if any(s in _SECRET_QUALIFIERS for s in segs):
+            return "secret", "api_key"
+        return "key", "api_key"
+    if provider:
+        return "provider", "token"
+    if segs[-1] in ("auth", "authtoken", "authorization", "apitoken", "accesstoken"):
+        return "secret", "token"
+    return None
+
+
+def value_ok(tier: str, value: str, quoted: bool = False, context: bool = True) -> bool:
+    """Whether `value` after a key of `tier` is redacted.
+
+    'pw' and 'secret' keys are credential contexts (`context=True`, every KEY=value, XML, CLI flag
+    and password rule): `shapes.context_secret`, redacted unless clearly not a secret. Weaker
+    evidence (prose "the password is X", a literal compared with a password variable, a keyword
+    and a quoted string with no operator: `context=False`) keeps the shape checks
+    (`shapes.password_shaped` / `secret_shaped`). 'key' (a bare or unqualified *key) and
+    'provider' keys need a random-looking token (`shapes.token_shaped`)."""
+    if tier in ("pw", "secret") and context:
+        return shapes.context_secret(value, quoted=quoted)
+    if tier == "pw":
+        if quoted and len(value) >= 8 and value.isalpha() and not shapes.is_placeholder(value) \
+                and value.lower() == value and len(set(value)) >= 5:
+            return True  # password = "rootpasswd": a quoted literal after a password key
+        return shapes.password_shaped(value)
+    if tier == "secret":
+        return shapes.secret_shaped(value)
+    if tier == "key":
+        return shapes.token_shaped(value, min_len=16, min_entropy=3.0)
+    return shapes.token_shaped(value, min_len=12, min_entropy=3.0)
+
+
+# `${VAR}`, `${VAR:-default}`, `{{ var }}`, `$(command)`. Written so that Python's backtracking
+# stays linear on any value: the name stops at the first `:-`, spaces are one class with the
+# template's words, and what runs to a closing character is bounded (`${a:-${a:-...` without `}`).
+_WELLFORMED_INTERP = re.compile(
+    r"\$\{[A-Za-z_](?:[\w.\-]|:(?!-))*(?::-[^}]{0,256})?\}|\{\{[\w.|'\"() \t\-]+\}\}|\$\([^)]{0,512}\)")
+_ESCAPE_CUT = re.compile(r"\\[nrt\"'\\]|\\$")
+_SPACE = re.compile(r"\s")
+
+
+_RE_BARE_IDENT = re.compile(rb"([A-Za-z_][A-Za-z_]*[0-9]*)[ \t]*([,)};])")
+_QUERY_NEXT = re.compile(r"&[A-Za-z_][\w.\-\[\]]*=")
+
+
+def _unicode_cut(value: str) -> str:
+    """`value` up to its first non-ASCII space or punctuation (Unicode categories Z* and P*, and
+    other spaces such as U+0085): the rules' byte classes see only ASCII spaces and punctuation, so
+    a bare value would run on into `\u00a0next` or `，完成。`. Letters of any script stay."""
+    if value.isascii():
+        return value
+    for i, ch in enumerate(value):
+        if ch > "\x7f" and (ch.isspace() or unicodedata.category(ch)[0] in "PZ"):
+            return value[:i]
+    return value
+
+
+_CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
+
+
+def _clean_bare(value: str) -> str:
+    """Cut an unquoted value at an escaped newline/quote, the next URL parameter or a non-ASCII
+    space or punctuation mark; strip trailing punctuation. Linear in the value."""
+    value = _unicode_cut(value)
+    m = _ESCAPE_CUT.search(value)
+    if m:
+        value = value[: m.start()]
+    m = _QUERY_NEXT.search(value)
+    if m:
+        value = value[: m.start()]
+    end = len(value)
+    counts: dict[str, int] = {}
+    while end and value[end - 1] in ".,;)]}>\\":
+        # keep a closing bracket that has its opening bracket inside the value
+        ch = value[end - 1]
+        pair = _CLOSERS.get(ch)
+        if pair:
+            if pair not in counts:  # counted once over the whole value, then kept up to date
+                counts[pair] = value.count(pair, 0, end)
+            if ch not in counts:
+                counts[ch] = value.count(ch, 0, end)
+            if counts[pair] >= counts[ch]:
+                break
+            counts[ch] -= 1
+        end -= 1
+    return value[:end]

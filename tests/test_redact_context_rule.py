@@ -1,0 +1,135 @@
+"""The credential-context rule (redact.shapes, "CREDENTIAL CONTEXTS"), tested both ways: a value in
+a secret-named context is redacted unless it is clearly not a secret. Each exception the module
+docstring names has a case that stays, next to a redacted counterpart of the same shape. Values
+that look like credentials are generated at run time (tests/secret_values.py)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from secret_values import generators
+
+from reverie.redact import shapes
+from reverie.redact.engine import Redactor
+
+RNG = random.Random(1414)
+rand, pw = generators(RNG)
+
+
+@pytest.fixture(scope="module")
+def redactor():
+    return Redactor(None)
+
+
+# --- redacted by default: "looks like words" is no exception ---------------------------------
+
+REDACTED = [
+    # (input, expected output)
+    ("DB_PASSWORD=correct-horse-battery\n", "DB_PASSWORD=[REDACTED:password]\n"),
+    ("DB_PASSWORD=hunter2-Xq9-Mv77\n", "DB_PASSWORD=[REDACTED:password]\n"),
+    ('DB_PASSWORD="hunter2-Xq9-Mv77"\n', 'DB_PASSWORD="[REDACTED:password]"\n'),
+    ("password: correct-horse-battery\n", "password: [REDACTED:password]\n"),
+    ("  POSTGRES_PASSWORD: sunflower\n", "  POSTGRES_PASSWORD: [REDACTED:password]\n"),
+    ("SECRET_KEY=jetbrains-mps-elimination\n", "SECRET_KEY=[REDACTED:secret]\n"),
+    ("api_token: struct_X509_pubkey\n", "api_token: [REDACTED:token]\n"),
+    ("<password>dolphins</password>", "<password>[REDACTED:password]</password>"),
+    ("mysql -uroot -pcorrect-horse app", "mysql -uroot -p[REDACTED:password] app"),
+    ("Server=db;Database=app;User Id=sa;Password=Tr0ub4dor&3;", "Server=db;Database=app;User Id=sa;Password=[REDACTED:password];"),
+    ("psql postgres://app:sunflower-42@db:5432/app", "psql postgres://app:[REDACTED:password]@db:5432/app"),
+    ("--password correct-horse-battery", "--password [REDACTED:password]"),
+    ("PIN_PASSWORD=482913", "PIN_PASSWORD=[REDACTED:password]"),
+    ('const password = "dbPassword";', 'const password = "[REDACTED:password]";'),  # quoted: a literal
+    ("secret: Sup3r.Secr3t", "secret: [REDACTED:secret]"),                        # no attribute path
+    ("DB_PASSWORD=abcdefghij12", "DB_PASSWORD=[REDACTED:password]"),              # weak, still a password
+]
+
+
+@pytest.mark.parametrize("text,want", REDACTED, ids=[t.split("=")[0][:24] for t, _ in REDACTED])
+def test_values_in_a_credential_context_are_redacted(redactor, text, want):
+    assert redactor.redact_text(text) == want
+
+
+# --- clearly not a secret: each exception of the rule ----------------------------------------
+
+KEPT = [
+    # a variable or reference
+    "DB_PASSWORD=$DB_PASSWORD", "DB_PASSWORD=${DB_PASSWORD}", "set PASSWORD=%DB_PASSWORD%",
+    "password: process.env.DB_PASSWORD", "password = os.environ['DB_PASSWORD']",
+    "password = os.getenv('DB_PASSWORD')", "password: {{ .Values.db.password }}",
+    "password: <your-password>", "password: !Ref DbPasswordParameter",
+    "password: ENC[AES256_GCM,data:Tr0ub4dor,iv:abc=,tag:xyz=,type:str]",
+    # a function call, an index or an attribute path
+    "password = getPassword()", "token = this.tokenService.current",
+    "password = request.form['password']", "$pwd = $_POST[\"password\"];",
+    "api_key: config.providers.openai", "SMTP_PASSWORD_HOST=smtp.gmail.com",
+    "generateToken = (user) => sign(user)", "api_key_configured: !!process.env.OPENAI_API_KEY",
+    # unquoted code names, generic types, arguments
+    "connect(host=host, password=db_password)", "{ tokenMint: mint, tokenSymbol: ticker }",
+    "let signerAuthLinkTokenObj: SignerAuthLinkToken = body;", "token_a: Pubkey;",
+    "deletingWatchedTokenSet: Set<string>;",
+    # empty, placeholders, filler, status words
+    "DB_PASSWORD=", "DB_PASSWORD=changeme", "API_KEY=your-api-key-here", "API_KEY=xxxxxxxxxxxx",
+    "password: '********'", "token: invalid", "password: required", "API_KEY=glc_1111111111111111",
+    # the name of a secret, a versioned package
+    "    - secretKey: api-key", "notes = io.jsonwebtoken:jjwt-jackson-0.11.2",
+    "CLICKHOUSE_KEY_SECRET=CLICKHOUSE_KEY_SECRET:latest",
+    # paths and URLs: where the secret is
+    "password_file: /run/secrets/db_password", "token: ./tokens/dev.txt",
+    # messages
+    '"error.password_store_failed": "存储密码失败：{error}"', '"cli.store_password": "是否安全存储密码？"',
+    # weaker evidence: prose and an empty shell variable before a command
+    "    password: Override the configured username if provided",
+    "MYSQL_PWD= mariadb-dump -u root shop",
+    # a key that says the value is not real
+    "fake_api_key = 'Zx81Qm4Lp9Tt'", "nonMatchingToken := \"Zx81Qm4Lp9Tt\"",
+]
+
+
+@pytest.mark.parametrize("text", KEPT, ids=[t[:30] for t in KEPT])
+def test_values_that_are_clearly_not_a_secret_stay(redactor, text):
+    out = redactor.redact(text)
+    assert (out.text, out.findings) == (text, [])
+
+
+def test_rule_functions_agree_with_the_docstring():
+    """`context_secret` is the one place of the rule; `quoted` turns a code name into a literal."""
+    assert shapes.context_secret("correct-horse-battery")
+    assert not shapes.context_secret("correct_horse") and shapes.context_secret("correct_horse", quoted=True)
+    assert not shapes.context_secret("db_password", quoted=True)  # the name of a secret, quoted or not
+    assert not shapes.context_secret("userPassword") and shapes.context_secret("userPassword", quoted=True)
+    assert shapes.context_secret("QzMltKIpOoeMdeR9")          # random mixed case is no code name
+    assert not shapes.context_secret("short")                  # under 6 characters
+    assert shapes.context_secret(pw()) and not shapes.context_secret("${" + pw() + "}")
+    assert "CREDENTIAL CONTEXTS" in shapes.__doc__ and "tests/test_redact_context_rule.py" in shapes.__doc__
+
+
+def test_passphrase_with_spaces_in_a_secret_context(redactor):
+    text = 'DB_PASSWORD="correct horse battery staple"\npassphrase: correct horse battery staple\n'
+    assert redactor.redact_text(text) == 'DB_PASSWORD="[REDACTED:password]"\npassphrase: [REDACTED:password]\n'
+
+
+def test_cli_password_flags(redactor):
+    v = pw()
+    sonar = rand(40, "0123456789abcdef")
+    text = (f"docker login -u me -p {v} registry.example.com\n"
+            f"psexec \\\\fileserver -u Administrator -p {v} cmd.exe\n"
+            f"sshpass -p '{v}' ssh deploy@host\n"
+            f"mvn sonar:sonar -Dsonar.login={sonar}\n"
+            f"java -Ddb.password={v} -jar app.jar\n"
+            f"keytool -importkeystore -storepass {v}\n")
+    assert redactor.redact_text(text) == (
+        "docker login -u me -p [REDACTED:password] registry.example.com\n"
+        "psexec \\\\fileserver -u Administrator -p [REDACTED:password] cmd.exe\n"
+        "sshpass -p '[REDACTED:password]' ssh deploy@host\n"
+        "mvn sonar:sonar -Dsonar.login=[REDACTED:token]\n"
+        "java -Ddb.password=[REDACTED:password] -jar app.jar\n"
+        "keytool -importkeystore -storepass [REDACTED:password]\n")
+
+
+def test_dash_p_of_other_commands_is_no_password(redactor):
+    text = ("mkdir -p src/components\ndocker run -p 8080:80 nginx\nssh -p 2222 me@host\n"
+            "git add -p\nmysql -u root -p appdb\necho $PW | docker login --password-stdin registry.example.com\n"
+            "date -u +\"%Y-%m-%dT%H:%M:%S\"\n")
+    out = redactor.redact(text)
+    assert (out.text, out.findings) == (text, [])

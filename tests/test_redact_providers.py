@@ -1,0 +1,113 @@
+"""Provider formats added for issue 14, each from the provider's own documentation of its keys:
+every rule is tested in a realistic context (a config line, a command, a tool output) and next to
+near-misses that must survive (a git SHA, a UUID, a lockfile hash, a name with the same prefix).
+Token bodies are generated at run time from a seeded RNG: no credential literal in the repository."""
+
+from __future__ import annotations
+
+import base64
+import random
+import string
+
+import pytest
+
+from reverie.redact.engine import Redactor
+
+RNG = random.Random(90210)
+ALNUM = string.ascii_letters + string.digits
+HEX = "0123456789abcdef"
+LOWER = string.ascii_lowercase + string.digits
+
+
+def g(n: int, alphabet: str = ALNUM) -> str:
+    while True:
+        v = "".join(RNG.choice(alphabet) for _ in range(n))
+        if alphabet.isdigit() or (any(c.isdigit() for c in v) and any(c.isalpha() for c in v)):
+            return v
+
+
+def b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
+
+
+@pytest.fixture(scope="module")
+def redactor():
+    return Redactor(None)
+
+
+PEM = b64(b"-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA" + g(300).encode() + b"\n-----END RSA PRIVATE KEY-----\n")
+CERT = b64(b"-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIE" + g(300).encode() + b"\n-----END CERTIFICATE-----\n")
+
+# (rule, label, text with {} where the secret goes, the secret)
+CASES = [
+    ("xai-key", "xai_key", "export XAI_API_KEY={}", "xai-" + g(80)),
+    ("xai-key", "xai_key", "{}", "xai-" + g(80)),                                  # alone on a line
+    ("groq-key", "groq_key", "client = Groq(api_key=\"{}\")", "gsk_" + g(52)),
+    ("replicate-token", "replicate_token", "REPLICATE_API_TOKEN={}", "r8_" + g(37)),
+    ("openrouter-key", "openrouter_key", "Authorization header set from {}", "sk-or-v1-" + g(64, HEX)),
+    ("openai-scoped-key", "openai_key", "OPENAI_API_KEY={}", "sk-proj-" + g(156, ALNUM + "_-")),
+    ("openai-scoped-key", "openai_key", "admin key: {}", "sk-admin-" + g(140, ALNUM + "_-")),
+    ("openai-scoped-key", "openai_key", "{}", "sk-svcacct-" + g(150, ALNUM + "_-")),
+    ("anthropic-key", "anthropic_key", "ANTHROPIC_API_KEY={}", "sk-ant-api03-" + g(93, ALNUM + "_-") + "AA"),
+    ("anthropic-key", "anthropic_key", "{}", "sk-ant-admin01-" + g(90, ALNUM + "_-")),
+    ("anthropic-key", "anthropic_key", "CLAUDE_CODE_OAUTH_TOKEN={}", "sk-ant-oat01-" + g(95, ALNUM + "_-")),
+    ("anthropic-key", "anthropic_key", "refresh: {}", "sk-ant-ort01-" + g(95, ALNUM + "_-")),
+    ("google-api-key", "google_api_key", "GEMINI_API_KEY={}", "AIza" + g(35, ALNUM + "_-")),
+    ("huggingface-token", "huggingface_token", "huggingface-cli login --token {}", "hf_" + g(34)),
+    ("perplexity-key", "perplexity_key", "PPLX_KEY {}", "pplx-" + g(48)),
+    ("pinecone-key", "pinecone_key", "pc = Pinecone(api_key='{}')", "pcsk_" + g(6) + "_" + g(64)),
+    ("tavily-key", "tavily_key", "TAVILY_API_KEY={}", "tvly-dev-" + g(32)),
+    ("dockerhub-token", "dockerhub_token", "{}", "dckr_pat_" + g(27, ALNUM + "_-")),
+    ("dependency-track-key", "dependency_track_key", "X-Api-Key for DT: {}", "odt_" + g(32)),
+    ("segment-token", "segment_token", "{}", "sgp_" + g(64)),
+    ("circleci-token", "circleci_token", "export CIRCLECI_CLI_TOKEN={}", "CCIPAT_" + g(22) + "_" + g(40, HEX)),
+    ("mongodb-atlas-sa", "mongodb_key", "client secret {}", "mdb_sa_sk_" + g(40)),
+    ("sourcegraph-license", "token", "{}", "slk_" + g(48)),
+    ("dropbox-token", "dropbox_token", "dbx = dropbox.Dropbox(\"{}\")", "sl." + g(140, ALNUM + "_-")),
+    ("twitch-oauth", "twitch_token", "PASS oauth:{}", g(30, LOWER)),
+    ("salesforce-token", "salesforce_token", "sf org display: Access Token {}", "00D" + g(15) + "!" + g(96, ALNUM + ".")),
+    ("teamwork-token", "teamwork_token", "{}", "tkn.v1_" + g(60)),
+    ("sonar-token", "sonar_token", "SONAR_TOKEN={}", "squ_" + g(40, HEX)),
+    ("aws-session-token", "aws_session_token", "aws_session_token = {}", "IQoJb3JpZ2luX2Vj" + g(400, ALNUM + "+/")),
+    ("aws-session-token", "aws_session_token", "{}", "FwoGZXIvYXdzE" + g(300, ALNUM + "+/")),
+    ("private-key-base64", "private_key", "PRIVATE_KEY_B64={}", PEM),
+    ("jenkins-secret", "jenkins_secret", "<secret>{{{}}}</secret>", "AQAAABAAAAAQ" + g(60, ALNUM + "+/") + "="),
+    ("keyword-value", "api_key", "curl -H pdfshift-KEY {}", g(32, HEX)),
+    ("slack-webhook", "webhook", "https://hooks.slack.com/services/{}", "T0" + g(8).upper() + "/B0" + g(8).upper() + "/" + g(24)),
+    ("discord-webhook", "webhook", "https://discord.com/api/webhooks/{}", "1" + g(17, "0123456789") + "/" + g(68, ALNUM + "_-")),
+    ("teams-webhook", "webhook", "https://contoso.webhook.office.com/webhookb2/{}",
+     "%s-%s@%s/IncomingWebhook/%s/%s" % (g(8, HEX), g(12, HEX), g(8, HEX), g(32, HEX), g(8, HEX))),
+]
+
+
+@pytest.mark.parametrize("rule,label,template,secret", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_provider_rule_in_context(redactor, rule, label, template, secret):
+    text = template.format(secret)
+    out = redactor.redact(text)
+    assert out.text == template.format(f"[REDACTED:{label}]")
+    assert secret not in out.text
+    assert rule in [f.rule for f in out.findings]
+
+
+NEAR_MISSES = [
+    "commit " + g(40, HEX) + " (HEAD -> main)",                                   # a git SHA
+    "request id 550e8400-e29b-41d4-a716-446655440000",                           # a UUID
+    '"integrity": "sha512-' + g(86, ALNUM + "+/") + '=="',                        # a lockfile hash
+    "resolved \"https://registry.yarnpkg.com/x/-/x-1.2.3.tgz#" + g(40, HEX) + "\"",
+    "see sk-proj-settings-page-for-the-organisation-admins",                       # words after a prefix
+    "xai-grok-2-vision-1212 is the model name",
+    "gsk_setup.sh and tvly-search tool",
+    "dckr_pat_ expects 27 characters",
+    "tls.crt: " + CERT,                                                             # a base64 certificate
+    "sl.bar.baz is a module path",
+    "oauth:callback handler",
+    "sha256:" + g(64, HEX),                                                         # an image digest
+    "docker run -p 8080:80 nginx && mkdir -p build/out && ssh -p 2222 me@host",
+    "the cache key " + g(12, HEX) + " was stale",
+]
+
+
+@pytest.mark.parametrize("text", NEAR_MISSES, ids=[t[:24] for t in NEAR_MISSES])
+def test_near_misses_survive(redactor, text):
+    out = redactor.redact(text)
+    assert (out.text, out.findings) == (text, [])
