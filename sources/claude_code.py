@@ -47,9 +47,13 @@ OWN_SESSION_MARKER = "[reverie-consolidation]"
 
 #: Line types that carry no knowledge; skipped and counted under their own name.
 #: `queue-operation` holds the same text as the `queued_command` attachment (stored from there);
-#: `last-prompt` repeats the session's last prompt; `mode` / `permission-mode` are session settings.
+#: `last-prompt` repeats the session's last prompt; `mode` / `permission-mode` are session settings;
+#: 2.1.3xx's `api-request*` lines record the model requests (`api-request-blob` holds a whole request
+#: body: system prompt, CLAUDE.md, hook context, anything pasted), `cost-state` / `tools-used` /
+#: `atis-latch` are accounting: none is ever stored.
 SKIPPED_TYPES = frozenset({"progress", "file-history-snapshot", "queue-operation", "last-prompt", "mode",
-                           "permission-mode"})
+                           "permission-mode", "api-request", "api-request-blob", "api-request-shape",
+                           "atis-latch", "cost-state", "tools-used"})
 
 #: Every line type this reader knows (anything else is `unknown:<type>`).
 LINE_TYPES = frozenset({"user", "assistant", "system", "summary", "custom-title", "ai-title", "attachment"}
@@ -74,6 +78,9 @@ SKIPPED_ATTACHMENTS = frozenset({
     "selected_lines_in_ide", "opened_file_in_ide", "diagnostics", "new_diagnostics", "mcp_resource",
     "skill_listing", "invoked_skills", "deferred_tools_delta", "date_change", "output_style",
     "command_permissions", "agent_mention", "token_usage", "budget_usd", "output_token_usage",
+    # 2.1.3xx: listings and environment snapshots the harness attaches to a turn
+    "agent_listing_delta", "date", "environment", "model", "prompt_snapshot", "remote_session_change",
+    "session_context",
 })
 
 #: Every attachment subtype this reader knows.

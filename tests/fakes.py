@@ -97,7 +97,7 @@ def make_agent(home: Path, agent: str, conversations: dict[str, list[tuple[str, 
 #: ANTHROPIC_API_KEY from the environment, else the `apiKeyHelper` of the user's settings (`helper`),
 #: else the Claude login (`login`), where a `--settings` value of "" for `env.ANTHROPIC_API_KEY` or
 #: `apiKeyHelper` switches that one off; a `-p` call without a credential prints the CLI's
-#: "Not logged in" result and exits 1. Every call appends {argv, cwd, env (CLAUDE_*, MAX_*,
+#: "Not logged in" result and exits 1. Every call appends {argv, cwd, env (CLAUDE_*, MAX_*, ENABLE_*,
 #: ANTHROPIC_*, REVERIE_* names: values of credentials masked), stdin, credential} to `log`.
 FAKE_CLAUDE = r'''#!{python}
 import json, os, sys
@@ -118,7 +118,7 @@ elif {login!r}:
 else:
     status = {{"loggedIn": False, "authMethod": "none", "apiProvider": "firstParty"}}
 stdin = "" if "auth" in argv else sys.stdin.read()
-names = ("CLAUDE_", "MAX_", "ANTHROPIC_", "REVERIE_")
+names = ("CLAUDE_", "MAX_", "ANTHROPIC_", "REVERIE_", "ENABLE_")
 env = {{k: ("(set)" if k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN") else v)
        for k, v in os.environ.items() if k.startswith(names) and k not in ("REVERIE_HOME", "REVERIE_CACHE_DIR", "CLAUDE_CONFIG_DIR")}}
 with open({log!r}, "a") as fh:

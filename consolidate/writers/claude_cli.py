@@ -71,11 +71,15 @@ MAX_OUTPUT_TOKENS = 2048
 #: agent preamble, the StructuredOutput tool's description, metadata): ~300 measured, with margin.
 FRAMING_CHARS = 600
 #: What the child's environment switches off (Claude Code 2.1's documented switches): CLAUDE.md
-#: files, auto memory, thinking, the session-title request and other non-essential traffic.
+#: files, auto memory, thinking (MAX_THINKING_TOKENS up to 2.1.2xx; 2.1.3xx ignores it and reads
+#: CLAUDE_CODE_DISABLE_THINKING), deferred tool search (2.1.3xx sends a placeholder tool without it),
+#: the session-title request and other non-essential traffic.
 CHILD_ENV = {
     "CLAUDE_CODE_DISABLE_CLAUDE_MDS": "1",
     "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
     "MAX_THINKING_TOKENS": "0",
+    "CLAUDE_CODE_DISABLE_THINKING": "1",
+    "ENABLE_TOOL_SEARCH": "false",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(MAX_OUTPUT_TOKENS),
 }
