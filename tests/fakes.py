@@ -120,7 +120,7 @@ else:
 stdin = "" if "auth" in argv else sys.stdin.read()
 names = ("CLAUDE_", "MAX_", "ANTHROPIC_", "REVERIE_", "ENABLE_")
 env = {{k: ("(set)" if k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN") else v)
-       for k, v in os.environ.items() if k.startswith(names) and k not in ("REVERIE_HOME", "REVERIE_CACHE_DIR", "CLAUDE_CONFIG_DIR")}}
+       for k, v in os.environ.items() if k.startswith(names) and k not in ("REVERIE_HOME", "REVERIE_CACHE_DIR", "CLAUDE_CONFIG_DIR", "REVERIE_WHEEL", "REVERIE_WHEEL_VENV")}}
 with open({log!r}, "a") as fh:
     fh.write(json.dumps({{"argv": argv, "cwd": os.getcwd(), "env": env, "stdin": stdin,
                          "credential": status["authMethod"]}}) + "\n")

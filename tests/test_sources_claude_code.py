@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import json
 
+import pytest
+
 from reverie.sources.claude_code import discover, parse_line
 from reverie.sources.model import Block, clip
 
@@ -289,3 +291,21 @@ def test_default_root_honours_claude_config_dir(monkeypatch, tmp_path):
     monkeypatch.delenv("CLAUDE_CONFIG_DIR")
     monkeypatch.setenv("HOME", str(tmp_path / "h"))
     assert claude_code.default_root() == tmp_path / "h" / ".claude" / "projects"
+
+
+@pytest.mark.parametrize("line_type", ["api-request", "api-request-blob", "api-request-shape", "atis-latch",
+                                       "cost-state", "tools-used"])
+def test_claude_code_2_1_3xx_bookkeeping_lines_are_named_skips_and_never_stored(line_type):
+    """2.1.3xx writes request records (`api-request-blob` holds a whole request body: system prompt,
+    CLAUDE.md, anything pasted) and accounting lines: each is skipped under its own name."""
+    raw = json.dumps({"type": line_type, "uuid": "u-1", "sessionId": "s-1", "body": {"system": "CLAUDE.md text"}})
+    parsed = parse_line(raw.encode())
+    assert (parsed.outcome, parsed.kind, parsed.line_type, parsed.record) == ("skip", line_type, line_type, None)
+
+
+@pytest.mark.parametrize("subtype", ["agent_listing_delta", "date", "environment", "model", "prompt_snapshot",
+                                     "remote_session_change", "session_context"])
+def test_claude_code_2_1_3xx_attachment_subtypes_are_named_skips(subtype):
+    raw = json.dumps({"type": "attachment", "uuid": "u-2", "sessionId": "s-1", "attachment": {"type": subtype}})
+    parsed = parse_line(raw.encode())
+    assert (parsed.outcome, parsed.kind, parsed.line_type, parsed.record) == ("skip", subtype, f"attachment:{subtype}", None)

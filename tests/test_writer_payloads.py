@@ -94,7 +94,7 @@ def test_claude_cli_prompts_carry_no_planted_secret_and_no_api_key(reverie_home,
         consolidate_agent(reverie_home, agent, writer=writer)
     calls = _calls(log)
     _assert_redacted([c["prompt"] for c in calls])
-    assert [{k: v for k, v in c["env"].items() if k not in ("REVERIE_HOME", "REVERIE_CACHE_DIR")} for c in calls] == [
+    assert [{k: v for k, v in c["env"].items() if k not in ("REVERIE_HOME", "REVERIE_CACHE_DIR", "REVERIE_WHEEL", "REVERIE_WHEEL_VENV")} for c in calls] == [
         {"REVERIE_CHILD": "1"}] * len(calls)
 
 

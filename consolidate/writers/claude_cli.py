@@ -68,8 +68,10 @@ MAX_TURNS = 2
 #: 32,000): at most 5 cards of <= 35 words fit many times over.
 MAX_OUTPUT_TOKENS = 2048
 #: Characters Claude Code adds around our text in every request (billing header, its one-line
-#: agent preamble, the StructuredOutput tool's description, metadata): ~300 measured, with margin.
-FRAMING_CHARS = 600
+#: agent preamble, the StructuredOutput tool's description, JSON envelope, metadata; 2.1.3xx also an
+#: environment message): measured by tests/e2e as request body minus our text, 1,329 on 2.1.197 and
+#: 2,123 on 2.1.332; the estimate takes the larger, with margin.
+FRAMING_CHARS = 2200
 #: What the child's environment switches off (Claude Code 2.1's documented switches): CLAUDE.md
 #: files, auto memory, thinking (MAX_THINKING_TOKENS up to 2.1.2xx; 2.1.3xx ignores it and reads
 #: CLAUDE_CODE_DISABLE_THINKING), deferred tool search (2.1.3xx sends a placeholder tool without it),
