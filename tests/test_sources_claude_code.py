@@ -308,4 +308,4 @@ def test_claude_code_2_1_3xx_bookkeeping_lines_are_named_skips_and_never_stored(
 def test_claude_code_2_1_3xx_attachment_subtypes_are_named_skips(subtype):
     raw = json.dumps({"type": "attachment", "uuid": "u-2", "sessionId": "s-1", "attachment": {"type": subtype}})
     parsed = parse_line(raw.encode())
-    assert (parsed.outcome, parsed.kind, parsed.line_type, parsed.record) == ("skip", subtype, f"attachment:{subtype}", None)
+    assert (parsed.outcome, parsed.kind, parsed.line_type, parsed.record) == ("skip", f"attachment:{subtype}", f"attachment:{subtype}", None)
