@@ -551,6 +551,8 @@ def test_schedule_log_carries_no_transcript_content(reverie_home, shared_fixture
     shutil.copytree(shared_fixtures, tmp_path / "claude-config" / "projects")
     set_value(reverie_home, "schedule.window_start", "00:00")  # all day: the tick consolidates now
     set_value(reverie_home, "schedule.window_end", "00:00")
+    set_value(reverie_home, "schedule.hour", 0)   # tonight's nightly is already due at any time of day
+    set_value(reverie_home, "schedule.minute", 0)
     set_value(reverie_home, "consolidate.max_passages", 30)
     res = CliRunner().invoke(build_cli(), ["schedule", "tick", "--json"])
     assert res.exit_code == 0, res.output

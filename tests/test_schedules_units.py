@@ -244,3 +244,27 @@ def test_install_uses_the_configured_hour(fake_os, reverie_home):
     files = json.loads(out)["files"]
     timer = next(text for path, text in files.items() if path.endswith(".timer"))
     assert "OnCalendar=*-*-* 03:30:00\nOnCalendar=*-*-* *:30:00\n" in timer
+
+
+def test_systemd_print_one_unit_at_a_time(fake_os, reverie_home):
+    """systemd needs two files: `--print --unit service|timer` puts exactly one on stdout (what
+    install writes), `--print` alone prints both and says so on stderr."""
+    name = _unit_name(reverie_home)
+    unit_dir = fake_os.home / ".config" / "systemd" / "user"
+    out = {}
+    for unit in ("service", "timer"):
+        result = CliRunner().invoke(build_cli(), ["schedule", "install", "--system", "systemd", "--print", "--unit", unit],
+                                    catch_exceptions=False)
+        assert result.exit_code == 0
+        assert result.stdout.startswith("[Unit]\n") and result.stdout.count("[Unit]") == 1
+        assert result.stderr.splitlines()[0] == f"# would write {unit_dir / (name + '.' + unit)}:"
+        out[unit] = result.stdout
+    both = CliRunner().invoke(build_cli(), ["schedule", "install", "--system", "systemd", "--print"],
+                              catch_exceptions=False)
+    assert both.stdout == out["service"] + out["timer"]
+    assert both.stderr.splitlines()[0] == "# several files: print one at a time with --unit service|timer"
+    assert fake_os.calls() == [] and not unit_dir.exists()
+    assert cli("schedule", "install", "--system", "systemd")[0] == 0
+    assert [(unit_dir / (name + "." + u)).read_text() for u in ("service", "timer")] == [out["service"], out["timer"]]
+    bad = CliRunner().invoke(build_cli(), ["schedule", "install", "--system", "launchd", "--print", "--unit", "timer"])
+    assert bad.exit_code == 1 and "--unit is for systemd" in bad.stderr

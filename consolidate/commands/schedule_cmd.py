@@ -299,13 +299,23 @@ def _unit_spec(home: Path):
 # commands
 
 
-def _print_dry_run(report) -> None:
+def _print_dry_run(report, unit: str | None = None) -> None:
     """`install --print`: stdout holds exactly what would be written (the crontab line, or each
-    unit file's text: `--print > file.plist` is a valid plist); every explanation goes to stderr."""
+    unit file's text: `--print > file.plist` is a valid plist; systemd's two units one at a time
+    with `--unit service|timer`); every explanation goes to stderr."""
     if report.crontab_line:
         click.echo("# the crontab line to add with `crontab -e`:", err=True)
         click.echo(report.crontab_line)
-    for path, text in report.files.items():
+    files = report.files
+    if unit:
+        files = {path: text for path, text in files.items() if str(path).endswith("." + unit)}
+        if not files:
+            raise ReverieError(f"No .{unit} file to print for this system: --unit is for systemd "
+                               "(`reverie schedule install --system systemd --print --unit service`).")
+    elif len(files) > 1:
+        click.echo("# several files: print one at a time with --unit "
+                   + "|".join(sorted(str(p).rsplit(".", 1)[-1] for p in files)), err=True)
+    for path, text in files.items():
         click.echo(f"# would write {path}:", err=True)
         click.echo(text, nl=not text.endswith("\n"))
     if report.files and report.commands:
@@ -378,9 +388,11 @@ def register(cli: click.Group) -> None:
     @click.option("--system", type=SYSTEM_CHOICE, default=None,
                   help="OS scheduler (default: launchd on macOS, systemd where running, else cron).")
     @click.option("--print", "print_only", is_flag=True, help="Print what would be written; change nothing.")
+    @click.option("--unit", type=click.Choice(["service", "timer"]), default=None,
+                  help="With --print on systemd: print only this unit file (stdout is then one valid file).")
     @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
     @pass_app
-    def install_cmd(app, system: str | None, print_only: bool, as_json: bool) -> None:
+    def install_cmd(app, system: str | None, print_only: bool, unit: str | None, as_json: bool) -> None:
         """Install an OS schedule that runs `reverie schedule tick` (hourly; nightly work at 02:00)."""
         from reverie.schedules.units import Targets, UnitError, default_system, install
 
@@ -393,7 +405,7 @@ def register(cli: click.Group) -> None:
             emit_json(report.as_dict())
             return
         if print_only:
-            _print_dry_run(report)
+            _print_dry_run(report, unit)
             return
         if report.crontab_line:
             click.echo("crontab line (installed):")
