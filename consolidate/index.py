@@ -283,6 +283,16 @@ class _Run:
     def _file_skip(self, reason: str) -> None:
         _inc(self.file_skips.setdefault(self.harness, {}), reason)
 
+    def _file_io(self, op, path):
+        """`op(path)`, or None after counting the file as vanished or unreadable."""
+        try:
+            return op(path)
+        except FileNotFoundError:
+            self._file_reject("file_vanished")
+        except OSError:
+            self._file_reject("file_unreadable")
+        return None
+
     def _file_reject(self, reason: str) -> None:
         _inc(self.file_rejects.setdefault(self.harness, {}), reason)
 
@@ -298,13 +308,8 @@ class _Run:
             self._read_document(reader, tf, known, ign)
             return
         path_s = str(tf.path)
-        try:
-            fd = self._open(tf.path)
-        except FileNotFoundError:
-            self._file_reject("file_vanished")
-            return
-        except OSError:
-            self._file_reject("file_unreadable")
+        fd = self._file_io(self._open, tf.path)
+        if fd is None:
             return
         try:
             st = os.fstat(fd)
@@ -385,13 +390,8 @@ class _Run:
         entries consumed before (same session, `mark.lines` of them) are not accounted again (their
         titles are applied again); a document with held-back entries is read again on the next run."""
         path_s = str(tf.path)
-        try:
-            st = os.stat(tf.path)
-        except FileNotFoundError:
-            self._file_reject("file_vanished")
-            return
-        except OSError:
-            self._file_reject("file_unreadable")
+        st = self._file_io(os.stat, tf.path)
+        if st is None:
             return
         if known is not None:
             agent_id, mark = known

@@ -36,7 +36,7 @@ import json
 import os
 from pathlib import Path
 
-from .model import (CLAUDE_CODE, Block, LineParser, Parsed, Record, TranscriptFile, decode_object,
+from .model import (CLAUDE_CODE, Block, LineParser, Parsed, Record, TranscriptFile, parse_guarded,
                     media_placeholder, str_field)
 
 HARNESS = CLAUDE_CODE
@@ -292,17 +292,7 @@ def is_own_session_prompt(text: str | None) -> bool:
 
 def parse_line(raw: bytes) -> Parsed:
     """One raw line (no trailing newline) to one Parsed; never raises."""
-    obj, early, repaired, surrogates = decode_object(raw)
-    if obj is None:
-        return early  # type: ignore[return-value]
-    try:
-        parsed = parse_object(obj, raw)
-    except Exception:  # noqa: BLE001  (defensive: a format we did not foresee must not stop a run)
-        t = obj.get("type")
-        parsed = Parsed("reject", "unparseable", t if isinstance(t, str) else "?")
-    parsed.repaired = repaired
-    parsed.surrogates = surrogates
-    return parsed
+    return parse_guarded(raw, lambda obj: parse_object(obj, raw))[0]
 
 
 def _parse_at(raw: bytes, offset: int) -> Parsed:

@@ -65,7 +65,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .model import CODEX, Block, LineParser, Parsed, Record, TranscriptFile, decode_object, str_field
+from .model import CODEX, Block, LineParser, Parsed, Record, TranscriptFile, parse_guarded, str_field
 from .render import canonical_json, data_url_placeholder, render_fields
 
 HARNESS = CODEX
@@ -213,18 +213,10 @@ def parse_line(raw: bytes, state: CodexState) -> Parsed:
     """One raw line (no trailing newline) to one Parsed, advancing `state`; never raises."""
     if raw.endswith(b"\r"):
         raw = raw[:-1]
-    obj, early, repaired, surrogates = decode_object(raw)
-    if obj is None:
-        assert early is not None
-        early.session_id, early.cwd = _session_of(state), state.cwd
-        return early
-    try:
-        parsed = _classify(obj, state)
-    except Exception:  # noqa: BLE001  (defensive: a format we did not foresee must not stop a run)
-        t = obj.get("type")
-        parsed = Parsed("reject", "unparseable", t if isinstance(t, str) else "?")
-    parsed.repaired = repaired
-    parsed.surrogates = surrogates
+    parsed, decoded = parse_guarded(raw, lambda obj: _classify(obj, state))
+    if not decoded:
+        parsed.session_id, parsed.cwd = _session_of(state), state.cwd
+        return parsed
     if parsed.session_id is None:
         parsed.session_id = _session_of(state)
     if parsed.cwd is None:

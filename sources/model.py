@@ -226,6 +226,25 @@ def without_surrogates(value: object) -> tuple[object, bool]:
     return value, False
 
 
+def parse_guarded(raw: bytes, parse: "Callable[[dict], Parsed]") -> tuple[Parsed, bool]:
+    """One JSONL line through a reader's `parse(obj)`: the line decoded (`decode_object`), a
+    format nobody foresaw (any exception of `parse`) a `reject` `unparseable` under the line's
+    type, `repaired` / `surrogates` set. Returns (parsed, decoded): `decoded` is False when the line
+    never became an object (the early skip or reject). Never raises."""
+    obj, early, repaired, surrogates = decode_object(raw)
+    if obj is None:
+        assert early is not None
+        return early, False
+    try:
+        parsed = parse(obj)
+    except Exception:  # noqa: BLE001  (defensive: a format we did not foresee must not stop a run)
+        t = obj.get("type")
+        parsed = Parsed("reject", "unparseable", t if isinstance(t, str) else "?")
+    parsed.repaired = repaired
+    parsed.surrogates = surrogates
+    return parsed, True
+
+
 def decode_object(raw: bytes) -> tuple[dict | None, Parsed | None, bool, bool]:
     """Decode one JSONL line to a dict: (obj, None, repaired, surrogates) or (None, reject, ...).
 
