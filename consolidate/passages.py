@@ -313,6 +313,16 @@ def is_narration(paragraph: str) -> bool:
     return bool(NARRATION_RE.match(p)) and not CONCLUSION_RE.search(p)
 
 
+def paragraph_passage(kind: str, conversation: str, msg: Msg, index: int, paragraph: str, request: str,
+                      exchange: int) -> Passage:
+    """Paragraph `index` of `msg` as a passage of `kind` (clipped to PARAGRAPH_MAX), with the
+    user's request (clipped to CONTEXT_MAX) as its context."""
+    text, clipped = clip(paragraph, PARAGRAPH_MAX)
+    return Passage(key=f"{kind}:{msg.id}.{index}", kind=kind, text=text, conversation=conversation,
+                   message_id=msg.id, timestamp=msg.timestamp, context=clip(request, CONTEXT_MAX)[0],
+                   exchange=exchange, clipped=clipped, original_size=len(paragraph))
+
+
 def cut_passages(
     conversation: str,
     msgs: Iterable[Msg],
@@ -347,11 +357,7 @@ def cut_passages(
                 if not _substantial(p) or is_narration(p):
                     skip("sidechain_narration")
                     continue
-                text, clipped = clip(p, PARAGRAPH_MAX)
-                out.append(Passage(
-                    key=f"report:{msg.id}.{i}", kind="report", text=text, conversation=conversation,
-                    message_id=msg.id, timestamp=msg.timestamp, context=clip(request, CONTEXT_MAX)[0],
-                    exchange=request_id, clipped=clipped, original_size=len(p)))
+                out.append(paragraph_passage("report", conversation, msg, i, p, request, request_id))
             continue
         if msg.is_sidechain:
             if fresh:
@@ -370,11 +376,7 @@ def cut_passages(
             if not paras:
                 skip("empty_summary")
             for i, p in enumerate(paras):
-                text, clipped = clip(p, PARAGRAPH_MAX)
-                out.append(Passage(
-                    key=f"summary:{msg.id}.{i}", kind="summary", text=text, conversation=conversation,
-                    message_id=msg.id, timestamp=msg.timestamp, context="", exchange=request_id,
-                    clipped=clipped, original_size=len(p)))
+                out.append(paragraph_passage("summary", conversation, msg, i, p, "", request_id))
             continue
         if msg.role == "user":
             if msg.kind not in ("message", ""):
@@ -421,11 +423,7 @@ def cut_passages(
                 if is_narration(p):
                     skip("narration")
                     continue
-                text, clipped = clip(p, PARAGRAPH_MAX)
-                out.append(Passage(
-                    key=f"assistant:{msg.id}.{i}", kind="assistant", text=text, conversation=conversation,
-                    message_id=msg.id, timestamp=msg.timestamp, context=clip(request, CONTEXT_MAX)[0],
-                    exchange=request_id, clipped=clipped, original_size=len(p)))
+                out.append(paragraph_passage("assistant", conversation, msg, i, p, request, request_id))
             continue
         if fresh:
             skip(f"role_{msg.role}")
