@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 from fakes import Clock
 
@@ -21,14 +20,7 @@ from reverie.schedules.runner import AgentSpec, Jobs, RunOutcome, Runner
 from reverie.schedules.state import StateStore
 from reverie.schedules.status import format_status, status_report
 
-UTC = timezone.utc
-TZ = ZoneInfo("Europe/Paris")
-BASE = {"hour": 2, "minute": 0, "window_start": "02:00", "window_end": "08:00", "paused": False,
-        "timezone": "Europe/Paris"}
-
-
-def at(y, m, d, h, mi=0) -> datetime:
-    return datetime(y, m, d, h, mi, tzinfo=TZ).astimezone(UTC)
+from test_schedules import BASE, TZ, UTC, at  # the same Paris schedule and wall clock
 
 
 class SpendingApp:
