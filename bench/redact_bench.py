@@ -231,6 +231,37 @@ def split_of(row: dict) -> str:
 
 SPLITS = ("dev", "held")
 
+VERDICTS = ROOT / "bench" / "secret_verdicts.json"
+
+
+def row_id(row: dict) -> str:
+    """The key of a scanner row in `VERDICTS` (the rows carry no id)."""
+    return hashlib.sha256(f"{row['rule']}\0{row['label']}\0{row['text']}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def value_id(value: str) -> str:
+    """The key of a transcript finding's value in `VERDICTS`."""
+    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def load_verdicts(path: Path = VERDICTS) -> dict:
+    """{"rows": {row_id: {verdict, why, ...}}, "transcripts": {value_id: {...}}}: a person's verdict on each
+    flagged not_secret row and each transcript finding (see the file's "about"); empty when missing."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"rows": {}, "transcripts": {}}
+    return {"rows": data.get("rows", {}), "transcripts": data.get("transcripts", {})}
+
+
+def verdict_of(table: dict, key: str) -> str:
+    """The judged verdict, or "unjudged" (which the figures count as a false finding)."""
+    return table.get(key, {}).get("verdict", "unjudged")
+
+
+def judged_false(verdicts: list[str]) -> int:
+    return sum(v in ("false", "unjudged") for v in verdicts)
+
 
 def evaluate(tool, rows: list[dict]) -> dict:
     """Recall / flags overall, on literal rows, and per rule family: fam = [secret rows, recalled,
@@ -238,7 +269,9 @@ def evaluate(tool, rows: list[dict]) -> dict:
     (`split_of`) in by[split]."""
     stats = {"secret": 0, "hit": 0, "lit": 0, "lit_hit": 0, "neg": 0, "flag": 0, "seconds": 0.0,
              "fam": defaultdict(lambda: [0, 0, 0, 0, 0, 0]), "misses": [], "flags": [],
-             "by": {sp: [0, 0, 0, 0, 0, 0] for sp in SPLITS}}
+             "by": {sp: [0, 0, 0, 0, 0, 0] for sp in SPLITS},
+             "flag_verdicts": {sp: [] for sp in SPLITS}}
+    judged = load_verdicts()["rows"]
     values = [secret_value(row["text"]) if row["label"] == "secret" else "" for row in rows]
     outs = []
     t0 = time.perf_counter()  # the tool's time only
@@ -249,7 +282,9 @@ def evaluate(tool, rows: list[dict]) -> dict:
         fam = stats["fam"][family(row["rule"])]
         by = stats["by"][split_of(row)]
         if row["label"] == "secret":
-            ok = recalled(value, out)
+            # no value to look for (a placeholder such as `npm_xxxxxxxxxxx`, which `secret_value`
+            # skips): the row is recalled when the tool redacted something in it
+            ok = recalled(value, out) if value else n > 0
             stats["secret"] += 1
             stats["hit"] += ok
             fam[0] += 1
@@ -274,6 +309,7 @@ def evaluate(tool, rows: list[dict]) -> dict:
                 fam[5] += 1
                 by[5] += 1
                 stats["flags"].append(row)
+                stats["flag_verdicts"][split_of(row)].append(verdict_of(judged, row_id(row)))
     return stats
 
 
@@ -332,7 +368,9 @@ def quality_table(name: str, rows: list[dict], tools: list, show_misses: bool, s
             if show_split != "all" and split_of(row) != show_split:
                 continue
             found = [(f.rule, mask(row["text"][f.start:f.end])) for f in tool.r.redact(row["text"]).findings]
-            print(f"  [{row['rule']}/{row.get('source')}] {found}")
+            judged = load_verdicts()["rows"].get(row_id(row), {})
+            print(f"  [{row['rule']}/{row.get('source')}] {found}  judged: {judged.get('verdict', 'unjudged')}"
+                  f"{' (' + judged['why'] + ')' if judged.get('why') else ''}")
     return results
 
 
@@ -493,22 +531,33 @@ def mask(value: str) -> str:
     return f"{value[:3]}… len={len(value)} H={shannon(value):.2f} shape={shape}"
 
 
-def transcript_findings(texts: list[str], total_bytes: int, roots: list[Path] | None = None) -> int:
+def transcript_findings(texts: list[str], total_bytes: int, roots: list[Path] | None = None) -> dict:
+    """Every finding on the transcripts, printed masked with a person's verdict (`VERDICTS`);
+    {"findings": n, "false": findings judged false or not judged, "by_verdict": {verdict: n}}."""
     from reverie.redact.engine import Redactor
 
     r = Redactor(None)
+    judged = load_verdicts()["transcripts"]
+    by: dict[str, int] = defaultdict(int)
     n = 0
     where = ", ".join(str(p) for p in roots) if roots else "the Claude Code fixtures"
     print(f"\n== findings on the shared transcripts ({where}: {total_bytes / 1e6:.2f} MB of transcript "
-          f"files, {len(texts)} strings); every finding, value masked (a person judges each):")
+          f"files, {len(texts)} strings); every finding, value masked, with a person's verdict "
+          f"({VERDICTS.name}; none: counted false):")
     for t in texts:
         red = r.redact(t)
         for f in red.findings:
             n += 1
+            value = t[f.start:f.end]
+            verdict = verdict_of(judged, value_id(value))
+            by[verdict] += 1
             ctx = t[max(0, f.start - 40):f.start].replace("\n", "\\n")
-            print(f"  {f.type:14} {f.rule:22} …{ctx[-40:]!r} [{mask(t[f.start:f.end])}]")
-    print(f"findings: {n}  ->  {n / (total_bytes / 1e6):.2f} per MB")
-    return n
+            print(f"  {f.type:14} {f.rule:22} …{ctx[-40:]!r} [{mask(value)}]  {verdict}")
+    false = judged_false([v for v, k in by.items() for _ in range(k)])
+    mb = total_bytes / 1e6
+    print(f"findings: {n} ({n / mb:.2f} per MB); by verdict: "
+          + ", ".join(f"{v} {k}" for v, k in sorted(by.items())) + f"; false: {false} ({false / mb:.2f} per MB)")
+    return {"findings": n, "false": false, "by_verdict": dict(by)}
 
 
 # --------------------------------------------------------------------------- throughput
@@ -735,15 +784,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  gitleaks literal recall {pct(g['lit_hit'], g['lit'])}  (goal >= 99%)")
         print(f"  detect-secrets recall   {pct(d['hit'], d['secret'])}  (goal >= 95%)")
         print(f"  own corpus recall       {pct(o['hit'], o['secret'])}  (goal >= 97%)")
+        judged = [v for s_ in (g, d) for sp in SPLITS for v in s_["flag_verdicts"][sp]]
+        false = judged_false(judged) + o["flag"]
         print(f"  not_secret flag rate    {pct(flags, neg)}  (gitleaks {pct(g['flag'], g['neg'])}, "
               f"detect-secrets {pct(d['flag'], d['neg'])}, own {pct(o['flag'], o['neg'])}; goal <= 5%)")
+        print(f"    judged false flags    {pct(false, neg)}  ({false} of {flags} flags; the rest: "
+              + ", ".join(f"{v} {judged.count(v)}" for v in sorted(set(judged)) if v not in ("false", "unjudged"))
+              + f"; {judged.count('unjudged')} not judged, counted false)")
         for sp in SPLITS:
             gb, db = g["by"][sp], d["by"][sp]
+            sf = judged_false(g["flag_verdicts"][sp] + d["flag_verdicts"][sp]) + o["flag"]
             print(f"  {sp:5} split: gitleaks literal {pct(gb[3], gb[2])}, detect-secrets {pct(db[1], db[0])}, "
                   f"flag rate {pct(gb[5] + db[5] + o['flag'], gb[4] + db[4] + o['neg'])} "
-                  f"(gitleaks {pct(gb[5], gb[4])}, detect-secrets {pct(db[5], db[4])}, with the whole own corpus)")
+                  f"(gitleaks {pct(gb[5], gb[4])}, detect-secrets {pct(db[5], db[4])}, with the whole own corpus), "
+                  f"judged false {pct(sf, gb[4] + db[4] + o['neg'])}")
     if "transcript_findings" in summary:
-        print(f"  transcript findings     {summary['transcript_findings'] / summary['transcript_mb']:.2f} per MB (goal <= 1)")
+        tf, mb = summary["transcript_findings"], summary["transcript_mb"]
+        print(f"  transcript findings     {tf['findings'] / mb:.2f} per MB, judged false {tf['false'] / mb:.2f} per MB "
+              f"({tf['false']} of {tf['findings']}; goal <= 1 false finding per MB)")
     if "speed" in summary:
         print(f"  throughput              {summary['speed']['transcripts, no remembered secrets']:.1f} MB/s "
               f"(100k remembered: {summary['speed']['transcripts, 100k remembered secrets']:.1f} MB/s; goal >= 50)")

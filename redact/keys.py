@@ -139,10 +139,10 @@ def classify_key(key: str) -> tuple[str, str] | None:
         if any(s in _SECRET_QUALIFIERS for s in segs):
             return "secret", "api_key"
         return "key", "api_key"
+    if segs[-1] in ("auth", "oauth", "authtoken", "authorization", "apitoken", "accesstoken"):
+        return "secret", "token"  # a key named auth is a credential context, a provider's too (`square_oauth`)
     if provider:
         return "provider", "token"
-    if segs[-1] in ("auth", "authtoken", "authorization", "apitoken", "accesstoken"):
-        return "secret", "token"
     return None
 
 
@@ -164,6 +164,10 @@ def value_ok(tier: str, value: str, quoted: bool = False, context: bool = True) 
         return shapes.password_shaped(value)
     if tier == "secret":
         return shapes.secret_shaped(value)
+    # 'key' and 'provider' keys name no secret: a typed sequence there (`meraki: abdefghjk0123456789...`)
+    # is a documentation example, as it is in a provider's own token format (`scanner._h_token`)
+    if shapes.is_typed_sequence(value):
+        return False
     if tier == "key":
         return shapes.token_shaped(value, min_len=16, min_entropy=3.0)
     return shapes.token_shaped(value, min_len=12, min_entropy=3.0)
@@ -180,6 +184,7 @@ _SPACE = re.compile(r"\s")
 
 _RE_BARE_IDENT = re.compile(rb"([A-Za-z_][A-Za-z_]*[0-9]*)[ \t]*([,)};])")
 _QUERY_NEXT = re.compile(r"&[A-Za-z_][\w.\-\[\]]*=")
+_PAIR_NEXT = re.compile(r"[,;][A-Za-z_][\w.\-]*[=:]")
 
 
 def _unicode_cut(value: str) -> str:
@@ -198,7 +203,7 @@ _CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
 
 
 def _clean_bare(value: str) -> str:
-    """Cut an unquoted value at an escaped newline/quote, the next URL parameter or a non-ASCII
+    """Cut an unquoted value at an escaped newline/quote, the next URL parameter or `,name=` pair, a non-ASCII
     space or punctuation mark; strip trailing punctuation. Linear in the value."""
     value = _unicode_cut(value)
     m = _ESCAPE_CUT.search(value)
@@ -207,6 +212,9 @@ def _clean_bare(value: str) -> str:
     m = _QUERY_NEXT.search(value)
     if m:
         value = value[: m.start()]
+    m = _PAIR_NEXT.search(value)
+    if m:
+        value = value[: m.start()]  # `password=abc,user=bob`: the next pair is not the value
     end = len(value)
     counts: dict[str, int] = {}
     while end and value[end - 1] in ".,;)]}>\\":

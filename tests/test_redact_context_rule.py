@@ -42,6 +42,17 @@ REDACTED = [
     ('const password = "dbPassword";', 'const password = "[REDACTED:password]";'),  # quoted: a literal
     ("secret: Sup3r.Secr3t", "secret: [REDACTED:secret]"),                        # no attribute path
     ("DB_PASSWORD=abcdefghij12", "DB_PASSWORD=[REDACTED:password]"),              # weak, still a password
+    # a key named auth is a credential context, with a provider's name too; a provider name alone
+    # takes a random token (the typed sequence next to it in KEPT stays)
+    ("square_oauth = sq0csp-ABCDEFGHIJK_LMNOPQRSTUVWXYZ-0123456789", "square_oauth = [REDACTED:token]"),
+    ("GITHUB_OAUTH=hunter2-Xq9-Mv77", "GITHUB_OAUTH=[REDACTED:token]"),
+    (f"meraki: {rand(40)}", "meraki: [REDACTED:token]"),
+    # a comma inside a bare value is part of it; one before whitespace or a next `name=` ends it
+    ("DB_PASSWORD=P@ss,w0rd!\n", "DB_PASSWORD=[REDACTED:password]\n"),
+    ("secret = A,.:-@*?!\n", "secret = [REDACTED:secret]\n"),
+    ("password=abc123X,user=bob", "password=[REDACTED:password],user=bob"),
+    ("--set auth.password=s3cr3tPW,auth.user=me", "--set auth.password=[REDACTED:password],auth.user=me"),
+    ("pw=hunter2-Xq9, next step", "pw=[REDACTED:password], next step"),
 ]
 
 
@@ -53,6 +64,8 @@ def test_values_in_a_credential_context_are_redacted(redactor, text, want):
 # --- clearly not a secret: each exception of the rule ----------------------------------------
 
 KEPT = [
+    # nothing set: a value cannot start with `,` or `=`
+    "password :=,", "password := , other", '"max_tokens":4096,"temperature":0',
     # a variable or reference
     "DB_PASSWORD=$DB_PASSWORD", "DB_PASSWORD=${DB_PASSWORD}", "set PASSWORD=%DB_PASSWORD%",
     "password: process.env.DB_PASSWORD", "password = os.environ['DB_PASSWORD']",
@@ -83,6 +96,8 @@ KEPT = [
     "MYSQL_PWD= mariadb-dump -u root shop",
     # a key that says the value is not real
     "fake_api_key = 'Zx81Qm4Lp9Tt'", "nonMatchingToken := \"Zx81Qm4Lp9Tt\"",
+    # a provider's name alone is no credential context: a typed sequence there is a docs example
+    "meraki: abdefghjk0123456789mnopqrstuvwx12345678",
 ]
 
 

@@ -47,3 +47,35 @@ def test_corpus_meets_the_goal(bench):
     flagged = sum(bool(r.redact(c["text"]).findings) for c in other)
     assert recalled >= 0.97 * len(secret), (recalled, len(secret))
     assert flagged <= 0.05 * len(other), (flagged, len(other))
+
+
+def test_every_flag_and_transcript_finding_has_a_verdict(bench):
+    """bench/secret_verdicts.json judges every not_secret row reverie flags and every value it finds
+    on the shared transcripts: a new flag or finding is judged by a person before it lands (the bench
+    counts an unjudged one as false), and the judged false findings stay within the goals."""
+    from locations import SHARED, SHARED_FIXTURES  # SHARED_FIXTURES: the Claude Code fixtures
+
+    verdicts = bench.load_verdicts()
+    kinds = {"credential-context", "provider-slot", "false"}
+    assert {v["verdict"] for v in verdicts["rows"].values()} <= kinds
+    assert {v["verdict"] for v in verdicts["transcripts"].values()} <= kinds
+    r = Redactor(None)
+    rows = [row for name in ("gitleaks_cases", "detect_secrets_cases")
+            for row in bench.load(SHARED / "bench" / "secrets" / f"{name}.jsonl.gz")]
+    negatives = [row for row in rows if row["label"] == "not_secret"]
+    flagged = [row for row in negatives if r.redact(row["text"]).count]
+    unjudged = [(row["rule"], bench.row_id(row)) for row in flagged if bench.row_id(row) not in verdicts["rows"]]
+    assert unjudged == []
+    false = bench.judged_false([bench.verdict_of(verdicts["rows"], bench.row_id(row)) for row in flagged])
+    assert false / len(negatives) <= 0.05
+
+    texts, _, total = bench.fixture_texts([SHARED_FIXTURES, SHARED / "fixtures" / "real-sessions"])
+    values = {t[f.start:f.end] for t in texts for f in r.redact(t).findings}
+    assert sorted(bench.value_id(v) for v in values if bench.value_id(v) not in verdicts["transcripts"]) == []
+    found = bench.transcript_findings(texts, total)
+    assert found["false"] / (total / 1e6) <= 1.0
+
+
+def test_unjudged_counts_as_false(bench):
+    assert bench.verdict_of({}, "0" * 16) == "unjudged"
+    assert bench.judged_false(["false", "unjudged", "credential-context", "provider-slot"]) == 2
