@@ -862,6 +862,9 @@ def classify(passage: Passage, *, known: dict[str, str] | None = None) -> Judgem
         named = named_things(text, known)
         if passage.kind == "file":
             p, coding_default = coding.file_keep(text), "fact"
+        elif passage.kind == "written":
+            p = coding.written_keep(text)
+            coding_default = "lesson" if coding.LESSON_CUE.search(text) else "fact"
         elif passage.kind == "error":
             p, coding_default = coding.error_keep(text), "lesson"
         elif passage.kind == "answer":

@@ -19,8 +19,8 @@ word list of one project:
   ...", "I've updated ...", "Created X", "Done.").
 
 `agent_user_keep` scores a human turn addressed to the agent; `agent_text_keep` an assistant
-paragraph, a summary or a sub-agent report; `file_keep` / `error_keep` / `answer_keep` the tool
-results `consolidate.passages.tool_passages` cuts. All return a probability-like score in [0, 1];
+paragraph, a summary or a sub-agent report; `file_keep` / `written_keep` / `error_keep` /
+`answer_keep` the tool passages `consolidate.passages.tool_passages` cuts. All return a probability-like score in [0, 1];
 the settings threshold (`consolidate.keep_threshold`, 0.5) decides.
 """
 
@@ -181,6 +181,25 @@ def file_keep(text: str) -> float:
         return 0.8
     cued = sum(1 for line in body.splitlines() if USER_RULE.search(line) or LESSON_CUE.search(line))
     return min(0.7, 0.3 + 0.1 * cued)
+
+
+def prose_lines(body: str) -> str:
+    """A markdown document without its headings, tables and code fences."""
+    return "\n".join(ln for ln in body.splitlines()
+                     if ln.strip() and not ln.lstrip().startswith(("#", "|", "```")))
+
+
+def written_keep(text: str) -> float:
+    """What the agent wrote into a documentation file (``path:\nbody``): a rules file
+    (`RULES_FILE`) whole, another doc (notes, a plan, a conventions page) by its best sentence,
+    scored like a sub-agent's report."""
+    path, _, body = text.partition("\n")
+    if len(body.split()) < 5:
+        return 0.0
+    if RULES_FILE.search(path.rstrip(":")):
+        return 0.8
+    prose = prose_lines(body)
+    return agent_text_keep(prose, "report") if prose else 0.0
 
 
 def error_keep(text: str) -> float:

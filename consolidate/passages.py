@@ -18,7 +18,9 @@ holds redacted text only). Harness noise is stripped first, then every message i
 * tool results that carry knowledge (`tool_passages`, issue 13): ``answer`` (the user's answers to
                 the agent's questions), ``file`` (a docs or config file the agent read, whole up to
                 FILE_MAX, once per cut), ``report`` (a sub-agent's report: its Task result or its own
-                sidechain paragraphs) and ``error`` (a failed command with the head of its error).
+                sidechain paragraphs), ``error`` (a failed command with the head of its error) and
+                ``written`` (what the agent wrote into a documentation file: a README, its notes,
+                plans and conventions; it comes from the message that made the call).
 
 An assistant paragraph that only narrates the next step or asks the user something
 (`is_narration`: "Let me check ...", "Want me to ...?") is skipped and counted (``narration``).
@@ -36,7 +38,7 @@ USER_MIN               2   a user turn needs at least this many characters after
 ==================  =====  ===========================================================
 
 Invariants: passages never contain text from thinking or images, nor tool output other than the
-four kinds above; any text block that carries our own injected recall context (a line starting with
+kinds above (and of tool input, only what was written into a documentation file); any text block that carries our own injected recall context (a line starting with
 ``[reverie memory]``) is skipped whole; of sidechain (sub-agent) messages only the assistant's own
 paragraphs are cut (as ``report``; the sub-agent's prompt is written by the agent, not the user);
 every passage names the message it came from, so evidence and progress are message ids.
@@ -93,6 +95,8 @@ class Msg:
     uuid: str = ""
     #: tool results of this (user) message: (tool name, the tool call's input text, is_error, result text)
     tool_results: list[tuple[str, str, bool, str]] = field(default_factory=list)
+    #: index in `tool_results` -> id of the message that made the call (when it was loaded)
+    call_messages: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -215,7 +219,10 @@ def assistant_text(msg: Msg) -> str:
 
 
 #: Tool results that can carry durable knowledge (the others are plumbing: edits, globs, listings).
-RESULT_TOOLS = frozenset({"Read", "Bash", "AskUserQuestion", "Task", "Agent"})
+#: Tools that write a file (Claude Code, Gemini CLI, Codex): into a documentation file, the readers
+#: keep what was written (`sources.render.written_doc`), and it becomes a ``written`` passage.
+WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "write_file", "replace", "apply_patch"})
+RESULT_TOOLS = frozenset({"Read", "Bash", "AskUserQuestion", "Task", "Agent"}) | WRITE_TOOLS
 #: Files whose content states rules and facts about the project: docs and manifests/configs (by
 #: name); source code is not one of them.
 RULE_FILE_RE = re.compile(
@@ -246,6 +253,14 @@ def _input_field(text: str, name: str) -> str:
     return m.group(1).strip() if m else ""
 
 
+def _written(given: str) -> str:
+    """What a write call wrote into a documentation file: its input's last field (`content: ...`)."""
+    _, sep, body = given.partition("\ncontent: ")
+    if not sep and given.startswith("content: "):
+        body = given[len("content: "):]
+    return body.strip()
+
+
 def tool_passages(conversation: str, msg: Msg, *, request_id: int, seen: set[str]) -> list[Passage]:
     """Passages from a message's tool results that carry knowledge (`RESULT_TOOLS`), in order:
 
@@ -254,7 +269,10 @@ def tool_passages(conversation: str, msg: Msg, *, request_id: int, seen: set[str
                   package.json, *.toml, ...), whole up to `FILE_MAX`, line numbers removed, each
                   file once per run of the cut (`seen` holds path and content);
     * ``report``  a sub-agent's final report (Task): one passage per paragraph, like a summary;
-    * ``error``   a failed command (Bash, is_error): the command and the head of its error.
+    * ``error``   a failed command (Bash, is_error): the command and the head of its error;
+    * ``written`` what the agent wrote into a documentation file (`WRITE_TOOLS`, a successful call):
+                  its notes, plans and conventions, up to `FILE_MAX`, once per run of the cut; the
+                  passage comes from the message that made the call.
     """
     out: list[Passage] = []
     for i, (tool, given, is_error, text) in enumerate(msg.tool_results):
@@ -289,6 +307,18 @@ def tool_passages(conversation: str, msg: Msg, *, request_id: int, seen: set[str
                 out.append(Passage(key=f"report:{msg.id}.{i}.{k}", kind="report", text=para_text,
                                    conversation=conversation, message_id=msg.id, timestamp=msg.timestamp,
                                    exchange=request_id, clipped=clipped, original_size=len(para)))
+        elif tool in WRITE_TOOLS and not is_error:
+            path = _input_field(given, "file_path")
+            body = _written(given)
+            mark = f"written\n{path}\n{body[:FILE_MAX]}"
+            if not path or not body or mark in seen:
+                continue
+            seen.add(mark)
+            body_clipped, clipped = clip(body, FILE_MAX)
+            out.append(Passage(key=f"written:{msg.id}.{i}", kind="written", text=f"{path}:\n{body_clipped}",
+                               conversation=conversation, message_id=msg.call_messages.get(i, msg.id),
+                               timestamp=msg.timestamp, context=path, exchange=request_id, clipped=clipped,
+                               original_size=len(body)))
         elif tool == "Bash" and is_error:
             command = _input_field(given, "command")
             body = _flat(f"$ {command}\n{text}" if command else text)
@@ -457,7 +487,7 @@ def load_messages(db, conversation: str, *, after_id: int = 0, lookback: int = 4
     msgs = {r[0]: Msg(id=r[0], role=r[1], kind=r[2] or "message", timestamp=r[3] or "",
                       is_sidechain=bool(r[4]), uuid=r[5] or "") for r in all_rows}
     ids = list(msgs)
-    inputs: dict[str, str] = {}                     # tool_use_id -> the call's input text
+    inputs: dict[str, tuple[str, int]] = {}         # tool_use_id -> (the call's input text, its message id)
     pending: list[tuple[Msg, str, str, bool, str]] = []
     for start in range(0, len(ids), 500):
         chunk = ids[start:start + 500]
@@ -471,11 +501,14 @@ def load_messages(db, conversation: str, *, after_id: int = 0, lookback: int = 4
             if btype in ("text", "summary"):
                 m.texts.append(text or "")
             elif btype == "tool_use" and use_id:
-                inputs[use_id] = text or ""
+                inputs[use_id] = (text or "", mid)
             elif btype == "tool_result":
                 m.has_tool_result = True
                 if tool in RESULT_TOOLS:
                     pending.append((m, tool, use_id or "", bool(is_error), text or ""))
     for m, tool, use_id, is_error, text in pending:
-        m.tool_results.append((tool, inputs.get(use_id, ""), is_error, text))
+        given, call_id = inputs.get(use_id, ("", 0))
+        if call_id:
+            m.call_messages[len(m.tool_results)] = call_id
+        m.tool_results.append((tool, given, is_error, text))
     return [msgs[i] for i in ids]

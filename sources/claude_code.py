@@ -38,6 +38,7 @@ from pathlib import Path
 
 from .model import (CLAUDE_CODE, Block, LineParser, Parsed, Record, TranscriptFile, parse_guarded,
                     media_placeholder, str_field)
+from .render import written_doc
 
 HARNESS = CLAUDE_CODE
 FORMAT = "jsonl"
@@ -91,6 +92,10 @@ TOOL_INPUT_FIELDS = (
     "description", "command", "file_path", "notebook_path", "path", "pattern", "glob", "query",
     "url", "prompt", "subagent_type", "skill",
 )
+
+
+#: Tools that write a file; into a documentation file, what they write is kept (`render.written_doc`).
+WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit"})
 
 
 def default_root() -> Path:
@@ -168,7 +173,8 @@ def discover(projects_dir: Path) -> list[TranscriptFile]:
 def render_tool_input(name: str, data: object) -> str:
     """The kept fields of a tool_use input, one `field: value` per line, whole: the indexer clips the
     block only after redacting it (`index.tool_result_cap`), since a clip made first could drop the
-    context that marks a value in the part it keeps as a secret."""
+    context that marks a value in the part it keeps as a secret. A write into a documentation file
+    (`WRITE_TOOLS`, `render.DOC_FILE`) ends with what it wrote (`content: ...`)."""
     if not isinstance(data, dict):
         return ""
     lines = []
@@ -181,6 +187,12 @@ def render_tool_input(name: str, data: object) -> str:
         lines.append(f"{key}: {value}")
     if not lines and data:
         lines.append("input fields: " + ", ".join(sorted(str(k) for k in data)[:20]))
+    if name in WRITE_TOOLS:
+        edits = data.get("edits") if isinstance(data.get("edits"), list) else []
+        written = written_doc(data.get("file_path"), [data.get("content"), data.get("new_string")]
+                              + [e.get("new_string") for e in edits if isinstance(e, dict)])
+        if written:
+            lines.append(written)
     return "\n".join(lines)
 
 

@@ -66,7 +66,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .model import CODEX, Block, LineParser, Parsed, Record, TranscriptFile, parse_guarded, str_field
-from .render import canonical_json, data_url_placeholder, render_fields
+from .render import canonical_json, data_url_placeholder, render_fields, written_doc
 
 HARNESS = CODEX
 FORMAT = "jsonl"
@@ -576,8 +576,23 @@ def _plan_text(plan: list) -> str:
 
 
 def _patch_files(patch: str) -> str:
+    """The files a patch touches (`add: path`, ...); when it writes into documentation files, then
+    `file_path:` the first of them and what the patch adds to them (`render.written_doc`)."""
     files = [f"{action.lower()}: {path.strip()}" for action, path in _PATCH_FILE.findall(patch)]
-    return "\n".join(files) if files else "input: apply_patch"
+    if not files:
+        return "input: apply_patch"
+    docs: list[str] = []
+    added: list[str] = []
+    sections = _PATCH_FILE.split(patch)   # [head, action, path, body, action, path, body, ...]
+    for i in range(1, len(sections) - 2, 3):
+        path, body = sections[i + 1].strip(), sections[i + 2]
+        if sections[i] != "Delete" and written_doc(path, ["x"]):
+            docs.append(path)
+            added.append("\n".join(ln[1:] for ln in body.splitlines() if ln.startswith("+")))
+    written = written_doc(docs[0], added) if docs else ""
+    if written:
+        files += [f"file_path: {docs[0]}", written]
+    return "\n".join(files)
 
 
 def _tool_list(p: dict) -> object:

@@ -75,7 +75,7 @@ from pathlib import Path
 
 from .model import (GEMINI, Block, Document, Parsed, Record, TranscriptFile, str_field,
                     without_surrogates)
-from .render import canonical_json, inline_data_placeholder, media_kind, render_fields
+from .render import canonical_json, inline_data_placeholder, media_kind, render_fields, written_doc
 
 HARNESS = GEMINI
 FORMAT = "document"
@@ -90,6 +90,21 @@ TOOL_INPUT_FIELDS = (
     "description", "command", "absolute_path", "file_path", "path", "dir_path", "directory",
     "pattern", "include", "query", "url", "prompt", "fact", "paths",
 )
+#: Tools that write a file; into a documentation file, what they write is kept (`render.written_doc`).
+WRITE_TOOLS = frozenset({"write_file", "replace"})
+
+
+def tool_input(name: object, args: object) -> str:
+    """A call's descriptive arguments (`TOOL_INPUT_FIELDS`), and what a write into a documentation
+    file wrote (`WRITE_TOOLS`: `content` of write_file, `new_string` of replace)."""
+    text = render_fields(args, TOOL_INPUT_FIELDS)
+    if name in WRITE_TOOLS and isinstance(args, dict):
+        written = written_doc(args.get("file_path") or args.get("absolute_path"),
+                              [args.get("content"), args.get("new_string")])
+        if written:
+            text = f"{text}\n{written}" if text else written
+    return text
+
 
 #: Message types that are CLI notices, skipped and counted under their type.
 NOTICE_TYPES = frozenset({"info", "error", "warning", "system"})
@@ -630,7 +645,7 @@ def _parts(content: object) -> list[Block]:
         elif isinstance(part.get("functionCall"), dict):
             fc = part["functionCall"]
             name = str_field(fc, "name") or "?"
-            out.append(Block("tool_use", render_fields(fc.get("args"), TOOL_INPUT_FIELDS), tool_name=name,
+            out.append(Block("tool_use", tool_input(name, fc.get("args")), tool_name=name,
                              tool_use_id=str_field(fc, "id")))
         elif isinstance(part.get("functionResponse"), dict):
             fr = part["functionResponse"]
@@ -661,7 +676,7 @@ def _tool_calls(calls: object) -> list[Block]:
             continue
         name = str_field(tc, "name") or "?"
         call_id = str_field(tc, "id")
-        out.append(Block("tool_use", render_fields(tc.get("args"), TOOL_INPUT_FIELDS), tool_name=name,
+        out.append(Block("tool_use", tool_input(name, tc.get("args")), tool_name=name,
                          tool_use_id=call_id))
         status = tc.get("status") if isinstance(tc.get("status"), str) else None
         result = tc.get("result")

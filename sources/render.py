@@ -1,5 +1,6 @@
-"""Small renderings shared by the Codex and Gemini readers: a tool call's descriptive arguments,
-media placeholders for data URLs and inline data, and a canonical JSON form for content keys.
+"""Small renderings shared by the readers: a tool call's descriptive arguments, the prose an agent
+writes into a documentation file, media placeholders for data URLs and inline data, and a canonical
+JSON form for content keys.
 
 Invariants: standard library only; never raises on any input; never returns media bytes (only
 their type and size); never logs.
@@ -8,6 +9,7 @@ their type and size); never logs.
 from __future__ import annotations
 
 import json
+import re
 
 from .model import _b64_size
 
@@ -34,6 +36,25 @@ def render_fields(data: object, fields: tuple[str, ...]) -> str:
     if not lines and data:
         lines.append("input fields: " + ", ".join(sorted(str(k) for k in data)[:MAX_FIELD_NAMES]))
     return "\n".join(lines)
+
+
+#: A prose documentation file (`README.md`, `docs/setup.rst`, `.planning/STATE.md`; not `.txt`, which is
+#: as often data: `requirements.txt`): what an
+#: agent writes there is knowledge in sentences, kept with the call (`written_doc`). Code and config
+#: files are not: their content stays out of the index, as every other tool input's does.
+DOC_FILE = re.compile(r"(?:^|[/\\])[^/\\]+\.(?:md|mdx|markdown|rst|adoc)$", re.I)
+#: The tool input field that holds what was written (`written_doc` appends it last).
+WRITTEN_FIELD = "content"
+
+
+def written_doc(path: object, texts: list[object]) -> str:
+    """`content: <text>` (the `texts` joined by blank lines) when `path` is a documentation file
+    (`DOC_FILE`) and something was written, else "": the last line group of a rendered tool input,
+    read back by `consolidate.passages`."""
+    if not isinstance(path, str) or not DOC_FILE.search(path):
+        return ""
+    body = "\n\n".join(t.strip("\n") for t in texts if isinstance(t, str) and t.strip())
+    return f"{WRITTEN_FIELD}: {body}" if body else ""
 
 
 def media_kind(mime: object) -> str:

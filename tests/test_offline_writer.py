@@ -287,3 +287,11 @@ def test_coding_statements_are_memory_not_transcript():
         "The server now listens on port 8080 in the container."
     assert said('"Which mode?"="Interactive (confirm each step)"', "answer") == \
         'The user chose "Interactive (confirm each step)" for: Which mode.'
+    # a sentence cut short is a fragment; a number that ends a sentence stays unless it is the next
+    # list item's
+    assert said("The stats tables `trading_stats_5m` and `trading_stats_1h` all have.") is None
+    assert said("The heavy LLM work in `tg-ripper` is deferred to Phase 2.") == \
+        "The heavy LLM work in `tg-ripper` is deferred to Phase 2."
+    assert said("The `ledger-db` service requires Node 18.") == "The `ledger-db` service requires Node 18."
+    assert said("The `ledger-db` service requires `pgbouncer` for pooling. 2.") == \
+        "The `ledger-db` service requires `pgbouncer` for pooling."

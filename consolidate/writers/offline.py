@@ -57,7 +57,8 @@ log = logging.getLogger(__name__)
 #: The keep a coding candidate needs before the offline writer writes it: the classifier's bar
 #: (0.5) admits weak candidates for the model writers, which can discard them; an extracting writer
 #: cannot rephrase a weak one, so it takes only the strong.
-CODING_KEEP = {"user": 0.6, "assistant": 0.6, "summary": 0.7, "report": 0.65, "file": 0.5, "answer": 0.5}
+CODING_KEEP = {"user": 0.6, "assistant": 0.6, "summary": 0.7, "report": 0.65, "file": 0.5, "written": 0.65,
+               "answer": 0.5}
 
 _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[])|\n+|(?<=:)\s+(?=[-*•]\s)|\s+[-*•]\s+")
 _OPENERS = re.compile(

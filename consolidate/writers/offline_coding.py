@@ -21,9 +21,10 @@ that passes every check below (`statement_for`), or no card at all:
 * a sentence of the agent's must state something: a lesson or reason cue, or a named thing with a
   present-tense state verb (`classify_coding.fact_sentence` >= `MIN_FACT`).
 
-Agent instruction files (CLAUDE.md, AGENTS.md, CONTRIBUTING, ...) give their strongest rule line
+Agent instruction files (CLAUDE.md, AGENTS.md, CONTRIBUTING, ...), read or written, give their strongest rule line
 (a readme, plan or config read once may be outdated by the session's own edits: no offline card); answers to the agent's questions give
-"The user chose <answer> for <question>"; failed commands give no offline card (the model writers
+"The user chose <answer> for <question>"; another doc the agent wrote gives its best sentence, held to
+a sub-agent report's bar; failed commands give no offline card (the model writers
 may read a lesson in them).
 """
 
@@ -84,13 +85,26 @@ _WRITER_LESSON = re.compile(
 _QUESTION = re.compile(r"\?\s*[\"')\]]*\s*$")
 
 
+#: A number at the end of a sentence: the next list item's ("... the client. 2"), unless the word
+#: before it names what it counts ("deferred to Phase 2.", "requires Node 18", "step 3").
+_GLUED_NUMBER = re.compile(r"(\S+)\s+\d{1,2}([.)]?)\s*$")
+_COUNTED = re.compile(r"^(?:[A-Z][\w\-]*|(?i:phase|step|version|part|stage|level|tier|option|round|plan|chapter|item|"
+                      r"issue|node|python|java|go|ruby|php|v|no|number|rule|section|task|wave|sprint))$")
+
+
+def _unglue(m: re.Match) -> str:
+    word = m.group(1)
+    counted = m.group(2) != ")" and _COUNTED.match(word.strip("`*_(")) and not word.endswith((".", "!", "?", ":"))
+    return m.group(0) if counted else word
+
+
 def clean(sentence: str) -> str:
     """A sentence without markdown emphasis, list markers, a leading label ("**Note:**"), discourse
     openers ("Good -", "Got it."), a trailing "Let me ..." clause, and with the outdated half of an
     "X, now Y" sentence dropped."""
     s = _MARKDOWN.sub(r"\2", sentence or "").strip()
     s = re.sub(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s+", "", s)
-    s = re.sub(r"\s+\d{1,2}[.)]?\s*$", "", s)          # the next list item's number glued on
+    s = _GLUED_NUMBER.sub(_unglue, s)                 # the next list item's number glued on
     s = re.sub(r"^(?:[A-Z][A-Z ]{2,20}|[A-Z][\w\-]*(?: [\w\-]+){0,3}):\s+(?=\S)", "", s)   # "ANALYSIS:", "Note:"
     s = _OPENER.sub("", s)
     s = _TRAILING_NARRATION.sub("", s).strip()
@@ -111,6 +125,13 @@ def clean(sentence: str) -> str:
     if s and s[-1] not in ".!?":
         s += "."
     return s
+
+
+#: A sentence cut short: it ends on an auxiliary, an article, a conjunction or a preposition that
+#: needs its object ("`trading_stats_5m`, `trading_stats_1h` all have.", "Store modules in the.");
+#: "the port it listens on." ends a sentence.
+_DANGLING = re.compile(r"\b(?:have|has|had|is|are|was|were|be|been|the|a|an|and|or|that|which|than|its|their|our|"
+                       r"of|into|via|per)\W*$", re.I)
 
 
 def _fragment(s: str) -> bool:
@@ -150,7 +171,7 @@ def acceptable(s: str) -> str | None:
         return "code"
     if _TRANSIENT.search(s):
         return "transient"
-    if _fragment(s) or "\u2026" in s or "..." in s or s.count("`") % 2 or \
+    if _fragment(s) or _DANGLING.search(s) or "\u2026" in s or "..." in s or s.count("`") % 2 or \
             len(re.findall(r"\b[A-Z][A-Za-z ]{1,20}:\s", s)) >= 2 or \
             re.match(r"^(?:since|because|if|when|while|although|though|unless|as|so that)\b[^,]*$", s, re.I):
         return "fragment"
@@ -202,6 +223,14 @@ def statement_for(passage, correction: bool = False) -> tuple[str, str] | None:
     if kind == "file":
         path, _, body = text.partition("\n")
         return _file_rule(path.rstrip(":"), body)
+    bar = MIN_FACT + (0.2 if kind in ("report", "written") else 0.0)
+    if kind == "written":
+        # a doc the agent wrote: an instruction file by its strongest rule, another by its best
+        # sentence (headings and tables are no sentences), held to a sub-agent report's bar
+        path, _, body = text.partition("\n")
+        if INSTRUCTION_FILE.search(path.rstrip(":")):
+            return _file_rule(path.rstrip(":"), body)
+        text = coding.prose_lines(body)
     best: tuple[float, str, str] | None = None
     for raw in coding.sentences(text):
         if kind == "user":
@@ -212,7 +241,7 @@ def statement_for(passage, correction: bool = False) -> tuple[str, str] | None:
             score = coding.fact_sentence(out) + (0.1 if _WRITER_LESSON.search(out) else 0.0)
             # The agent's sentence names what it is about (a file, a tool, a setting, a service):
             # "Breaking changes require careful analysis" helps no future session.
-            if score < MIN_FACT + (0.2 if kind == "report" else 0.0) or _PERSON.search(out) or not _names(out):
+            if score < bar or _PERSON.search(out) or not _names(out):
                 continue
         if not out or acceptable(out) is not None:
             continue

@@ -57,6 +57,8 @@ def passages_block(request: WriteRequest) -> str:
         lines.append(head)
         if p.kind == "file" and p.context:
             lines.append(f"  (a file the agent read: {p.context})")
+        elif p.kind == "written" and p.context:
+            lines.append(f"  (what the agent wrote into {p.context})")
         elif p.kind == "error" and p.context:
             lines.append(f"  (a command that failed: {p.context})")
         if p.kind == "user" and cand.judgement.correction and p.previous_reply:

@@ -1,0 +1,103 @@
+"""What an agent writes into a documentation file (issue 13): the readers keep it with the call
+(Claude Code Write/Edit/MultiEdit, Gemini write_file/replace, Codex apply_patch), never the content of
+a code or config file; consolidation cuts it into a ``written`` passage that comes from the message
+that made the call; the classifier and the offline writer read it like a sub-agent's report, and an
+instruction file by its strongest rule."""
+
+from __future__ import annotations
+
+from reverie.consolidate.classify import classify
+from reverie.consolidate.passages import Msg, cut_passages, load_messages
+from reverie.consolidate.writers.offline_coding import statement_for
+from reverie.sources import codex, gemini
+from reverie.sources.claude_code import render_tool_input
+from reverie.sources.render import written_doc
+
+RULES = "# Conventions\n\nNever edit files under gen/ by hand: proto generation rewrites them.\n| a | b |"
+
+
+def test_claude_code_keeps_what_is_written_into_docs_only():
+    assert render_tool_input("Write", {"file_path": "/r/CONVENTIONS.md", "content": RULES}) == (
+        f"file_path: /r/CONVENTIONS.md\ncontent: {RULES}")
+    assert render_tool_input("Edit", {"file_path": "/r/README.md", "old_string": "npm",
+                                      "new_string": "Use pnpm, not npm."}) == (
+        "file_path: /r/README.md\ncontent: Use pnpm, not npm.")
+    assert render_tool_input("MultiEdit", {"file_path": "/r/docs/setup.rst", "edits": [
+        {"old_string": "a", "new_string": "Run make proto first."}, {"old_string": "b", "new_string": "It needs Docker."},
+        "not an edit"]}) == "file_path: /r/docs/setup.rst\ncontent: Run make proto first.\n\nIt needs Docker."
+    # code, config and data files keep only their path, as before
+    assert render_tool_input("Write", {"file_path": "/r/src/app.ts", "content": "export const x = 1;"}) == (
+        "file_path: /r/src/app.ts")
+    assert render_tool_input("Write", {"file_path": "/r/requirements.txt", "content": "pytest>=8"}) == (
+        "file_path: /r/requirements.txt")
+    assert render_tool_input("Read", {"file_path": "/r/README.md", "content": "x"}) == "file_path: /r/README.md"
+    assert render_tool_input("Write", {"file_path": "/r/NOTES.md", "content": "  \n"}) == "file_path: /r/NOTES.md"
+    assert written_doc(None, ["x"]) == "" and written_doc("/r/a.md", [None, 3]) == ""
+
+
+def test_gemini_and_codex_keep_what_is_written_into_docs():
+    assert gemini.tool_input("write_file", {"file_path": "/r/GEMINI.md", "content": "Prefer list over tree."}) == (
+        "file_path: /r/GEMINI.md\ncontent: Prefer list over tree.")
+    assert gemini.tool_input("replace", {"file_path": "/r/x.py", "new_string": "y = 2"}) == "file_path: /r/x.py"
+    patch = ("*** Begin Patch\n*** Update File: README.md\n@@\n-old line\n+Proto generation needs Docker.\n"
+             "*** Add File: src/b.py\n+print(1)\n*** Add File: docs/NOTES.md\n+Staging runs on fly.io.\n*** End Patch")
+    assert codex._patch_files(patch) == (
+        "update: README.md\nadd: src/b.py\nadd: docs/NOTES.md\nfile_path: README.md\n"
+        "content: Proto generation needs Docker.\n\nStaging runs on fly.io.")
+    assert codex._patch_files("*** Begin Patch\n*** Update File: src/a.py\n+x = 1\n*** End Patch") == "update: src/a.py"
+
+
+def test_a_doc_write_becomes_a_written_passage_of_the_calling_message():
+    given = f"file_path: /r/CONVENTIONS.md\ncontent: {RULES}"
+    msgs = [
+        Msg(1, "user", texts=["Write down the conventions of this repo."]),
+        Msg(2, "user", kind="tool_result", has_tool_result=True, call_messages={0: 1, 1: 1, 2: 1},
+            tool_results=[("Write", given, False, "File created successfully at: /r/CONVENTIONS.md"),
+                          ("Write", given, False, "File created successfully"),            # the same text: once
+                          ("Edit", "file_path: /r/README.md\ncontent: Use pnpm.", True, "old_string not found")]),
+        Msg(3, "user", kind="tool_result", has_tool_result=True,
+            tool_results=[("Write", "file_path: /r/src/app.ts", False, "File created")]),
+    ]
+    cut = cut_passages("c", msgs)
+    assert [(p.key, p.kind, p.text, p.message_id, p.context, p.exchange) for p in cut.passages] == [
+        ("user:1", "user", "Write down the conventions of this repo.", 1, "", 1),
+        ("written:2.0", "written", f"/r/CONVENTIONS.md:\n{RULES}", 1, "/r/CONVENTIONS.md", 1),
+    ]
+    written = cut.passages[1]
+    assert classify(written).keep >= 0.65
+    assert statement_for(written) == (
+        "CONVENTIONS.md: Never edit files under gen/ by hand: proto generation rewrites them.",
+        "Never edit files under gen/ by hand: proto generation rewrites them.")
+
+
+def test_a_plan_written_by_the_agent_gives_its_best_sentence_or_nothing():
+    plan = Msg(2, "user", kind="tool_result", has_tool_result=True, tool_results=[(
+        "Write", "file_path: /r/.planning/STATE.md\ncontent: # State\n\n| Phase | Status |\n"
+        "The billing-api reads its config from `config/prod.toml` at start, because the env is not set in CI.\n"
+        "Phase 2 complete.", False, "ok")])
+    status = Msg(3, "user", kind="tool_result", has_tool_result=True, tool_results=[(
+        "Write", "file_path: /r/.planning/NEXT.md\ncontent: # Next\n\nPhase 3 is in progress.\nAll green.", False, "ok")])
+    cut = cut_passages("c", [plan, status])
+    assert [p.message_id for p in cut.passages] == [2, 3]   # no call loaded: the result's message
+    got = statement_for(cut.passages[0])
+    assert got is not None and got[0].startswith("The billing-api reads its config from `config/prod.toml`")
+    assert statement_for(cut.passages[1]) is None
+
+
+def test_load_messages_pairs_a_result_with_the_message_of_its_call(tmp_path):
+    import sqlite3
+
+    conn = sqlite3.connect(tmp_path / "x.db")
+    conn.executescript(
+        "CREATE TABLE messages (id INTEGER PRIMARY KEY, conversation TEXT, role TEXT, kind TEXT, timestamp TEXT,"
+        " is_sidechain INTEGER, uuid TEXT);"
+        "CREATE TABLE blocks (message_id INTEGER, idx INTEGER, type TEXT, text TEXT, tool_name TEXT,"
+        " tool_use_id TEXT, is_error INTEGER);")
+    conn.executemany("INSERT INTO messages VALUES (?, 'c', ?, ?, '', 0, ?)",
+                     [(1, "assistant", "message", "u1"), (2, "user", "tool_result", "u2")])
+    conn.executemany("INSERT INTO blocks VALUES (?, ?, ?, ?, ?, ?, ?)", [
+        (1, 0, "tool_use", "file_path: /r/README.md\ncontent: Use pnpm, not npm.", "Edit", "t1", 0),
+        (2, 0, "tool_result", "ok", "Edit", "t1", 0)])
+    msgs = load_messages(conn, "c")
+    assert (msgs[1].tool_results, msgs[1].call_messages) == (
+        [("Edit", "file_path: /r/README.md\ncontent: Use pnpm, not npm.", False, "ok")], {0: 1})
