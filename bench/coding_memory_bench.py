@@ -20,7 +20,8 @@ Per session, in a fresh home (`--work`, default bench/out/coding): the session's
   at least min(2, k) of its k keywords);
 * candidates: the share of the transcript messages the gold memories rest on (uuid -> message
   through `message_lines`) that some candidate passage comes from, next to the share of passages
-  that are candidates (the classifier's goal: >= 0.80 at <= 0.35);
+  that are candidates (the classifier's goal: >= 0.80 at <= 0.35), and the share of gold memories
+  with at least one cited message among the candidates (what a model writer needs to see);
 * probe recall at 1,000 and 4,000 characters: the share of (probe, expected memory) pairs whose
   memory is present (every keyword) in what recall injects for the probe's prompt (`graph.recall`
   with `Budgets().scaled(chars)`, the settings' embedding model), and the characters injected;
@@ -210,6 +211,7 @@ def candidate_stats(home: Path, db: Path, gold: Gold) -> dict:
     all_cited = set().union(*cited.values()) if cited else set()
     return {"passages": passages, "candidates": cands, "cited": len(all_cited),
             "cited_in_passages": len(all_cited & passage_msgs), "cited_candidates": len(all_cited & cand_msgs),
+            "memories_with_candidate": {m for m, ids in cited.items() if ids & cand_msgs},
             "unresolved_uuids": sum(len(m.uuids) for m in gold.memories) - sum(len(v) for v in cited.values())}
 
 
@@ -349,9 +351,14 @@ def run_one(gold: Gold, work: Path, writer: str) -> Result:
         res.noise_cards = sum(not any(matches(c, m.keywords) for m in gold.memories) for c in cards)
         cand = {"passages": 0, "candidates": 0, "cited": 0, "cited_in_passages": 0, "cited_candidates": 0,
                 "unresolved_uuids": 0}
+        with_candidate: set[str] = set()
         for db in dbs.values():
             for k, v in candidate_stats(home, db, gold).items():
-                cand[k] += v
+                if k == "memories_with_candidate":
+                    with_candidate |= v
+                else:
+                    cand[k] += v
+        cand["memories_with_candidate"] = len(with_candidate)
         res.cand = cand
         # oracle: the gold statements imported into a copy of the indexed home
         odbs = agent_dbs(oracle_home)
@@ -426,7 +433,9 @@ def report(results: list[Result], show_cards: bool, show_misses: bool) -> None:
         cards = sum(r.cards for r in rs)
         pairs = sum(r.probe_pairs for r in rs)
         nprobes = sum(len(_probes_of(r)) for r in rs) or 1
-        cand = {k: sum(r.cand.get(k, 0) for r in rs) for k in ("passages", "candidates", "cited", "cited_in_passages", "cited_candidates")}
+        cand = {k: sum(r.cand.get(k, 0) for r in rs)
+                for k in ("passages", "candidates", "cited", "cited_in_passages", "cited_candidates",
+                          "memories_with_candidate")}
         crashes = sum(1 for r in rs if r.crash)
         print(f"== {split}: {len(rs)} sessions, {mem} gold memories, {cards} cards, {pairs} probe pairs,"
               f" {crashes} consolidation crashes"
@@ -437,7 +446,8 @@ def report(results: list[Result], show_cards: bool, show_misses: bool) -> None:
               f" text), {_ratio(sum(r.ceiling_any for r in rs), mem)} (one sentence of any stored block)")
         print(f"   candidates: {_ratio(cand['cited_candidates'], cand['cited'])} of {cand['cited']} gold-cited messages"
               f" ({_ratio(cand['cited_in_passages'], cand['cited'])} in any passage) at"
-              f" {_ratio(cand['candidates'], cand['passages'])} of {cand['passages']} passages")
+              f" {_ratio(cand['candidates'], cand['passages'])} of {cand['passages']} passages;"
+              f" {_ratio(cand['memories_with_candidate'], mem)} of the gold memories rest on some candidate")
         rows = []
         for system in ("recall", "bm25 raw turns", "oracle"):
             row = [system]

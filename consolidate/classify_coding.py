@@ -173,14 +173,15 @@ TRANSIENT_SECTION = re.compile(
 
 def file_keep(text: str) -> float:
     """A docs or config file the agent read: a rules file (`RULES_FILE`) reaches the writer whole;
-    another doc (a plan, a design note) when it states rules or lessons on several lines."""
+    another doc or config (a plan, a design note, a CI workflow) when a line of it states a rule or
+    a lesson."""
     path, _, body = text.partition("\n")
     if len(body.split()) < 5:
         return 0.0
     if RULES_FILE.search(path.rstrip(":")):
         return 0.8
     cued = sum(1 for line in body.splitlines() if USER_RULE.search(line) or LESSON_CUE.search(line))
-    return min(0.7, 0.3 + 0.1 * cued)
+    return min(0.7, 0.4 + 0.1 * cued)
 
 
 def prose_lines(body: str) -> str:
