@@ -1,9 +1,10 @@
-"""The fast core of detection: one RE2 Set pass finds the rules that can match, then RE2 per rule.
+"""The fast core of detection: a few RE2 Set passes find the rules that can match, then RE2 per rule.
 
 Invariants:
-  * Cost on a text where no rule can match: one UTF-8 encode plus one pass of an RE2 Set holding
-    every rule (loosened, see `loosen`); no per-rule regex and no Python check runs. A batch of
-    texts can share that one pass (`Scanner.fired_many`).
+  * Cost on a text where no rule can match: one UTF-8 encode plus one pass of each of a few RE2
+    Sets that together hold every rule (loosened, see `loosen`; grouped, see `_set_group`); no
+    per-rule regex and no Python check runs. A batch of texts can share those passes
+    (`Scanner.fired_many`).
   * The Set is only a prefilter: it can report a rule that then does not match (its patterns are
     loosened supersets), never miss one. If the Set's automaton gives up (RE2 bails out when its
     state cache thrashes on adversarial input; a sentinel pattern that always matches tells), every
@@ -134,6 +135,26 @@ def _unanchored():
 _UNANCHORED = None  # set on the first Scanner build (re2 is imported only then)
 
 
+# The prefilter's groups, one RE2 Set (one automaton) each: provider tokens, the assignment rule,
+# the other context rules. A combined automaton's states are sets of partial matches, so over
+# varied text (each transcript line brings combinations not seen before) one Set of every rule
+# builds states for the product of what its patterns track, while separate Sets build each for its
+# own. On the real sessions, read once, one Set ran at ~7 MB/s and these three at ~23 MB/s; on text
+# seen again (its states built) one Set is faster (bench/redact_bench.py measures both).
+def _set_group(rule: Rule) -> str:
+    return rule.kind if rule.kind in ("token", "assign") else "other"
+
+
+@dataclass
+class _SetGroup:
+    """One prefilter Set: its Match call, its sentinel's index, and its rules' global indices."""
+
+    match: object
+    sentinel: int
+    rules: list[int]
+    all: frozenset[int]
+
+
 # How far each rule kind is loosened in the prefilter Set (see `loosen`).
 _SET_CAP = {"token": 1}
 _SET_CAP_DEFAULT = 6
@@ -163,19 +184,26 @@ class Scanner:
             except Exception as exc:  # a bad pattern is a programming error: fail loudly at build
                 raise ValueError(f"rule {rule.name}: {exc}") from exc
         self.all_rules = frozenset(range(len(rules)))
-        # One Set of every rule, loosened and multi-line: `^`/`$` also hold at line breaks, so a
-        # rule that matches a text alone also matches it inside a batch joined with "\n".
-        set_opts = _latin1_options()
-        set_opts.max_mem = 256 << 20
-        set_opts.log_errors = False
-        self._set = re2.Set.SearchSet(set_opts)
-        for rule in rules:
-            cap = _SET_CAP.get(rule.kind, _SET_CAP_DEFAULT)
-            self._set.Add(b"(?m)" + loosen(rule.pattern, cap).encode("latin-1"))
-        self._sentinel = self._set.Add(b"")  # matches every text: missing from a result = RE2 gave up
-        self._set.Compile()
-        self._built_set = self._set
-        self._set_match = getattr(getattr(self._set, "_set", None), "Match", None) or self._set.Match
+        # One Set per group (`_set_group`) of rules loosened and multi-line: `^`/`$` also hold at
+        # line breaks, so a rule that matches a text alone also matches it inside a batch joined
+        # with "\n".
+        by_group: dict[str, list[int]] = {}
+        for i, rule in enumerate(rules):
+            by_group.setdefault(_set_group(rule), []).append(i)
+        self._groups: list[_SetGroup] = []
+        for members in by_group.values():
+            set_opts = _latin1_options()
+            set_opts.max_mem = 256 << 20
+            set_opts.log_errors = False
+            rset = re2.Set.SearchSet(set_opts)
+            for i in members:
+                cap = _SET_CAP.get(rules[i].kind, _SET_CAP_DEFAULT)
+                rset.Add(b"(?m)" + loosen(rules[i].pattern, cap).encode("latin-1"))
+            sentinel = rset.Add(b"")  # matches every text: missing from a result = RE2 gave up
+            rset.Compile()
+            # RE2's own Set call (the wrapper adds an isinstance check and a call per text)
+            match = getattr(getattr(rset, "_set", None), "Match", None) or rset.Match
+            self._groups.append(_SetGroup(match, sentinel, members, frozenset(members)))
         self._multiline: dict[int, object] = {}
         self._match = [_raw_match(rx) for rx in self._compiled]
 
@@ -187,17 +215,25 @@ class Scanner:
 
     # -- prefilter --
     def fired(self, data: bytes) -> frozenset[int]:
-        """Indices of the rules that can match the UTF-8 bytes `data` (one Set pass)."""
-        s = self._set
-        # RE2's own Set call when the Set is the one built here (the wrapper adds an isinstance
-        # check and a call per text: a third of the cost on short texts)
-        hits = (self._set_match if s is self._built_set else s.Match)(data)
-        if not hits or self._sentinel not in hits:
-            logger.debug("prefilter gave up on %d bytes; running every rule", len(data))
-            return self.all_rules
-        if len(hits) == 1:
+        """Indices of the rules that can match the UTF-8 bytes `data` (one pass of each group's Set;
+        a Set that gives up names every rule of its group)."""
+        out: set[int] | None = None
+        for g in self._groups:
+            hits = g.match(data)
+            if not hits or g.sentinel not in hits:
+                logger.debug("prefilter gave up on %d bytes; running every rule of a group", len(data))
+                found: frozenset[int] | list[int] = g.all
+            elif len(hits) == 1:
+                continue
+            else:
+                found = [g.rules[h] for h in hits if h != g.sentinel]
+            if out is None:
+                out = set(found)
+            else:
+                out.update(found)
+        if not out:
             return _NO_RULES
-        return frozenset(hits).difference((self._sentinel,))
+        return self.all_rules if len(out) == len(self.all_rules) else frozenset(out)
 
     def triggered(self, text: str) -> frozenset[int]:
         """`fired` for a str."""

@@ -310,18 +310,27 @@ def test_redact_many_runs_presidio_once_per_chunk_with_each_text_scanned_alone(r
 
 
 def test_prefilter_that_gives_up_runs_every_rule(redactor, monkeypatch):
-    """When RE2's Set bails out (no sentinel in its answer), every rule runs: same findings."""
+    """When RE2's Sets bail out (no sentinel in their answer), every rule runs: same findings; one
+    group's Set giving up runs every rule of that group, the others still prefilter."""
     text = f"DB_PASSWORD={PASSWORD} and {GH} in {JWT}"
     expected = redactor.redact(text)
     class GaveUp:  # RE2::Set::Match returns no match at all when its DFA runs out of memory
         def Match(self, data):
             return None
 
-    monkeypatch.setattr(redactor.scanner, "_set", GaveUp())
+    for group in redactor.scanner._groups:
+        monkeypatch.setattr(group, "match", GaveUp().Match)
     assert redactor.scanner.fired(text.encode()) == redactor.scanner.all_rules
     got = redactor.redact(text)
     assert (got.text, got.findings) == (expected.text, expected.findings)
     assert [o.text for o in redactor.redact_many([text, "plain"])] == [expected.text, "plain"]
+    monkeypatch.undo()
+    sc = redactor.scanner
+    monkeypatch.setattr(sc._groups[0], "match", GaveUp().Match)
+    assert sc.fired(b"plain words") == sc._groups[0].all
+    assert sc.fired(text.encode()) >= sc._groups[0].all | {i for i, r in enumerate(sc.rules) if r.name == "assignment"}
+    got = redactor.redact(text)
+    assert (got.text, got.findings) == (expected.text, expected.findings)
 
 
 def test_loosen_keeps_a_superset():
