@@ -6,8 +6,16 @@ instruction file by its strongest rule."""
 
 from __future__ import annotations
 
+import random
+import sqlite3
+
+from secret_values import generators
+from transcripts import line, write
+
 from reverie.consolidate.classify import classify
+from reverie.consolidate.index import index_all
 from reverie.consolidate.passages import Msg, cut_passages, load_messages
+from reverie.consolidate.paths import agent_db_path
 from reverie.consolidate.writers.offline_coding import statement_for
 from reverie.sources import codex, gemini
 from reverie.sources.claude_code import render_tool_input
@@ -85,8 +93,6 @@ def test_a_plan_written_by_the_agent_gives_its_best_sentence_or_nothing():
 
 
 def test_load_messages_pairs_a_result_with_the_message_of_its_call(tmp_path):
-    import sqlite3
-
     conn = sqlite3.connect(tmp_path / "x.db")
     conn.executescript(
         "CREATE TABLE messages (id INTEGER PRIMARY KEY, conversation TEXT, role TEXT, kind TEXT, timestamp TEXT,"
@@ -101,3 +107,25 @@ def test_load_messages_pairs_a_result_with_the_message_of_its_call(tmp_path):
     msgs = load_messages(conn, "c")
     assert (msgs[1].tool_results, msgs[1].call_messages) == (
         [("Edit", "file_path: /r/README.md\ncontent: Use pnpm, not npm.", False, "ok")], {0: 1})
+
+
+def test_what_is_written_into_a_doc_is_indexed_redacted(tmp_path, reverie_home):
+    """The kept content goes through `redact/` like every other block: a password written into
+    NOTES.md reaches no byte under the home, and the rest of the note is stored."""
+    _, pw = generators(random.Random(1313))
+    secret = pw()
+    note = f"Staging database: DB_PASSWORD={secret}\nProto generation needs Docker."
+    projects = tmp_path / "projects"
+    write(projects / "-home-dev-shop" / "s-1.jsonl",
+          line("user", "u1", "write the setup notes"),
+          line("assistant", "a1", [{"type": "tool_use", "id": "t1", "name": "Write",
+                                    "input": {"file_path": "/home/dev/shop/NOTES.md", "content": note}}], parent="u1"),
+          line("user", "r1", [{"type": "tool_result", "tool_use_id": "t1", "content": "File created"}], parent="a1"))
+    index_all(reverie_home, projects)
+    for path in reverie_home.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+    conn = sqlite3.connect(agent_db_path(reverie_home, "shop"))
+    assert conn.execute("SELECT text FROM blocks WHERE type = 'tool_use'").fetchall() == [
+        ("file_path: /home/dev/shop/NOTES.md\ncontent: Staging database: DB_PASSWORD=[REDACTED:password]\n"
+         "Proto generation needs Docker.",)]
