@@ -145,13 +145,13 @@ def test_every_command_on_an_empty_home_exits_0_1_or_2_with_no_traceback(tmp_pat
 def test_consolidate_now_json_has_the_issue_4_fields_and_a_second_run_writes_nothing(_built, consolidated_home):
     first = _built["first_run"]
     assert [{k: s[k] for k in ISSUE4_KEYS} for s in first] == [
-        # Issue 13: sub-agent conclusions, the files read, the user's answers and failed commands are
-        # passages too; the agent's narration is not.
-        {"agent": "demo", "conversations": 1, "passages": 90, "candidates": 31, "calls": 0, "cards_written": 2,
+        # Issue 13: sub-agent conclusions, the files read, what the agent wrote into docs, the user's
+        # answers and failed commands are passages too; the agent's narration is not.
+        {"agent": "demo", "conversations": 1, "passages": 91, "candidates": 32, "calls": 0, "cards_written": 2,
          "cards_rejected": {}, "cost_usd": 0.0, "backlog": False, "errors": []},
         {"agent": "spotter", "conversations": 1, "passages": 2, "candidates": 1, "calls": 0, "cards_written": 0,
          "cards_rejected": {}, "cost_usd": 0.0, "backlog": False, "errors": []},
-        {"agent": "spotter-gqc", "conversations": 1, "passages": 176, "candidates": 52, "calls": 0,
+        {"agent": "spotter-gqc", "conversations": 1, "passages": 176, "candidates": 53, "calls": 0,
          "cards_written": 10, "cards_rejected": {}, "cost_usd": 0.0, "backlog": False, "errors": []},
     ]
     dbs = {a: consolidated_home / "agents" / a / "agent.db" for a in ("demo", "spotter", "spotter-gqc")}
