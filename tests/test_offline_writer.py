@@ -129,6 +129,20 @@ def test_an_assistant_card_that_draws_on_the_request_cites_the_request_too():
     assert card.statement.startswith("billing-api depends on ledger-db") and card.evidence == ["P2", "P1"]
 
 
+def test_a_statement_that_opens_on_an_unresolved_pronoun_gives_no_card():
+    """"Without it, X ..." with nothing to put for "it" is no memory; with the thing named by the
+    request it answers, "it" becomes that name."""
+    writer = OfflineWriter()
+    alone = _passage("written:2.0", "/r/docs/GENERATE.md:\nWithout it, `DocGen` would need to re-analyze the whole "
+                     "codebase on every run.", kind="written", message_id=2)
+    assert classify(alone).keep >= 0.65
+    assert writer.write_one(_request(alone)).cards == []
+    reply = _passage("assistant:2.0", "It depends on ledger-db and writes audit events to s3://acme-audit in eu-west-1.",
+                     kind="assistant", message_id=2, context="Where does billing-api keep its audit trail?")
+    (card,) = writer.write_one(_request(reply)).cards
+    assert card.statement.startswith("billing-api depends on ledger-db")
+
+
 def test_requests_and_narration_in_i_and_you_give_no_card():
     writer = OfflineWriter()
     p = _passage("user:1", "I'm new on billing-api. Set up the dev environment and tell me how it fits together.")
