@@ -460,6 +460,40 @@ def cut_passages(
     return Cut(out, skipped)
 
 
+#: The agent's final answer of an exchange is sent to the model writers up to this many characters,
+#: and the answers of one request up to `ANSWERS_MAX` in all (the earliest exchanges first).
+ANSWER_MAX = 800
+ANSWERS_MAX = 4000
+
+
+def final_answers(passages: Iterable[Passage], candidate_keys: set[str], exchanges: set[int]) -> dict[int, str]:
+    """exchange id -> the agent's final answer in it (its last assistant text message, the
+    paragraphs that became passages, clipped to ANSWER_MAX), for each of `exchanges` whose final
+    answer holds no candidate (`candidate_keys`): with the user's turn, the whole exchange reaches
+    a model writer rather than isolated paragraphs, within ANSWERS_MAX characters per request."""
+    last: dict[int, list[Passage]] = {}
+    for p in passages:
+        if p.kind != "assistant" or p.exchange not in exchanges:
+            continue
+        group = last.get(p.exchange)
+        if group is None or p.message_id > group[0].message_id:
+            last[p.exchange] = [p]
+        elif p.message_id == group[0].message_id:
+            group.append(p)
+    out: dict[int, str] = {}
+    total = 0
+    for exchange in sorted(last):
+        group = last[exchange]
+        if any(p.key in candidate_keys for p in group):
+            continue
+        text = clip("\n\n".join(p.text for p in group), ANSWER_MAX)[0]
+        if total + len(text) > ANSWERS_MAX:
+            break
+        out[exchange] = text
+        total += len(text)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Reading a conversation back from the index (SQL of the index stays in the store's reader below).
 

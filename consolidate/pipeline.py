@@ -52,7 +52,7 @@ from . import settings as settings_mod
 from .budget import Budget, RetryPolicy
 from .classify import Judgement, classify
 from .errors import AgentBusy, AgentDbUnreadable, ApiAuthFailed, NoApiKey, ReverieError, UnknownAgent, is_busy
-from .passages import Passage, cut_passages, load_messages
+from .passages import Passage, cut_passages, final_answers, load_messages
 from .paths import agent_db_path, agent_dir, recall_log_path
 
 log = logging.getLogger(__name__)
@@ -490,10 +490,12 @@ def _run(home: Path, agent_id: str, writer: Any, trigger: str, now: Optional[_dt
                 if cands:
                     from .writers.base import Candidate, WriteRequest
 
+                    answers = final_answers(seg.passages, {p.key for p, _ in cands},
+                                            {p.exchange for p, _ in cands if p.exchange}) if writer.model_backed else {}
                     seg.request = WriteRequest(
                         id=f"{conversation}:{seg.index}", agent=agent_id, conversation=conversation,
                         candidates=[Candidate(f"P{i + 1}", p, j) for i, (p, j) in enumerate(cands)],
-                        known_entities=known)
+                        known_entities=known, answers=answers)
                     calls_planned += 1 if writer.model_backed else 0
                     acc.candidates += len(cands)
                 plan.append(seg)

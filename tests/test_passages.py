@@ -108,3 +108,46 @@ def test_tool_results_that_carry_knowledge_become_passages_once():
         ("report:3.1.0", "report", "The billing-api reads its config from config/prod.toml at start.", "")]
     assert is_narration("Let me check the config first.") and is_narration("Want me to delete the branch?")
     assert not is_narration("Let me note: the build requires Docker because proto generation runs in a container.")
+
+
+def test_final_answers_give_each_exchange_its_last_reply_when_no_candidate_holds_it():
+    from reverie.consolidate.passages import ANSWER_MAX, Passage, final_answers
+
+    def para(key, mid, exchange, text, kind="assistant"):
+        return Passage(key=key, kind=kind, text=text, conversation="c", message_id=mid, timestamp="",
+                       exchange=exchange)
+
+    passages = [para("user:1", 1, 1, "Set up the deploy job.", kind="user"),
+                para("assistant:2.0", 2, 1, "First reply."),
+                para("assistant:4.0", 4, 1, "The deploy job runs on the blue runners."),
+                para("assistant:4.1", 4, 1, "It needs the DEPLOY_ENV variable."),
+                para("user:5", 5, 5, "Now the docs.", kind="user"),
+                para("assistant:6.0", 6, 5, "The docs build with mkdocs."),
+                para("user:7", 7, 7, "And the release.", kind="user"),
+                para("assistant:8.0", 8, 7, "x" * 2000)]
+    assert final_answers(passages, {"user:1", "assistant:6.0", "user:7"}, {1, 5, 7}) == {
+        1: "The deploy job runs on the blue runners.\n\nIt needs the DEPLOY_ENV variable.",
+        7: "x" * ANSWER_MAX + "\u2026"}
+    assert final_answers(passages, set(), {5}) == {5: "The docs build with mkdocs."}
+    many = [para(f"assistant:{i}.0", i, i, "abcdef"[i - 10] * 790) for i in range(10, 16)]
+    assert sorted(final_answers(many, set(), set(range(10, 16)))) == [10, 11, 12, 13, 14]   # 5 x 790 <= 4000
+
+
+def test_the_model_prompt_gives_an_exchanges_final_answer_after_its_passages():
+    from reverie.consolidate.classify import Judgement
+    from reverie.consolidate.passages import Passage
+    from reverie.consolidate.writers.base import Candidate, WriteRequest
+    from reverie.consolidate.writers.prompts import passages_block
+
+    j = Judgement(keep=0.9, category="preference", importance=3, correction=False, confidence=0.8)
+    user = Passage(key="user:1", kind="user", text="From now on use pnpm, not npm.", conversation="c",
+                   message_id=1, timestamp="", exchange=1)
+    other = Passage(key="user:5", kind="user", text="Never push to main.", conversation="c", message_id=5,
+                    timestamp="", exchange=5)
+    req = WriteRequest("c:0", "demo", "c", [Candidate("P1", user, j), Candidate("P2", other, j)],
+                       answers={1: "Switched the lockfile: pnpm-lock.yaml replaces package-lock.json."})
+    assert passages_block(req) == (
+        "[P1] user\n  From now on use pnpm, not npm.\n"
+        "(the agent's final answer in this exchange, context only, not a passage to cite:)\n"
+        "  Switched the lockfile: pnpm-lock.yaml replaces package-lock.json.\n"
+        "[P2] user\n  Never push to main.")

@@ -250,3 +250,20 @@ def test_a_card_drawn_from_an_answer_cites_the_question_it_answers():
         _evidence_start("Caroline adopted a second dog named Oscar.", answer),   # does not draw on the question
         _evidence_start("Caroline's camping trip was great.", alone),
     ] == [11, 12, 12]
+
+
+def test_a_model_writer_gets_the_final_answer_of_each_exchange_it_writes_from(reverie_home):
+    """Issue 13: a model writer sees whole exchanges: the user's turn and the agent's final answer,
+    here not a candidate itself (`WriteRequest.answers`); the offline writer needs no such context."""
+    answer = ("I went through the deploy scripts and the pipeline files in the repository one by one, "
+              "and switched every install step over to the new package manager as you asked.")
+    make_agent(reverie_home, "demo", {"c1": [
+        ("user", "From now on, always use pnpm instead of npm in this repo."),
+        ("assistant", "Let me look at the scripts first."),
+        ("assistant", answer),
+    ]})
+    w = ScriptedWriter([lambda r: WriteResult(r.id, cards=[], calls=1)])
+    consolidate_agent(reverie_home, "demo", writer=w, redactor=FakeRedactor())
+    (req,) = w.requests
+    assert [(c.label, c.passage.key) for c in req.candidates] == [("P1", "user:1")]
+    assert req.answers == {1: answer}

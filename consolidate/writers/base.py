@@ -161,6 +161,9 @@ class WriteRequest:
     conversation: str
     candidates: list[Candidate]
     known_entities: dict[str, str] = field(default_factory=dict)   # lower-cased name -> type
+    #: exchange id -> the agent's final answer in that exchange when no candidate holds it
+    #: (`passages.final_answers`): context for the model writers, never a passage to cite
+    answers: dict[int, str] = field(default_factory=dict)
 
     @property
     def max_cards(self) -> int:

@@ -39,12 +39,23 @@ EXCHANGE_TURN_MAX = 1500
 
 def passages_block(request: WriteRequest) -> str:
     """The candidates, exchange by exchange: the user's turn that opened the exchange once (whole
-    when it is a candidate itself, else its clipped context), then the exchange's passages."""
+    when it is a candidate itself, else its clipped context), then the exchange's passages, then the
+    agent's final answer in it when no candidate holds it (`request.answers`)."""
     lines = []
     shown_exchange = -1
     user_ids = {c.passage.message_id for c in request.candidates if c.passage.kind == "user"}
+
+    def close_exchange() -> None:
+        answer = request.answers.get(shown_exchange)
+        if answer:
+            lines.append("(the agent's final answer in this exchange, context only, not a passage to cite:)")
+            lines.append("  " + answer.replace("\n", "\n  "))
+
     for cand in request.candidates:
         p = cand.passage
+        exchange = p.message_id if p.kind == "user" else p.exchange
+        if exchange and exchange != shown_exchange:
+            close_exchange()
         if p.kind != "user" and p.exchange and p.exchange != shown_exchange:
             shown_exchange = p.exchange
             if p.exchange not in user_ids and p.context:
@@ -64,6 +75,7 @@ def passages_block(request: WriteRequest) -> str:
         if p.kind == "user" and cand.judgement.correction and p.previous_reply:
             lines.append(f"  (the agent had just said: {p.previous_reply})")
         lines.append("  " + p.text.replace("\n", "\n  "))
+    close_exchange()
     return "\n".join(lines)
 
 
