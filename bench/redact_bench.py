@@ -62,7 +62,6 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -71,10 +70,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
-DEFAULT_DATA = Path("/work/shared/bench/secrets")
-DEFAULT_FIXTURES = Path("/work/shared/fixtures/claude-code")
-DEFAULT_REAL_SESSIONS = Path("/work/shared/fixtures/real-sessions")
+from redact_read_once import read_once_throughput  # noqa: E402
+from redact_verdicts import VERDICTS, judged_false, load_verdicts, row_id, value_id, verdict_of  # noqa: E402
+
+DEFAULT_DATA = ROOT.parent / "shared" / "bench" / "secrets"
+DEFAULT_FIXTURES = ROOT.parent / "shared" / "fixtures" / "claude-code"
+DEFAULT_REAL_SESSIONS = ROOT.parent / "shared" / "fixtures" / "real-sessions"
 
 
 # --------------------------------------------------------------------------- the value of a row
@@ -231,37 +234,6 @@ def split_of(row: dict) -> str:
 
 
 SPLITS = ("dev", "held")
-
-VERDICTS = ROOT / "bench" / "secret_verdicts.json"
-
-
-def row_id(row: dict) -> str:
-    """The key of a scanner row in `VERDICTS` (the rows carry no id)."""
-    return hashlib.sha256(f"{row['rule']}\0{row['label']}\0{row['text']}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
-def value_id(value: str) -> str:
-    """The key of a transcript finding's value in `VERDICTS`."""
-    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
-def load_verdicts(path: Path = VERDICTS) -> dict:
-    """{"rows": {row_id: {verdict, why, ...}}, "transcripts": {value_id: {...}}}: a person's verdict on each
-    flagged not_secret row and each transcript finding (see the file's "about"); empty when missing."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {"rows": {}, "transcripts": {}}
-    return {"rows": data.get("rows", {}), "transcripts": data.get("transcripts", {})}
-
-
-def verdict_of(table: dict, key: str) -> str:
-    """The judged verdict, or "unjudged" (which the figures count as a false finding)."""
-    return table.get(key, {}).get("verdict", "unjudged")
-
-
-def judged_false(verdicts: list[str]) -> int:
-    return sum(v in ("false", "unjudged") for v in verdicts)
 
 
 def evaluate(tool, rows: list[dict]) -> dict:
@@ -565,22 +537,6 @@ def transcript_findings(texts: list[str], total_bytes: int, roots: list[Path] | 
 
 
 _TEXTS: tuple = ()
-
-
-def read_once_throughput(roots: list[Path]) -> tuple[float, float]:
-    """(MB, MB/s) of `redact()` over every line of the transcripts under `roots`, each line once, in
-    a fresh interpreter: what indexing new transcripts costs. RE2's automata build their states
-    as text brings them, so text read again in one process (the repeated lines of `throughput`)
-    runs faster than text read once."""
-    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); import redact_bench as rb; "
-            "from pathlib import Path; from reverie.redact.engine import Redactor; "
-            "_, lines, _ = rb.fixture_texts([Path(p) for p in sys.argv[2:]]); r = Redactor(None); "
-            "r.redact('warm'); n = sum(len(x.encode('utf-8', 'surrogateescape')) for x in lines); "
-            "t0 = time.perf_counter(); [r.redact(x) for x in lines]; "
-            "print(n / 1e6, n / 1e6 / (time.perf_counter() - t0))")
-    out = subprocess.run([sys.executable, "-c", code, str(ROOT / "bench"), *map(str, roots)],
-                         capture_output=True, text=True, check=True).stdout.split()
-    return float(out[0]), float(out[1])
 
 
 def throughput(lines: list[str], mb: float, rows: list[dict]) -> dict:

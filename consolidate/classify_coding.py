@@ -93,7 +93,7 @@ def fact_sentence(s: str) -> float:
     s = s.strip()
     if len(s.split()) < 4 or QUESTION.search(s) or narration_sentence(s) or PASTED.search(s):
         return 0.0
-    from .classify import named_things   # the shared name patterns (known tools, proper names)
+    from .names import named_things   # the shared name patterns (known tools, proper names)
 
     named = max(len(NAMED_CODE.findall(s)) + len(NUMBERED_SETTING.findall(s)), len(named_things(s)))
     lesson = bool(LESSON_CUE.search(s))

@@ -17,7 +17,7 @@ the request's card cap:
     question: whole when it fits (`(asked by Melanie: "How was the camping trip?")`), else its
     content words that fit (`(asked by Melanie about idea, colors, patterns)`), so a card whose
     answer says "those" or "it" still holds the words it is about (`with_question`);
-* entities: named things of the statement by pattern (`consolidate.classify.named_things`: hyphenated
+* entities: named things of the statement by pattern (`consolidate.names.named_things`: hyphenated
   service names, hosts, buckets, repos, paths, backticked identifiers, well-known tools, capitalised
   names) plus the agent's known entity names, plus the speaker (a person) when the statement
   names them;
@@ -44,8 +44,8 @@ from typing import Iterator
 
 from reverie.graph.text import STOPWORDS
 
-from ..classify import (CHATTER_ANY, CHATTER_START, KNOWN_TOOLS, RULE_ADVERB, Named, agent_exchange, answers_question,
-                        named_things, speaker_label)
+from ..classify import CHATTER_ANY, CHATTER_START, RULE_ADVERB, agent_exchange, answers_question, speaker_label
+from ..names import KNOWN_TOOLS, Named, named_things
 from .base import CardDraft, EntityDraft, RelationDraft, WriteRequest, WriteResult, sequential, MAX_WORDS
 from .offline_coding import statement_for as coding_statement, user_card_ok
 from .relations import (LEXICON, UNRESOLVED_PERSON, _ENDED, _LEX, _MOVED_OFF, _MOVED_TO, findings,  # noqa: F401

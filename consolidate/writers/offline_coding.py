@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 
 from .. import classify_coding as coding
-from ..classify import KNOWN_TOOLS
+from ..names import KNOWN_TOOLS
 from .base import MAX_WORDS
 
 #: An agent sentence needs at least this `fact_sentence` score to become a card.
@@ -276,7 +276,7 @@ def user_card_ok(statement: str, correction: bool) -> bool:
 
 def _names(s: str) -> int:
     """Named things of a sentence: code names and the shared name patterns."""
-    from ..classify import named_things
+    from ..names import named_things
 
     return len(coding.NAMED_CODE.findall(s)) + len(named_things(s))
 

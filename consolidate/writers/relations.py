@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..classify import Named, named_things
+from ..names import Named, named_things
 from .base import MAX_WORDS, RelationDraft
 from .repair import short_name
 

@@ -1,0 +1,40 @@
+"""A person's verdicts on what reverie redacts where no label says it should (bench/secret_verdicts.json,
+its "about" says how they were made): the flagged not_secret rows of the scanner corpora and the
+findings on the shared transcripts. Read by bench/redact_bench.py and tests/test_redact_corpus.py."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+VERDICTS = Path(__file__).resolve().parent / "secret_verdicts.json"
+
+
+def row_id(row: dict) -> str:
+    """The key of a scanner row in `VERDICTS` (the rows carry no id)."""
+    return hashlib.sha256(f"{row['rule']}\0{row['label']}\0{row['text']}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def value_id(value: str) -> str:
+    """The key of a transcript finding's value in `VERDICTS`."""
+    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def load_verdicts(path: Path = VERDICTS) -> dict:
+    """{"rows": {row_id: {verdict, why, ...}}, "transcripts": {value_id: {...}}}: a person's verdict on each
+    flagged not_secret row and each transcript finding (see the file's "about"); empty when missing."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"rows": {}, "transcripts": {}}
+    return {"rows": data.get("rows", {}), "transcripts": data.get("transcripts", {})}
+
+
+def verdict_of(table: dict, key: str) -> str:
+    """The judged verdict, or "unjudged" (which the figures count as a false finding)."""
+    return table.get(key, {}).get("verdict", "unjudged")
+
+
+def judged_false(verdicts: list[str]) -> int:
+    return sum(v in ("false", "unjudged") for v in verdicts)
