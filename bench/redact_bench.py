@@ -73,7 +73,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from redact_read_once import read_once_throughput  # noqa: E402
-from redact_verdicts import VERDICTS, judged_false, load_verdicts, row_id, value_id, verdict_of  # noqa: E402
+from redact_verdicts import VERDICTS, finding_id, judged_false, load_verdicts, row_id, verdict_of  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "bench" / "secrets"
 DEFAULT_FIXTURES = ROOT.parent / "shared" / "fixtures" / "claude-code"
@@ -522,7 +522,7 @@ def transcript_findings(texts: list[str], total_bytes: int, roots: list[Path] | 
         for f in red.findings:
             n += 1
             value = t[f.start:f.end]
-            verdict = verdict_of(judged, value_id(value))
+            verdict = verdict_of(judged, finding_id(t, f.start, f.end, f.rule))
             by[verdict] += 1
             ctx = t[max(0, f.start - 40):f.start].replace("\n", "\\n")
             print(f"  {f.type:14} {f.rule:22} …{ctx[-40:]!r} [{mask(value)}]  {verdict}")

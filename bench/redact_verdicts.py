@@ -16,13 +16,15 @@ def row_id(row: dict) -> str:
     return hashlib.sha256(f"{row['rule']}\0{row['label']}\0{row['text']}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def value_id(value: str) -> str:
-    """The key of a transcript finding's value in `VERDICTS`."""
-    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+def finding_id(text: str, start: int, end: int, rule: str) -> str:
+    """The key of a transcript finding in `VERDICTS`: its rule, the 60 characters before it and its
+    length, never the value (a hash of a low-entropy password could be guessed back)."""
+    before = text[max(0, start - 60):start]
+    return hashlib.sha256(f"{rule}\0{before}\0{end - start}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def load_verdicts(path: Path = VERDICTS) -> dict:
-    """{"rows": {row_id: {verdict, why, ...}}, "transcripts": {value_id: {...}}}: a person's verdict on each
+    """{"rows": {row_id: {verdict, why, ...}}, "transcripts": {finding_id: {...}}}: a person's verdict on each
     flagged not_secret row and each transcript finding (see the file's "about"); empty when missing."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

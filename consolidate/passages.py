@@ -114,6 +114,8 @@ class Passage:
     context_id: int = 0            # message id the context came from (0: none)
     previous_reply: str = ""       # the agent's previous reply (user passages; correction check)
     exchange: int = 0              # message id of the user turn that opened the exchange (0: none)
+    read_at: int = 0               # the message whose cut gave the passage when not `message_id`
+                                   # (a write's result; `cut_at`): progress is counted in these
     clipped: bool = False
     original_size: int = 0
 
@@ -254,7 +256,8 @@ def _input_field(text: str, name: str) -> str:
 
 
 def _written(given: str) -> str:
-    """What a write call wrote into a documentation file: its input's last field (`content: ...`)."""
+    """What a write call wrote into a documentation file: the text after its input's `content: `
+    field, which the readers render last (`sources.render.written_doc`)."""
     _, sep, body = given.partition("\ncontent: ")
     if not sep and given.startswith("content: "):
         body = given[len("content: "):]
@@ -308,7 +311,7 @@ def tool_passages(conversation: str, msg: Msg, *, request_id: int, seen: set[str
                                    conversation=conversation, message_id=msg.id, timestamp=msg.timestamp,
                                    exchange=request_id, clipped=clipped, original_size=len(para)))
         elif tool in WRITE_TOOLS and not is_error:
-            path = _input_field(given, "file_path")
+            path = _input_field(given, "file_path") or _input_field(given, "absolute_path")
             body = _written(given)
             mark = f"written\n{path}\n{body[:FILE_MAX]}"
             if not path or not body or mark in seen:
@@ -318,7 +321,7 @@ def tool_passages(conversation: str, msg: Msg, *, request_id: int, seen: set[str
             out.append(Passage(key=f"written:{msg.id}.{i}", kind="written", text=f"{path}:\n{body_clipped}",
                                conversation=conversation, message_id=msg.call_messages.get(i, msg.id),
                                timestamp=msg.timestamp, context=path, exchange=request_id, clipped=clipped,
-                               original_size=len(body)))
+                               original_size=len(body), read_at=msg.id))
         elif tool == "Bash" and is_error:
             command = _input_field(given, "command")
             body = _flat(f"$ {command}\n{text}" if command else text)
@@ -396,8 +399,9 @@ def cut_passages(
         if msg.tool_results and fresh:
             found = tool_passages(conversation, msg, request_id=request_id, seen=seen_files)
             out.extend(found)
-            if found:
-                continue
+            if found and msg.role != "assistant":
+                continue  # a tool-result turn; an assistant message holding its calls' results
+                          # (Gemini CLI) still gives its own paragraphs below
         if msg.kind in ("compact_summary", "summary") or msg.role == "summary":
             if not fresh:
                 continue
@@ -458,6 +462,11 @@ def cut_passages(
         if fresh:
             skip(f"role_{msg.role}")
     return Cut(out, skipped)
+
+
+def cut_at(p: Passage) -> int:
+    """The message whose cut gave `p`: progress past it means `p` was seen."""
+    return p.read_at or p.message_id
 
 
 #: The agent's final answer of an exchange is sent to the model writers up to this many characters,

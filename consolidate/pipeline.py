@@ -52,7 +52,7 @@ from . import settings as settings_mod
 from .budget import Budget, RetryPolicy
 from .classify import Judgement, classify
 from .errors import AgentBusy, AgentDbUnreadable, ApiAuthFailed, NoApiKey, ReverieError, UnknownAgent, is_busy
-from .passages import Passage, cut_passages, final_answers, load_messages
+from .passages import Passage, cut_at, cut_passages, final_answers, load_messages
 from .paths import agent_db_path, agent_dir, recall_log_path
 
 log = logging.getLogger(__name__)
@@ -157,11 +157,13 @@ def plan_conversation(conversation: str, passages: list[Passage], judgements: li
         cur_p, cur_j, n_cand = [], [], 0
 
     for p, j in zip(passages, judgements):
-        if cur_p and p.message_id != cur_p[-1].message_id:
+        # stretches close between the messages the passages were cut at (`cut_at`): a write's
+        # passage names the call's message but is cut at its result, after the calls made since
+        if cur_p and cut_at(p) != cut_at(cur_p[-1]):
             boundary = p.kind == "user"
             if (boundary and (n_cand >= (1 if per_exchange else SEGMENT_CANDIDATES)
                               or len(cur_p) >= SEGMENT_PASSAGES)) or n_cand >= SEGMENT_HARD_CANDIDATES:
-                close(p.message_id - 1)
+                close(cut_at(p) - 1)
         cur_p.append(p)
         cur_j.append(j)
         if _is_candidate(j, threshold):

@@ -164,8 +164,9 @@ def value_ok(tier: str, value: str, quoted: bool = False, context: bool = True) 
         return shapes.password_shaped(value)
     if tier == "secret":
         return shapes.secret_shaped(value)
-    # 'key' and 'provider' keys name no secret: a typed sequence there (`meraki: abdefghjk0123456789...`)
-    # is a documentation example, as it is in a provider's own token format (`scanner._h_token`)
+    # 'key' and 'provider' keys are weaker evidence than a secret word: a typed sequence there
+    # (`meraki: abdefghjk0123456789...`) is a documentation example, as it is in a provider's own
+    # token format (`scanner._h_token`)
     if shapes.is_typed_sequence(value):
         return False
     if tier == "key":
@@ -184,7 +185,8 @@ _SPACE = re.compile(r"\s")
 
 _RE_BARE_IDENT = re.compile(rb"([A-Za-z_][A-Za-z_]*[0-9]*)[ \t]*([,)};])")
 _QUERY_NEXT = re.compile(r"&[A-Za-z_][\w.\-\[\]]*=")
-_PAIR_NEXT = re.compile(r"[,;][A-Za-z_][\w.\-]*[=:]")
+#: A next `name=` pair glued to a bare value by a comma (`password=abc,user=bob`).
+PAIR_NEXT = re.compile(r",[A-Za-z_][\w.\-]*=")
 
 
 def _unicode_cut(value: str) -> str:
@@ -212,7 +214,7 @@ def _clean_bare(value: str) -> str:
     m = _QUERY_NEXT.search(value)
     if m:
         value = value[: m.start()]
-    m = _PAIR_NEXT.search(value)
+    m = PAIR_NEXT.search(value)
     if m:
         value = value[: m.start()]  # `password=abc,user=bob`: the next pair is not the value
     end = len(value)

@@ -102,14 +102,15 @@ KEY_RE = r"([A-Za-z0-9_.$\-]*(?:" + _KEYWORD_ALT + r")[A-Za-z0-9_.\-]*)"
 # Value alternatives shared by the assignment-like rules: "double", 'single', `backtick`, bare.
 # At least 6 characters: no check accepts a shorter value, and `"input_tokens": 1234` (in every
 # transcript line) then never reaches the Python checks. A bare value ends at whitespace, a quote,
-# or a `,`/`;` followed by whitespace, a quote or the end (`pw=abc, user=x`); it never starts with
-# one, or with `=` (`pw :=,x` sets nothing). Inside it a comma is kept (`secret = A,.:-@*?!`), and
-# `keys._clean_bare` cuts the value before a next `,name=` pair. A double-quoted value may be
+# a `;` or a `,` followed by whitespace, a quote or the end (`pw=abc, user=x`); it never starts with
+# a comma or `=` (`pw :=,x` sets nothing). Inside it a comma is kept (`secret = A,.:-@*?!`);
+# `keys._clean_bare` cuts the value before a next `,name=` pair, and the scanner resumes there
+# (`scanner.Scanner.scan`), so the pair's own secret is found. A double-quoted value may be
 # JSON-escaped (`\"v\"` inside a JSON string: `aws secretsmanager` output, a tool result stored as
 # JSON); it ends at the first escaped or plain quote, so one match never runs on over the keys
 # after it.
 VALUE_RE = (
-    r"""(?:\\?"((?:[^"\\\n]|\\[^"\n]){6,})\\?"|'([^'\n]{6,})'|`([^`\n]{6,})`|([^\s"'`,;=](?:[^\s"'`,;]|[,;][^\s"'`,;]){5,}))"""
+    r"""(?:\\?"((?:[^"\\\n]|\\[^"\n]){6,})\\?"|'([^'\n]{6,})'|`([^`\n]{6,})`|([^\s"'`,;=](?:[^\s"'`,;]|,[^\s"'`,;]){5,}))"""
 )
 SEP_RE = r"""(=>|:{1,3}=|[?.+|!]?={1,3}|:|,)"""
 

@@ -8,7 +8,7 @@ Invariants:
   * The Set is only a prefilter: it can report a rule that then does not match (its patterns are
     loosened supersets), never miss one. If the Set's automaton gives up (RE2 bails out when its
     state cache thrashes on adversarial input; a sentinel pattern that always matches tells), every
-    rule runs: slower, never less.
+    rule of that Set's group runs: slower, never less.
   * Every regex is RE2 (no backtracking), compiled once per process, run on the UTF-8 bytes of the
     text (encoded once per call, `surrogatepass` so any str is accepted), so no input takes
     super-linear time in the regex engine; the Python post-processing is linear in the matches.
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from . import shapes
 from .keys import (  # noqa: F401  (classify_key, _clean_bare re-exported)
-    _ESCAPE_CUT, _RE_BARE_IDENT, _SPACE, _WELLFORMED_INTERP, _clean_bare, classify_key, value_ok)
+    _ESCAPE_CUT, _RE_BARE_IDENT, _SPACE, _WELLFORMED_INTERP, PAIR_NEXT, _clean_bare, classify_key, value_ok)
 from .rules import RULES, Rule
 
 logger = logging.getLogger(__name__)
@@ -337,10 +337,22 @@ class Scanner:
                     raw.append((s0, e0, rule.label, rule.name))
                 if pos == n:
                     break
-                pos = e0 if e0 != pos else pos + 1  # an empty match moves one byte on
+                nxt = e0 if e0 != pos else pos + 1  # an empty match moves one byte on
+                if rule.kind in _PAIRED_KINDS:
+                    # `passwd_file=pw.txt,password=S3cr3t`: the bare value ran on over a next
+                    # `,name=` pair (`keys._clean_bare` cut it there); that pair is matched anew
+                    glued = _PAIR_NEXT_B.search(data, s0 + 1, e0)
+                    if glued:
+                        nxt = glued.start() + 1
+                pos = nxt
         if not raw:
             return []
         return _to_char_spans(text, data, raw)
+
+
+#: Rules whose bare values may hold a comma (`rules.VALUE_RE`), and a next pair inside such a value.
+_PAIRED_KINDS = frozenset({"assign", "is"})
+_PAIR_NEXT_B = re.compile(PAIR_NEXT.pattern.encode())
 
 
 def _to_char_spans(text: str, data: bytes, raw) -> list[Span]:

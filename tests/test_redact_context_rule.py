@@ -53,6 +53,12 @@ REDACTED = [
     ("password=abc123X,user=bob", "password=[REDACTED:password],user=bob"),
     ("--set auth.password=s3cr3tPW,auth.user=me", "--set auth.password=[REDACTED:password],auth.user=me"),
     ("pw=hunter2-Xq9, next step", "pw=[REDACTED:password], next step"),
+    # a pair glued on by a comma is scanned anew: its own secret is found
+    ("passwd_file=pw.txt,password=S3cr3tPass9!", "passwd_file=pw.txt,password=[REDACTED:password]"),
+    ("token_type=bearer,access_token=Zk8Qp2Lm9Xv4Rt7Wn3", "token_type=bearer,access_token=[REDACTED:token]"),
+    ("password=changeme,db_password=Zk8Qp2Lm9Xv4Rt7", "password=changeme,db_password=[REDACTED:password]"),
+    # a `;` ends a bare value (a shell's next command)
+    ("PASSWORD=Xk29qPz7Lm;echo done", "PASSWORD=[REDACTED:password];echo done"),
 ]
 
 

@@ -70,8 +70,8 @@ def test_every_flag_and_transcript_finding_has_a_verdict(bench):
     assert false / len(negatives) <= 0.05
 
     texts, _, total = bench.fixture_texts([SHARED_FIXTURES, SHARED / "fixtures" / "real-sessions"])
-    values = {t[f.start:f.end] for t in texts for f in r.redact(t).findings}
-    assert sorted(bench.value_id(v) for v in values if bench.value_id(v) not in verdicts["transcripts"]) == []
+    keys = {bench.finding_id(t, f.start, f.end, f.rule) for t in texts for f in r.redact(t).findings}
+    assert sorted(k for k in keys if k not in verdicts["transcripts"]) == []
     found = bench.transcript_findings(texts, total)
     assert found["false"] / (total / 1e6) <= 1.0
 

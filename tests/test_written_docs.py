@@ -129,3 +129,50 @@ def test_what_is_written_into_a_doc_is_indexed_redacted(tmp_path, reverie_home):
     assert conn.execute("SELECT text FROM blocks WHERE type = 'tool_use'").fetchall() == [
         ("file_path: /home/dev/shop/NOTES.md\ncontent: Staging database: DB_PASSWORD=[REDACTED:password]\n"
          "Proto generation needs Docker.",)]
+
+
+def test_a_gemini_message_with_a_doc_write_keeps_its_own_paragraphs():
+    """Gemini CLI keeps a call's result in the assistant message that made it: the write gives a
+    `written` passage and the message's own text its paragraphs; `absolute_path` names the file."""
+    fact = "The billing-api reads its config from `config/prod.toml` at start, because CI sets no env."
+    msg = Msg(2, "assistant", texts=[fact], tool_results=[
+        ("write_file", "absolute_path: /r/NOTES.md\ncontent: Proto generation needs Docker running.", False, "ok")])
+    cut = cut_passages("c", [Msg(1, "user", texts=["Write down what you found."]), msg])
+    assert [(p.key, p.kind, p.text, p.message_id, p.read_at) for p in cut.passages] == [
+        ("user:1", "user", "Write down what you found.", 1, 0),
+        ("written:2.0", "written", "/r/NOTES.md:\nProto generation needs Docker running.", 2, 2),
+        ("assistant:2.0", "assistant", fact, 2, 0)]
+
+
+def test_stretches_close_where_passages_were_cut_not_at_the_call_they_name():
+    """A write's passage names the call's message but is cut at its result, after later calls'
+    results: a stretch that closes before it still covers every message its passages were cut at,
+    so a resumed run never cuts them again."""
+    from reverie.consolidate.classify import Judgement
+    from reverie.consolidate.passages import Passage
+    from reverie.consolidate.pipeline import SEGMENT_HARD_CANDIDATES, plan_conversation
+
+    def p(key, kind, mid, read_at=0):
+        return Passage(key=key, kind=kind, text="x", conversation="c", message_id=mid, timestamp="",
+                       exchange=1, read_at=read_at)
+
+    kept = Judgement(keep=0.9, category="fact", importance=2, correction=False, confidence=0.5)
+    passages = [p("user:1", "user", 1)] + [p(f"file:13.{i}", "file", 13) for i in range(SEGMENT_HARD_CANDIDATES - 1)]
+    passages += [p("written:14.0", "written", 12, read_at=14), p("user:15", "user", 15)]
+    segments = plan_conversation("c", passages, [kept] * len(passages), 15, 0.5)
+    assert [(s.end_id, [x.key for x in s.passages][-1]) for s in segments] == [
+        (13, f"file:13.{SEGMENT_HARD_CANDIDATES - 2}"), (15, "user:15")]
+
+
+def test_the_model_prompt_names_a_write_by_its_file_not_as_the_users_turn():
+    from reverie.consolidate.writers.base import Candidate, WriteRequest
+    from reverie.consolidate.writers.prompts import passages_block
+
+    written = cut_passages("c", [Msg(2, "user", kind="tool_result", has_tool_result=True, call_messages={0: 1},
+                                     tool_results=[("Write", f"file_path: /r/CONVENTIONS.md\ncontent: {RULES}",
+                                                    False, "ok")])]).passages[0]
+    written.exchange = 1
+    req = WriteRequest("c:0", "demo", "c", [Candidate("P1", written, classify(written))])
+    assert passages_block(req) == (
+        "[P1] written\n  (what the agent wrote into /r/CONVENTIONS.md)\n  /r/CONVENTIONS.md:\n  "
+        + RULES.replace("\n", "\n  "))

@@ -130,8 +130,8 @@ def clean(sentence: str) -> str:
 #: A sentence cut short: it ends on an auxiliary, an article, a conjunction or a preposition that
 #: needs its object ("`trading_stats_5m`, `trading_stats_1h` all have.", "Store modules in the.");
 #: "the port it listens on." ends a sentence.
-_DANGLING = re.compile(r"\b(?:have|has|had|is|are|was|were|be|been|the|a|an|and|or|that|which|than|its|their|our|"
-                       r"of|into|via|per)\W*$", re.I)
+_DANGLING = re.compile(r"\b(?:(?i:have|has|had|is|are|was|were|be|been|the|and|or|that|which|than|its|their|our|"
+                       r"of|into|via|per)|a|an)\W*$")   # "A" ends "uses Plan A."
 
 
 def _fragment(s: str) -> bool:

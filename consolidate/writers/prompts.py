@@ -58,7 +58,9 @@ def passages_block(request: WriteRequest) -> str:
             close_exchange()
         if p.kind != "user" and p.exchange and p.exchange != shown_exchange:
             shown_exchange = p.exchange
-            if p.exchange not in user_ids and p.context:
+            # the request as context: an agent paragraph's (a file's, a write's or a failed
+            # command's context is its path or command, shown with the passage below)
+            if p.exchange not in user_ids and p.context and p.kind in ("assistant", "summary", "report"):
                 lines.append(f"(exchange opened by the user's turn: {p.context[:EXCHANGE_TURN_MAX]})")
         elif p.kind == "user":
             shown_exchange = p.message_id
