@@ -304,6 +304,8 @@ def test_coding_statements_are_memory_not_transcript():
     # a sentence cut short is a fragment; a number that ends a sentence stays unless it is the next
     # list item's
     assert said("The stats tables `trading_stats_5m` and `trading_stats_1h` all have.") is None
+    assert said("The `billing-api` deploy in `deploy.sh` must use Plan A.") == \
+        "The `billing-api` deploy in `deploy.sh` must use Plan A."          # "A" is a name, not "a"
     assert said("The heavy LLM work in `tg-ripper` is deferred to Phase 2.") == \
         "The heavy LLM work in `tg-ripper` is deferred to Phase 2."
     assert said("The `ledger-db` service requires Node 18.") == "The `ledger-db` service requires Node 18."
