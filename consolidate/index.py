@@ -77,7 +77,7 @@ from . import agents as _agents
 from . import settings as _settings
 from .errors import ReverieError
 from .index_rescan import rescan_home
-from .index_shape import shape_checked
+from .index_shape import shape_checked, shaped_id
 from .index_write import FileState, Mark, _AgentWriter, _Counters, _inc, _load_ignored, _now, _read_marks, _save_ignored
 from .paths import agent_db_path, secrets_dir
 
@@ -138,6 +138,16 @@ def _torn_line_rest(raw: bytes, parser: LineParser, offset: int = 0) -> Parsed |
             return parsed
     return None
 
+
+
+def _mark_of(known, ign, path: str, kind: str) -> tuple[str | None, Mark]:
+    """(agent, watermark) a transcript is read from: its agent's mark, else the mark it was ignored
+    with, else a fresh one (offset 0)."""
+    if known is not None:
+        return known
+    if ign is not None:
+        return None, ign
+    return None, Mark(path=path, kind=kind)
 
 class RedactionUnavailable(ReverieError):
     def __init__(self, detail: str) -> None:
@@ -313,12 +323,7 @@ class _Run:
             return
         try:
             st = os.fstat(fd)
-            if known is not None:
-                agent_id, mark = known
-            elif ign is not None:
-                agent_id, mark = None, ign
-            else:
-                agent_id, mark = None, Mark(path=path_s, kind=tf.kind)
+            agent_id, mark = _mark_of(known, ign, path_s, tf.kind)
             start, lines = mark.offset, mark.lines
             if start and (mark.dev != st.st_dev or mark.inode != st.st_ino or st.st_size < start
                           or self._head(fd, mark.head_len)[1] != mark.head_hash):
@@ -393,22 +398,18 @@ class _Run:
         st = self._file_io(os.stat, tf.path)
         if st is None:
             return
-        if known is not None:
-            agent_id, mark = known
-        elif ign is not None:
-            agent_id, mark = None, ign
-        else:
-            agent_id, mark = None, Mark(path=path_s, kind=tf.kind)
+        agent_id, mark = _mark_of(known, ign, path_s, tf.kind)
         if mark.same_stat(st):
             return
         try:
             doc = reader.parse_document(tf)
-        except Exception:  # noqa: BLE001  (a reader must not raise; if it does, the file is counted)
-            log.warning("index: the %s reader failed on a transcript", tf.harness, exc_info=True)
+        except Exception as exc:  # noqa: BLE001  (a reader must not raise; if it does, the file is counted)
+            # the exception's type only: its message may quote the transcript
+            log.warning("index: the %s reader failed on a transcript (%s)", tf.harness, type(exc).__name__)
             self._file_reject("file_unparseable")
             return
         self._changed()
-        session = doc.session_id
+        session = shaped_id(doc.session_id)   # stored as the conversation id of the file's mark
         entries = list(doc.entries)
         start = mark.lines if (mark.lines <= len(entries) and mark.conversation is not None
                                and mark.conversation == session) else 0
@@ -444,10 +445,7 @@ class _Run:
             # its stat did not change; the entries consumed so far are not accounted again
             pass
         elif self.marks.get(fs.path, (None,))[0] == fs.agent:
-            try:
-                self.writer(fs.agent).finish_file(fs, st)
-            except sqlite3.Error:
-                log.exception("could not record the end of a transcript for agent %s", fs.agent)
+            self._finish(fs, st)
 
     def _read_loop(self, fd: int, fs: FileState, start: int, lines: int, st: os.stat_result,
                    parser: LineParser) -> None:
@@ -517,10 +515,14 @@ class _Run:
             # reached, look again when the file changes.
             self._ignore(fs, "no_cwd", st, pos, lines)
         if fs.agent is not None and self.marks.get(fs.path, (None,))[0] == fs.agent:
-            try:
-                self.writer(fs.agent).finish_file(fs, st)
-            except sqlite3.Error:
-                log.exception("could not record the end of a transcript for agent %s", fs.agent)
+            self._finish(fs, st)
+
+    def _finish(self, fs: FileState, st: os.stat_result) -> None:
+        """Record that a transcript was read to its end (its agent's mark takes the file's stat)."""
+        try:
+            self.writer(fs.agent).finish_file(fs, st)
+        except sqlite3.Error:
+            log.exception("could not record the end of a transcript for agent %s", fs.agent)
 
     def _handle_chunk(self, fd: int | None, fs: FileState, items: list[tuple[int, Parsed]], offset: int,
                       lines: int, st: os.stat_result) -> bool:

@@ -43,6 +43,12 @@ def _shape(value: Any, pattern: "re.Pattern[str]") -> Any:
     return value if pattern.fullmatch(value) else _hashed(value)
 
 
+def shaped_id(value: Any) -> Any:
+    """An id stored verbatim (a session id a document carries): itself when it has an id's shape,
+    else `h:<sha256 prefix>`, as `shape_checked` stores it in every row."""
+    return _shape(value, _ID_SHAPE)
+
+
 def shape_checked(p: Parsed) -> Parsed:
     """`p` with every stored-verbatim transcript string checked for its shape: ids (uuid,
     parentUuid, sessionId, message.id, agentId, tool_use_id, leafUuid) must match

@@ -152,13 +152,7 @@ class RecallResult(_Out):
         description="Relevant entries of Claude Code's own auto memory (it loads them itself; never injected).")
 
 
-class GraphRelation(_Out):
-    subject: str
-    verb: str
-    object: str
-    state: str
-    weight: int
-    last_said: str | None = None
+class GraphRelation(RecallRelation):
     since: str | None = None
     cards: list[int]
 
