@@ -32,13 +32,12 @@ fields (`TOOL_INPUT_FIELDS`), never the whole input. Standard library only.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 
 from .model import (CLAUDE_CODE, Block, LineParser, Parsed, Record, TranscriptFile, parse_guarded,
                     media_placeholder, str_field)
-from .render import written_doc
+from .render import render_fields, written_doc
 
 HARNESS = CLAUDE_CODE
 FORMAT = "jsonl"
@@ -165,11 +164,6 @@ def discover(projects_dir: Path) -> list[TranscriptFile]:
 # Helpers
 
 
-
-# ---------------------------------------------------------------------------------------------
-# Helpers
-
-
 def render_tool_input(name: str, data: object) -> str:
     """The kept fields of a tool_use input, one `field: value` per line, whole: the indexer clips the
     block only after redacting it (`index.tool_result_cap`), since a clip made first could drop the
@@ -177,16 +171,8 @@ def render_tool_input(name: str, data: object) -> str:
     (`WRITE_TOOLS`, `render.DOC_FILE`) ends with what it wrote (`content: ...`)."""
     if not isinstance(data, dict):
         return ""
-    lines = []
-    for key in TOOL_INPUT_FIELDS:
-        value = data.get(key)
-        if value is None or value == "":
-            continue
-        if not isinstance(value, str):
-            value = json.dumps(value, ensure_ascii=False)
-        lines.append(f"{key}: {value}")
-    if not lines and data:
-        lines.append("input fields: " + ", ".join(sorted(str(k) for k in data)[:20]))
+    text = render_fields(data, TOOL_INPUT_FIELDS)
+    lines = [text] if text else []
     if name in WRITE_TOOLS:
         edits = data.get("edits") if isinstance(data.get("edits"), list) else []
         written = written_doc(data.get("file_path"), [data.get("content"), data.get("new_string")]

@@ -48,8 +48,7 @@ from ..classify import CHATTER_ANY, CHATTER_START, RULE_ADVERB, agent_exchange, 
 from ..names import KNOWN_TOOLS, Named, named_things
 from .base import CardDraft, EntityDraft, RelationDraft, WriteRequest, WriteResult, sequential, MAX_WORDS
 from .offline_coding import statement_for as coding_statement, user_card_ok
-from .relations import (LEXICON, UNRESOLVED_PERSON, _ENDED, _LEX, _MOVED_OFF, _MOVED_TO, findings,  # noqa: F401
-                        relations)
+from .relations import UNRESOLVED_PERSON, findings, relations
 from .repair import build_draft
 
 log = logging.getLogger(__name__)

@@ -33,8 +33,10 @@ from __future__ import annotations
 import re
 
 from .. import classify_coding as coding
+from ..classify import _REQUEST
 from ..names import KNOWN_TOOLS
 from .base import MAX_WORDS
+from .relations import UNRESOLVED_PERSON
 
 #: An agent sentence needs at least this `fact_sentence` score to become a card.
 MIN_FACT = 0.55
@@ -62,8 +64,6 @@ _OUTDATED = re.compile(r"^(?P<old>.*?)(?:,|;|\s[-\u2013\u2014])\s*(?:but\s+)?(?:
                        r"(?P<new>.+)$", re.I)
 _PREVIOUSLY = re.compile(r"\s*\((?:previously|formerly|was|used to be|old)\b[^)]*\)", re.I)
 _WANTS = re.compile(r"^(?:i|we)(?:'d| would)? (?:really |also |just |strongly )?(?:want|like|need|prefer)(?: to)?\s+", re.I)
-_PERSON = re.compile(r"(?<![\w'\u2019\-])(?:I|(?i:me|my|mine|myself|you|your|yours|yourself))"
-                     r"(?:['\u2019](?:m|ve|ll|d|re))?(?![\w\-])")
 _IMPERATIVE_RULE = re.compile(
     r"(?:^|[,;:]\s*|\b(?:please|and|but|so|just|then)\s+)(?:always|never|don'?t|do not|stop|avoid)\s+[a-z]+|"
     r"\b(?:prefer|from now on|going forward|make sure|ensure|should(?:n'?t)?|must|every time|whenever|instead of|"
@@ -82,7 +82,6 @@ _WRITER_LESSON = re.compile(
     r"reason|trick|catch) (?:is|was)|turns? out|instead of|rather than|not supported|doesn'?t support|doesn'?t exist|"
     r"does not exist|requires?|must|needs? to|has to|have to|only works|workaround|never|always|don'?t|do not|"
     r"by default|defaults? to|decided|no longer|is now|are now|now \w+s|out of scope)\b", re.I)
-_QUESTION = re.compile(r"\?\s*[\"')\]]*\s*$")
 
 
 #: A number at the end of a sentence: the next list item's ("... the client. 2"), unless the word
@@ -154,7 +153,7 @@ def acceptable(s: str) -> str | None:
     words = s.split()
     if len(words) < 4:
         return "too_short"
-    if _QUESTION.search(s) or re.search(r"\?\s+\S", s):
+    if coding.QUESTION.search(s) or re.search(r"\?\s+\S", s):
         return "question"
     if re.search(r"\s[-\u2013\u2014]\s+(?:[A-Z][a-z]{2,}ed|Added|Wrote|Made)\b", s):
         return "narration"     # "`file.ex` — Changed X to Y": what was done to a file
@@ -186,7 +185,6 @@ def _user_statement(s: str, correction: bool) -> str | None:
     if not (correction or _IMPERATIVE_RULE.search(raw)):
         # A statement of fact about the project ("We moved auth-service to prod-k8s") is memory;
         # a request for now ("add a button", "I want to rename the repo") is not.
-        from ..classify import _REQUEST
 
         plain = clean(raw)
         if _REQUEST.search(plain) or coding.fact_sentence(plain) < MIN_FACT or \
@@ -207,7 +205,7 @@ def _user_statement(s: str, correction: bool) -> str | None:
         out = re.sub(r"^(?:please|pls|just|also|and|so|from now on|going forward|in the future|remember(?: that)?|"
                      r"keep in mind(?: that)?|note that|for the record)\b[,:]?\s+", "", out, flags=re.I)
     out = out[0].upper() + out[1:] if out else out
-    if len(out.split()) < MIN_USER_WORDS or _PERSON.search(out):
+    if len(out.split()) < MIN_USER_WORDS or UNRESOLVED_PERSON.search(out):
         return None
     return out
 
@@ -241,7 +239,7 @@ def statement_for(passage, correction: bool = False) -> tuple[str, str] | None:
             score = coding.fact_sentence(out) + (0.1 if _WRITER_LESSON.search(out) else 0.0)
             # The agent's sentence names what it is about (a file, a tool, a setting, a service):
             # "Breaking changes require careful analysis" helps no future session.
-            if score < bar or _PERSON.search(out) or not _names(out):
+            if score < bar or UNRESOLVED_PERSON.search(out) or not _names(out):
                 continue
         if not out or acceptable(out) is not None:
             continue
@@ -259,10 +257,9 @@ def user_card_ok(statement: str, correction: bool) -> bool:
     """Whether a statement the offline writer drew from a turn addressed to the agent is memory: a
     rule (a rule cue), a correction, or a fact about named things; never a question, narration,
     pasted output, code, a transient state or a bare request ("add a button", "commit this")."""
-    from ..classify import _REQUEST
 
     s = statement.strip()
-    if len(s.split()) < 3 or _QUESTION.search(s) or re.search(r"\?\s+\S", s) or _WH_START.match(s):
+    if len(s.split()) < 3 or coding.QUESTION.search(s) or re.search(r"\?\s+\S", s) or _WH_START.match(s):
         return False
     if coding.PASTED.search(s) or _CODE.search(s) or _TRANSIENT.search(s) \
             or "\u2026" in s:
@@ -314,7 +311,7 @@ def _file_rule(path: str, body: str) -> tuple[str, str] | None:
         s = clean(line)
         if not (coding.USER_RULE.search(s) or coding.LESSON_CUE.search(s)) or acceptable(s) is not None:
             continue
-        if _PERSON.search(s):
+        if UNRESOLVED_PERSON.search(s):
             continue
         score = coding.fact_sentence(s) + (0.3 if _IMPERATIVE_RULE.search(s) else 0.0)
         if best is None or score > best[0]:
