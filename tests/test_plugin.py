@@ -259,6 +259,17 @@ def test_source_is_the_marketplace_checkout_of_a_cached_plugin_copy_else_pypi(tm
     assert inst.find_source(str(copy)) == ("reverie==9.9", "env")
 
 
+def test_a_token_in_the_source_url_reaches_no_file(tmp_path):
+    """`$REVERIE_PLUGIN_SOURCE` may carry a token (`git+https://<token>@host/...`): the log masks it."""
+    inst = _installer()
+    token = "ghp_" + "Zk8Qp2Lm9Xv4Rt7Wn3" * 2
+    source = f"git+https://{token}@github.com/acme/reverie"
+    assert inst.masked(f"installing reverie from {source} (env)") == (
+        "installing reverie from git+https://***@github.com/acme/reverie (env)")
+    inst.log(str(tmp_path), f"$ pip install {source}")
+    assert token not in (tmp_path / inst.LOG).read_text() and "https://***@github.com" in (tmp_path / inst.LOG).read_text()
+
+
 def test_checkout_detection_reads_the_project_name(tmp_path):
     inst = _installer()
     (tmp_path / "pyproject.toml").write_text('[tool.x]\nname = "reverie"\n[project]\nname = "other"\n')

@@ -50,10 +50,19 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
+_USERINFO = re.compile(r"(//)[^/@\s]+@")
+
+
+def masked(text: str) -> str:
+    """`text` with the userinfo of every URL in it masked: `$REVERIE_PLUGIN_SOURCE` may be a pip
+    requirement such as `git+https://<token>@host/repo`, which must reach no file."""
+    return _USERINFO.sub(r"\1***@", text)
+
+
 def log(data: str, message: str) -> None:
     try:
         with open(os.path.join(data, LOG), "a", encoding="utf-8") as fh:
-            fh.write(f"{_now()} {message}\n")
+            fh.write(f"{_now()} {masked(message)}\n")
     except OSError:
         pass
 
@@ -253,7 +262,7 @@ def run(data: str, plugin_root: str) -> int:
         if check.returncode != 0:
             raise RuntimeError(f"`reverie --version` exited {check.returncode}: {check.stderr.strip()[-500:]}")
         with open(os.path.join(venv, MARKER), "w", encoding="utf-8") as fh:
-            json.dump({"at": _now(), "source": source, "origin": origin, "version": check.stdout.strip()}, fh)
+            json.dump({"at": _now(), "source": masked(source), "origin": origin, "version": check.stdout.strip()}, fh)
         try:
             os.unlink(os.path.join(data, FAILED))
         except OSError:
