@@ -229,8 +229,7 @@ def family(rule: str) -> str:
 def split_of(row: dict) -> str:
     """"dev" or "held": a stable 50/50 split of a scanner corpus by a hash of the row (its rule, label
     and text; the rows carry no id). Rules are tuned on dev rows only; held-out figures are quoted."""
-    h = hashlib.sha256(f"{row['rule']}\0{row['label']}\0{row['text']}".encode("utf-8", "surrogatepass"))
-    return "dev" if h.digest()[0] & 1 == 0 else "held"
+    return "dev" if int(row_id(row)[:2], 16) & 1 == 0 else "held"   # the first byte of its sha256
 
 
 SPLITS = ("dev", "held")
@@ -253,7 +252,8 @@ def evaluate(tool, rows: list[dict]) -> dict:
     stats["seconds"] = time.perf_counter() - t0
     for row, value, (out, n) in zip(rows, values, outs):
         fam = stats["fam"][family(row["rule"])]
-        by = stats["by"][split_of(row)]
+        sp = split_of(row)
+        by = stats["by"][sp]
         if row["label"] == "secret":
             # no value to look for (a placeholder such as `npm_xxxxxxxxxxx`, which `secret_value`
             # skips): the row is recalled when the tool redacted something in it
@@ -282,7 +282,7 @@ def evaluate(tool, rows: list[dict]) -> dict:
                 fam[5] += 1
                 by[5] += 1
                 stats["flags"].append(row)
-                stats["flag_verdicts"][split_of(row)].append(verdict_of(judged, row_id(row)))
+                stats["flag_verdicts"][sp].append(verdict_of(judged, row_id(row)))
     return stats
 
 
@@ -506,12 +506,14 @@ def mask(value: str) -> str:
 
 def transcript_findings(texts: list[str], total_bytes: int, roots: list[Path] | None = None) -> dict:
     """Every finding on the transcripts, printed masked with a person's verdict (`VERDICTS`);
-    {"findings": n, "false": findings judged false or not judged, "by_verdict": {verdict: n}}."""
+    {"findings": n, "false": findings judged false or not judged, "by_verdict": {verdict: n},
+    "unjudged": the keys of the findings with no verdict}."""
     from reverie.redact.engine import Redactor
 
     r = Redactor(None)
     judged = load_verdicts()["transcripts"]
     by: dict[str, int] = defaultdict(int)
+    unjudged: set[str] = set()
     n = 0
     where = ", ".join(str(p) for p in roots) if roots else "the Claude Code fixtures"
     print(f"\n== findings on the shared transcripts ({where}: {total_bytes / 1e6:.2f} MB of transcript "
@@ -522,15 +524,18 @@ def transcript_findings(texts: list[str], total_bytes: int, roots: list[Path] | 
         for f in red.findings:
             n += 1
             value = t[f.start:f.end]
-            verdict = verdict_of(judged, finding_id(t, f.start, f.end, f.rule))
+            key = finding_id(t, f.start, f.end, f.rule)
+            verdict = verdict_of(judged, key)
             by[verdict] += 1
+            if verdict == "unjudged":
+                unjudged.add(key)
             ctx = t[max(0, f.start - 40):f.start].replace("\n", "\\n")
             print(f"  {f.type:14} {f.rule:22} …{ctx[-40:]!r} [{mask(value)}]  {verdict}")
-    false = judged_false([v for v, k in by.items() for _ in range(k)])
+    false = by["false"] + by["unjudged"]   # as `judged_false` counts
     mb = total_bytes / 1e6
     print(f"findings: {n} ({n / mb:.2f} per MB); by verdict: "
           + ", ".join(f"{v} {k}" for v, k in sorted(by.items())) + f"; false: {false} ({false / mb:.2f} per MB)")
-    return {"findings": n, "false": false, "by_verdict": dict(by)}
+    return {"findings": n, "false": false, "by_verdict": dict(by), "unjudged": sorted(unjudged)}
 
 
 # --------------------------------------------------------------------------- throughput

@@ -4,6 +4,7 @@ findings on the shared transcripts. Read by bench/redact_bench.py and tests/test
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -23,9 +24,11 @@ def finding_id(text: str, start: int, end: int, rule: str) -> str:
     return hashlib.sha256(f"{rule}\0{before}\0{end - start}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+@functools.lru_cache(maxsize=4)
 def load_verdicts(path: Path = VERDICTS) -> dict:
     """{"rows": {row_id: {verdict, why, ...}}, "transcripts": {finding_id: {...}}}: a person's verdict on each
-    flagged not_secret row and each transcript finding (see the file's "about"); empty when missing."""
+    flagged not_secret row and each transcript finding (see the file's "about"); empty when missing.
+    Read once per process (callers only read it)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
