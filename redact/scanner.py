@@ -217,20 +217,14 @@ class Scanner:
     def fired(self, data: bytes) -> frozenset[int]:
         """Indices of the rules that can match the UTF-8 bytes `data` (one pass of each group's Set;
         a Set that gives up names every rule of its group)."""
-        out: set[int] | None = None
+        out: set[int] = set()
         for g in self._groups:
             hits = g.match(data)
             if not hits or g.sentinel not in hits:
                 logger.debug("prefilter gave up on %d bytes; running every rule of a group", len(data))
-                found: frozenset[int] | list[int] = g.all
-            elif len(hits) == 1:
-                continue
-            else:
-                found = [g.rules[h] for h in hits if h != g.sentinel]
-            if out is None:
-                out = set(found)
-            else:
-                out.update(found)
+                out.update(g.all)
+            elif len(hits) > 1:
+                out.update(g.rules[h] for h in hits if h != g.sentinel)
         if not out:
             return _NO_RULES
         return self.all_rules if len(out) == len(self.all_rules) else frozenset(out)
@@ -320,6 +314,7 @@ class Scanner:
             rule = self.rules[i]
             handler = _HANDLERS[rule.kind]
             match = self._match[i]
+            paired = rule.kind in _PAIRED_KINDS
             pos = 0
             while True:
                 # RE2's own match call (what `finditer` loops over, without building a match
@@ -338,7 +333,7 @@ class Scanner:
                 if pos == n:
                     break
                 nxt = e0 if e0 != pos else pos + 1  # an empty match moves one byte on
-                if rule.kind in _PAIRED_KINDS:
+                if paired:
                     # `passwd_file=pw.txt,password=S3cr3t`: the bare value ran on over a next
                     # `,name=` pair (`keys._clean_bare` cut it there); that pair is matched anew
                     glued = _PAIR_NEXT_B.search(data, s0 + 1, e0)
