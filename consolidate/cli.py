@@ -12,19 +12,6 @@ import sys
 HOOK_EVENTS = ("session-start", "user-prompt-submit")
 
 
-def _hook_request(argv: list[str]) -> tuple[str, str | None] | None:
-    """(event, home) when argv is exactly a hook invocation, else None."""
-    home = None
-    rest = list(argv)
-    if len(rest) >= 2 and rest[0] == "--home":
-        home, rest = rest[1], rest[2:]
-    elif rest and rest[0].startswith("--home="):
-        home, rest = rest[0].split("=", 1)[1], rest[1:]
-    if len(rest) == 2 and rest[0] == "hook" and rest[1] in HOOK_EVENTS:
-        return rest[1], home
-    return None
-
-
 def _split_home(argv: list[str]) -> tuple[str | None, list[str]]:
     """(--home value, the rest) of argv."""
     if len(argv) >= 2 and argv[0] == "--home":
@@ -34,11 +21,20 @@ def _split_home(argv: list[str]) -> tuple[str | None, list[str]]:
     return None, list(argv)
 
 
+def _hook_request(argv: list[str]) -> tuple[str, str | None] | None:
+    """(event, home) when argv is exactly a hook invocation, else None."""
+    home, rest = _split_home(argv)
+    if len(rest) == 2 and rest[0] == "hook" and rest[1] in HOOK_EVENTS:
+        return rest[1], home
+    return None
+
+
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     home, rest = _split_home(args)
     if rest == ["mcp"]:
-        # `reverie [--home DIR] mcp`: the stdio MCP server, started without click (consolidate/mcp_server.py)
+        # `reverie [--home DIR] mcp`: the stdio MCP server, started without our commands and click
+        # (consolidate/mcp_server.py)
         from .mcp_server import run
 
         sys.exit(run(home))
