@@ -160,7 +160,10 @@ def agent_user_keep(text: str, *, correction: bool) -> float:
 
 #: Files that state how to work in a project (agent instructions, readme, contributing guide) or
 #: its setup (package manifests and tool configs): kept whenever they are read.
-RULES_FILE = re.compile(r"(?:^|/)(?:CLAUDE|AGENTS|GEMINI|README|CONTRIBUTING|CONVENTIONS|STYLE|HACKING|DEVELOPMENT)"
+#: The names of files that tell an agent how to work in a project (the offline writer's
+#: `INSTRUCTION_FILE` is built from them too).
+INSTRUCTION_NAMES = "CLAUDE|AGENTS|GEMINI|CONTRIBUTING|CONVENTIONS|STYLE|HACKING|DEVELOPMENT"
+RULES_FILE = re.compile(r"(?:^|/)(?:" + INSTRUCTION_NAMES + r"|README)"
                         r"[\w.\-]*$|(?:^|/)(?:package\.json|pyproject\.toml|Cargo\.toml|go\.mod|mix\.exs|Makefile|"
                         r"Justfile|Gemfile|composer\.json|deno\.json|tsconfig[\w.\-]*\.json|\.env\.example|"
                         r"config/[\w.\-]+\.exs|[\w.\-]+\.config\.(?:js|cjs|mjs|ts)|\.[\w\-]+rc(?:\.\w+)?)$", re.I)

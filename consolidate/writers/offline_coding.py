@@ -293,8 +293,8 @@ def _answer(text: str) -> tuple[str, str] | None:
 
 
 #: Files written to instruct whoever works in the repo: their rules hold until someone edits them.
-INSTRUCTION_FILE = re.compile(r"(?:^|/)(?:CLAUDE|AGENTS|GEMINI|CONTRIBUTING|CONVENTIONS|STYLE|HACKING|DEVELOPMENT|"
-                              r"\.cursorrules|copilot-instructions)[\w.\-]*\.(?:md|mdx|markdown|rst|txt)$", re.I)
+INSTRUCTION_FILE = re.compile(r"(?:^|/)(?:" + coding.INSTRUCTION_NAMES + r"|\.cursorrules|copilot-instructions)"
+                              r"[\w.\-]*\.(?:md|mdx|markdown|rst|txt)$", re.I)
 
 
 def _file_rule(path: str, body: str) -> tuple[str, str] | None:
