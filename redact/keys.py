@@ -157,6 +157,8 @@ def value_ok(tier: str, value: str, quoted: bool = False, context: bool = True) 
     'provider' keys need a random-looking token (`shapes.token_shaped`)."""
     if tier in ("pw", "secret") and context:
         return shapes.context_secret(value, quoted=quoted)
+    if tier in ("pw", "secret") and shapes.is_code_reference(value, quoted):
+        return False  # code, whatever the evidence (`(token: AuthToken): ...`); `context_secret` says so too
     if tier == "pw":
         if quoted and len(value) >= 8 and value.isalpha() and not shapes.is_placeholder(value) \
                 and value.lower() == value and len(set(value)) >= 5:

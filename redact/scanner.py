@@ -516,8 +516,6 @@ def _keyed_value(data: bytes, key: tuple[int, int], s: int, e: int, quoted: bool
         value = _clean_bare(value)
     if not value or _SPACE.search(value) or _WELLFORMED_INTERP.search(value):
         return
-    if cls[0] in ("pw", "secret") and shapes.is_code_reference(value, quoted):
-        return  # code, whatever the evidence (`(token: AuthToken): ...`)
     if value_ok(cls[0], value, quoted, context):
         yield s, _end(s, value), cls[1]
 
