@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from .policy import ScheduleConfig
+from .policy import ScheduleConfig, nonneg
 
 #: Triggers whose runs share the nightly budget.
 SCHEDULED = ("nightly", "backfill")
@@ -27,8 +27,7 @@ NIGHTS_KEEP = 14
 
 
 def _num(value: Any, kind: type) -> Any:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
-    return kind(value) if ok else kind(0)
+    return nonneg(value, kind, kind(0))
 
 
 @dataclass(frozen=True)

@@ -484,15 +484,18 @@ def index_due(last_index_at: datetime | None, now: datetime, cfg: ScheduleConfig
 HISTORY_KEEP = 20
 
 
+def nonneg(value: Any, kind: type, default: Any = 0) -> Any:
+    """`kind(value)` for a non-negative int or float (not a bool), else `default` (a hand edit, a
+    missing field)."""
+    return kind(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else default
+
+
 def spend_entry(calls: Any, cost_usd: Any, writer: Any) -> dict | None:
     """The history entry's spending fields {"calls", "cost_usd", "writer"} from a run's report
     (anything not a number counts as 0), or None when the run reported neither calls nor a writer."""
-    def num(v: Any, kind: type) -> Any:
-        return kind(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 else kind(0)
-
     if not calls and not cost_usd and writer is None:
         return None
-    return {"calls": num(calls, int), "cost_usd": round(num(cost_usd, float), 6),
+    return {"calls": nonneg(calls, int), "cost_usd": round(nonneg(cost_usd, float, 0.0), 6),
             "writer": writer if isinstance(writer, str) else None}
 
 

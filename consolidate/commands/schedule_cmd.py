@@ -181,11 +181,12 @@ def night_caps(cfg, consolidate: Any):
     non-negative number (a hand edit; `consolidate` refuses to run on it) leaves that cap off."""
     from dataclasses import replace
 
+    from reverie.schedules.policy import nonneg
+
     c = consolidate if isinstance(consolidate, dict) else {}
 
     def cap(key: str, kind: type):
-        v = c.get(key)
-        return kind(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 else None
+        return nonneg(c.get(key), kind, None)
 
     return replace(cfg, night_max_cost_usd=cap("max_cost_usd", float), night_max_calls=cap("max_calls", int))
 
