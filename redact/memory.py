@@ -278,7 +278,7 @@ class SecretMemory:
         self._lengths: frozenset[int] = frozenset()
         self._min_len = self._max_len = 0
         self._generation = -1
-        self._forgets = self._loaded_forgets = 0  # `forget` calls seen (meta 'forgets'): reload on change
+        self._loaded_forgets = 0  # `forget` calls the loaded set has seen (meta 'forgets'): reload on change
         self._data_version = -1
         self._checked_at = 0.0
         self._pads = None  # (inner, outer) SHA-256 states of the key, see `_hmac_pads`
@@ -403,12 +403,10 @@ class SecretMemory:
         dv = conn.execute("PRAGMA data_version").fetchone()[0]
         row = conn.execute("SELECT v FROM meta WHERE k = 'generation'").fetchone()
         gen = row[0] if row else 0
-        row = conn.execute("SELECT v FROM meta WHERE k = 'forgets'").fetchone()
-        forgets = row[0] if row else 0
+        forgets = self._forgets_now(conn)
         if (self._hashes is not None and not force and dv == self._data_version and gen == self._generation
-                and forgets == self._forgets):
+                and forgets == self._loaded_forgets):
             return
-        self._forgets = forgets
         if self._hashes is None or gen != self._generation or force or forgets != self._loaded_forgets:
             self._loaded_forgets = forgets
             self._hashes = (_PointSet(conn) if self.point_lookups  # type: ignore[assignment]
