@@ -552,9 +552,9 @@ class _Run:
                 self._ignore(fs, "no_cwd", st, offset, lines)
                 return True
             if fs.tf.kind == "main" and fs.mark.offset == 0:
-                first = next((first_prompt_text(p.record) for _, p in items
-                              if p.outcome == "message" and p.record.role == "user"
-                              and first_prompt_text(p.record) is not None), None)
+                prompts = (first_prompt_text(p.record) for _, p in items
+                           if p.outcome == "message" and p.record.role == "user")
+                first = next((t for t in prompts if t is not None), None)
                 if is_own_session_prompt(first):
                     self._file_skip("own_session")
                     self._ignore(fs, "own_session", st, offset, lines)
