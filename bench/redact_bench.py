@@ -119,7 +119,9 @@ def secret_value(text: str) -> str:
     quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
     tokens = _SPLIT.split(text) + quoted
     tokens += [q for t in tokens if _URL.match(t) for q in _QUERY.findall(t)]
-    tokens += [seg for t in tokens if _URL.match(t) for seg in t.split("?")[0].split("/")[3:]]
+    # a URL's path segments, but not its words (`/services/` of a webhook URL is no secret)
+    tokens += [seg for t in tokens if _URL.match(t) for seg in t.split("?")[0].split("/")[3:]
+               if not seg.isalpha() or not seg.islower()]
     for tok in tokens:
         tok = tok.strip(".:=")
         if not tok:

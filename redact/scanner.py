@@ -136,13 +136,19 @@ _UNANCHORED = None  # set on the first Scanner build (re2 is imported only then)
 
 
 # The prefilter's groups, one RE2 Set (one automaton) each: provider tokens, the assignment rule,
-# the other context rules. A combined automaton's states are sets of partial matches, so over
-# varied text (each transcript line brings combinations not seen before) one Set of every rule
-# builds states for the product of what its patterns track, while separate Sets build each for its
-# own. On the real sessions, read once, one Set ran at ~7 MB/s and these three at ~23 MB/s; on text
-# seen again (its states built) one Set is faster (bench/redact_bench.py measures both).
+# the other rules built on a key word (`KEY_RE`-like: keyed elements, flags, comparisons, keyword
+# and prose values), and the rest. A combined automaton's states are sets of partial matches, so
+# over varied text (each transcript line brings combinations not seen before) one Set of every
+# rule builds states for the product of what its patterns track, while separate Sets build each
+# for its own; each Set costs one more pass over the text, so the groups pair the patterns whose
+# partial matches multiply (bench/redact_bench.py measures the throughput, text read once).
+_KEYED_KINDS = frozenset({"xml", "cli", "reverse", "kwvalue", "kwquoted", "is"})
+
+
 def _set_group(rule: Rule) -> str:
-    return rule.kind if rule.kind in ("token", "assign") else "other"
+    if rule.kind in ("token", "assign"):
+        return rule.kind
+    return "keyed" if rule.kind in _KEYED_KINDS else "other"
 
 
 @dataclass
@@ -199,7 +205,9 @@ class Scanner:
             for i in members:
                 cap = _SET_CAP.get(rules[i].kind, _SET_CAP_DEFAULT)
                 rset.Add(b"(?m)" + loosen(rules[i].pattern, cap).encode("latin-1"))
-            sentinel = rset.Add(b"")  # matches every text: missing from a result = RE2 gave up
+            sentinel = rset.Add(rb"\z")  # every text has an end: missing from a result = RE2 gave up
+            # (`\z` matches once, at the end; an empty pattern would match at every byte, and a
+            # Set reports each match it passes, which halved the speed of every pass)
             rset.Compile()
             # RE2's own Set call (the wrapper adds an isinstance check and a call per text)
             match = getattr(getattr(rset, "_set", None), "Match", None) or rset.Match
