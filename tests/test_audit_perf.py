@@ -202,11 +202,11 @@ def test_hook_on_a_consolidated_home_is_light_and_opens_one_agent_db(home, event
 
 
 #: Our modules on the hook path: docs/architecture.md's list (paths, settings, agents, hook,
-#: graph.recall with graph.text/trust/db, graph.recall_embed, redact.memory), the entry module and
+#: graph.recall with its parts (nearest, recall_query, recall_sessions) and graph.text/trust/db, graph.recall_embed, redact.memory), the entry module and
 #: package inits, plus two the page does not list: graph.files (its contracts section calls the
 #: atomic write hook-safe) and, at session start only, graph.episodes (the closing note says so).
 DOCUMENTED_HOOK_MODULES = {"reverie", "reverie.consolidate", "reverie.consolidate.cli", "reverie.consolidate.paths", "reverie.consolidate.settings",
-                           "reverie.consolidate.agents", "reverie.consolidate.hook", "reverie.graph", "reverie.graph.recall", "reverie.graph.text",
+                           "reverie.consolidate.agents", "reverie.consolidate.hook", "reverie.graph", "reverie.graph.recall", "reverie.graph.nearest", "reverie.graph.recall_query", "reverie.graph.recall_sessions", "reverie.graph.text",
                            "reverie.graph.trust", "reverie.graph.db", "reverie.graph.recall_embed", "reverie.graph.model_cache", "reverie.graph.files", "reverie.redact", "reverie.redact.memory"}
 
 

@@ -17,6 +17,7 @@ from reverie.consolidate.agents import assign_agent
 from reverie.consolidate.paths import agent_db_path
 from reverie.consolidate.store import open_db
 from reverie.graph.entities import normalize_entity
+import reverie.graph.nearest as nearest_mod
 from reverie.graph.recall import HEADERS, MARKER, Budgets, SessionState, recall
 from reverie.graph.relations import Statement, add_statements, recompute
 
@@ -522,7 +523,7 @@ def test_small_store_scans_every_vector_and_finds_a_card_sharing_no_word(store, 
     prompt = "which database keeps the billing data?"
 
     scanned = recall(store.path, prompt, embedder=lite)
-    monkeypatch.setattr(recall_mod, "FULL_SCAN_MAX_CARDS", 0)   # the bounded path of large stores
+    monkeypatch.setattr(nearest_mod, "FULL_SCAN_MAX_CARDS", 0)   # the bounded path of large stores
     bounded = recall(store.path, prompt, embedder=lite)
 
     assert [n["id"] for n in bounded["notes"]] == [lexical]
@@ -551,7 +552,7 @@ def test_a_memory_from_the_same_moment_of_a_conversation_joins_its_neighbour(sto
     asked, answer, prompt = _moment(store)
 
     out = recall(store.path, prompt)
-    monkeypatch.setattr(recall_mod, "NEIGHBOUR_TOP", 0)
+    monkeypatch.setattr(nearest_mod, "NEIGHBOUR_TOP", 0)
     alone = recall(store.path, prompt)
 
     own = _own_scores(store.path, prompt, monkeypatch)
@@ -566,7 +567,7 @@ def _own_scores(path, prompt: str, monkeypatch) -> dict[int, float]:
     import reverie.graph.recall as recall_mod
 
     with monkeypatch.context() as m:
-        m.setattr(recall_mod, "NEIGHBOUR_TOP", 0)
+        m.setattr(nearest_mod, "NEIGHBOUR_TOP", 0)
         conn = recall_mod.connect_readonly(path)
         try:
             return {c["id"]: c["score"] for c in recall_mod.nearest_cards(conn, prompt, [], min_relative=0.0)}
@@ -579,7 +580,7 @@ def _assert_interpolated(out: dict, own: dict[int, float], asked: int, answer: i
     NEIGHBOUR_SHARE of the asked card's score plus the rest of its own."""
     import reverie.graph.recall as recall_mod
 
-    share = recall_mod.NEIGHBOUR_SHARE
+    share = nearest_mod.NEIGHBOUR_SHARE
     assert own.get(answer, 0.0) < own[asked] == out["notes"][0]["score"]
     assert out["notes"][1]["score"] == pytest.approx(share * own[asked] + (1 - share) * own.get(answer, 0.0), abs=1e-3)
 
@@ -601,7 +602,7 @@ def test_the_neighbour_lift_runs_on_a_store_of_any_size_through_the_evidence_pos
 
     asked, answer, prompt = _moment(store)
     # A store above the full-scan size: the lift reads the evidence through the index only.
-    monkeypatch.setattr(recall_mod, "FULL_SCAN_MAX_CARDS", 1)
+    monkeypatch.setattr(nearest_mod, "FULL_SCAN_MAX_CARDS", 1)
     indexed = store.conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'evidence' ORDER BY name").fetchall()
     plan = store.conn.execute(
@@ -623,9 +624,9 @@ def test_a_large_store_not_yet_migrated_to_the_evidence_index_skips_the_neighbou
     asked, answer, prompt = _moment(store)
     with store.conn:
         store.conn.execute("DROP INDEX evidence_position")
-    monkeypatch.setattr(recall_mod, "FULL_SCAN_MAX_CARDS", 1)
+    monkeypatch.setattr(nearest_mod, "FULL_SCAN_MAX_CARDS", 1)
     large = recall(store.path, prompt)
-    monkeypatch.setattr(recall_mod, "FULL_SCAN_MAX_CARDS", 2000)
+    monkeypatch.setattr(nearest_mod, "FULL_SCAN_MAX_CARDS", 2000)
     small = recall(store.path, prompt)
 
     assert [n["id"] for n in large["notes"]] == [asked]
@@ -639,11 +640,11 @@ def test_the_neighbour_lift_reaches_back_no_further_than_its_lookback(store, mon
     # The answer's evidence now starts long before the asked card's and ends just after it.
     with store.conn:
         store.conn.execute("UPDATE evidence SET message_from = ?, message_to = 11 WHERE card_id = ?",
-                           (10 - recall_mod.NEIGHBOUR_SPAN - recall_mod.NEIGHBOUR_LOOKBACK - 1, answer))
+                           (10 - nearest_mod.NEIGHBOUR_SPAN - nearest_mod.NEIGHBOUR_LOOKBACK - 1, answer))
     far_start = recall(store.path, prompt)
     with store.conn:
         store.conn.execute("UPDATE evidence SET message_from = ? WHERE card_id = ?",
-                           (10 - recall_mod.NEIGHBOUR_SPAN - recall_mod.NEIGHBOUR_LOOKBACK, answer))
+                           (10 - nearest_mod.NEIGHBOUR_SPAN - nearest_mod.NEIGHBOUR_LOOKBACK, answer))
     within = recall(store.path, prompt)
 
     assert [n["id"] for n in far_start["notes"]] == [asked]
@@ -666,9 +667,9 @@ def test_a_card_about_another_thing_of_the_kind_the_prompt_names_ranks_below_one
     store.say(auth, "calls", billing, card=related)
     prompt = "How many times does billing retry failed webhooks?"
 
-    factor = recall_mod.SIBLING_FACTOR
+    factor = nearest_mod.SIBLING_FACTOR
     out = recall(store.path, prompt)
-    monkeypatch.setattr(recall_mod, "SIBLING_FACTOR", 1.0)
+    monkeypatch.setattr(nearest_mod, "SIBLING_FACTOR", 1.0)
     plain = recall(store.path, prompt)
 
     assert [n["id"] for n in plain["notes"]] == [about_auth, about_billing, related, loose]
@@ -694,7 +695,7 @@ def test_strength_reorders_close_matches_by_its_square_root(store):
 
     out = recall(store.path, "what does the deploy script need?")
 
-    assert recall_mod.STRENGTH_EXP == 0.5
+    assert nearest_mod.STRENGTH_EXP == 0.5
     assert [n["id"] for n in out["notes"]] == [sure, unsure]
     assert out["notes"][1]["score"] == pytest.approx(
         out["notes"][0]["score"] * (strength(1, 0.5) / strength(1, 1.0)) ** 0.5, abs=1e-3)
@@ -710,7 +711,7 @@ def test_a_neighbour_of_zero_strength_is_not_lifted_into_the_notes(store, monkey
             "INSERT INTO evidence(card_id, conversation, message_from, message_to, said_at, passage) "
             "VALUES (?, 'conv-1', ?, ?, '2026-01-10T10:00:00Z', '')", [(asked, 10, 10), (answer, 11, 11)])
     # A large store: the answer shares no word with the prompt, so only the lift brings it in.
-    monkeypatch.setattr(recall_mod, "FULL_SCAN_MAX_CARDS", 1)
+    monkeypatch.setattr(nearest_mod, "FULL_SCAN_MAX_CARDS", 1)
     prompt = "how did watching the meteor shower make you feel?"
     lifted = recall(store.path, prompt)
     with store.conn:
@@ -719,7 +720,7 @@ def test_a_neighbour_of_zero_strength_is_not_lifted_into_the_notes(store, monkey
 
     assert [(n["id"], n["score"]) for n in lifted["notes"]] == [
         (asked, lifted["notes"][0]["score"]),
-        (answer, pytest.approx(recall_mod.NEIGHBOUR_SHARE * lifted["notes"][0]["score"], abs=1e-3))]
+        (answer, pytest.approx(nearest_mod.NEIGHBOUR_SHARE * lifted["notes"][0]["score"], abs=1e-3))]
     assert [n["id"] for n in zero["notes"]] == [asked] and zero["warnings"] == []
 
 
