@@ -65,6 +65,7 @@ _DETECT_BATCH = 256
 CATEGORIES: dict[str, tuple[str, ...]] = {
     "PRIVATE_KEY": ("pem",),
     "PROVIDER_TOKEN": ("token",),
+    "HIGH_ENTROPY": ("entropy",),
     "CONNECTION_STRING": ("userinfo", "query"),
     "AUTH_HEADER": ("header", "bearer", "header_kv", "curl_user", "cookie"),
     "ASSIGNMENT": ("assign", "xml", "cli", "is", "k8s", "reverse", "kwquoted", "pwvalue", "jprop",

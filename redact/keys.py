@@ -146,6 +146,20 @@ def classify_key(key: str) -> tuple[str, str] | None:
     return None
 
 
+def says_not_secret(key: str) -> bool:
+    """The key itself says its value is no secret: one of its words says the value is not a real
+    one (`_NOT_REAL`: `fake_token`, `wrongStart`) or is metadata (`_EXCLUDED_SEGMENTS`: `public_key`,
+    `cache_key`, `hash`), and none is a password or secret word. For the rules that find a value
+    with no key of their own (`quoted-high-entropy`), the key it is assigned to, when there is one."""
+    k = key.strip().strip("\"'`$@-")
+    if not k or len(k) > 120:
+        return False
+    segs = [s for s in _SEGSPLIT.split(_CAMEL.sub(r"\1_\2", k).lower()) if s]
+    if any(s in _PW_SEGMENTS or "secret" in s or "password" in s for s in segs):
+        return False
+    return any(s in _NOT_REAL or s in _EXCLUDED_SEGMENTS for s in segs)
+
+
 def value_ok(tier: str, value: str, quoted: bool = False, context: bool = True) -> bool:
     """Whether `value` after a key of `tier` is redacted.
 

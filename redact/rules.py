@@ -45,6 +45,7 @@ Kinds (how `redact.scanner` turns a match into a span to redact):
             the value (the credential-context rule).
   kwvalue   KEYWORD VALUE with no operator: the keyword classified, the value token shaped.
   phrase    a password key and an unquoted value with spaces to the end of its line.
+  entropy   a quoted random string with no key: group 1, checked by `scanner._h_entropy`.
 """
 
 from __future__ import annotations
@@ -424,6 +425,11 @@ RULES: tuple[Rule, ...] = (
     Rule("java-property", "secret",
          r"(?:^|[\s\"'])-D([A-Za-z0-9_.\-]*(?i:password|passwd|pwd|secret|token|login|apikey|api\.key|credentials?|auth)"
          r"[A-Za-z0-9_.\-]*)=(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"']+)", "jprop"),
+    # a quoted string of random base64 with no key at all (detect-secrets' Base64HighEntropyString,
+    # bounded): 32-128 characters of upper, lower and digits at >= 4.5 bits each; never a hash with
+    # its algorithm's prefix, a path, or a base58 string (crypto addresses, IPFS ids); see `_h_entropy`
+    Rule("quoted-high-entropy", "secret",
+         r"""(?:^|[^A-Za-z0-9+/_=\\\-])\\?["']([A-Za-z0-9+/_\-]{32,128}={0,2})\\?["']""", "entropy", 4.5),
     # a secret keyword, then the value with no operator: `pdfshift-KEY 4f1c...`, `api key 9Xk...`
     Rule("keyword-value", "api_key",
          r"(?i)(?:^|[^A-Za-z0-9_.\-])([A-Za-z0-9_.\-]*(?:api[ _\-]?key|token|secret|passw(?:or)?d|key))"

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from . import shapes
 from .keys import (  # noqa: F401  (classify_key, _clean_bare re-exported)
-    _ESCAPE_CUT, _RE_BARE_IDENT, _SPACE, _WELLFORMED_INTERP, PAIR_NEXT, _clean_bare, classify_key, value_ok)
+    _ESCAPE_CUT, _RE_BARE_IDENT, _SPACE, _WELLFORMED_INTERP, PAIR_NEXT, _clean_bare, classify_key, says_not_secret, value_ok)
 from .rules import RULES, Rule
 
 logger = logging.getLogger(__name__)
@@ -460,6 +460,38 @@ def _h_token(rule: Rule, sp, data: bytes):
     yield s, e, rule.label
 
 
+#: Characters of base58 (Bitcoin's alphabet: no 0, O, I, l and no symbols).
+_BASE58 = frozenset("123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz")
+_HASH_PREFIX = re.compile(r"(?i)(?:sha\d*|md5)-")
+#: The key a quoted value is assigned to, right before the value's opening quote.
+_KEY_BEFORE = re.compile(rb"""([A-Za-z0-9_.$\-]+)\\?["']?\]?[ \t]*(?:=>|:=|=|:)[ \t]*\\?["']$""")
+
+
+def _h_entropy(rule: Rule, sp, data: bytes):
+    """A quoted string with no key (`quoted-high-entropy`): random base64 is a secret when it mixes
+    upper case, lower case and digits at >= `rule.min_entropy` bits per character, unless it is a
+    hash with its algorithm's prefix (`sha512-...` of a lockfile), a path (`/private/var/...`), a
+    base58 string (a wallet or mint address, an IPFS id: the alphabet random base64 of this
+    length almost never stays within), a placeholder or a typed sequence, or the value of a key
+    that says it is none (`keys.says_not_secret`: `public_key = "..."`, `fake_token: "..."`)."""
+    s, e = sp[1]
+    value = _s(data, s, e)
+    body = value.rstrip("=")
+    if shapes.shannon(value) < rule.min_entropy or not (
+            any(c.isupper() for c in body) and any(c.islower() for c in body) and any(c.isdigit() for c in body)):
+        return
+    if set(body) <= _BASE58 or _HASH_PREFIX.match(value):
+        return
+    if value.startswith(("/", "./", "~/")) or value.count("/") >= 3:
+        return
+    if shapes.is_placeholder(value) or shapes.is_typed_sequence(value):
+        return
+    key = _KEY_BEFORE.search(data, max(0, s - 130), s)
+    if key and says_not_secret(key.group(1).decode("latin-1")):
+        return
+    yield s, e, rule.label
+
+
 def _b64_private_key(value: str) -> bool:
     """The base64 blob starts with a PEM private key header ("-----BEGIN ... PRIVATE KEY")."""
     import base64
@@ -767,6 +799,7 @@ def _h_curl_user(rule: Rule, sp, data: bytes):
 
 _HANDLERS = {
     "token": _h_token,
+    "entropy": _h_entropy,
     "pem": _h_pem,
     "k8s": _h_k8s,
     "reverse": _h_reverse,

@@ -246,7 +246,7 @@ def test_presidio_registry_holds_only_our_recognizers(redactor):
     names = sorted(r.name for r in redactor.analyzer.registry.recognizers)
     assert names == [
         "reverie-secret-assignment", "reverie-secret-auth-header", "reverie-secret-connection-string",
-        "reverie-secret-private-key", "reverie-secret-provider-token",
+        "reverie-secret-high-entropy", "reverie-secret-private-key", "reverie-secret-provider-token",
     ]
     assert isinstance(redactor.analyzer.nlp_engine, NoOpNlpEngine)
 
@@ -335,6 +335,37 @@ def test_prefilter_that_gives_up_runs_every_rule(redactor, monkeypatch):
     assert sc.fired(text.encode()) >= sc._groups[0].all | {i for i, r in enumerate(sc.rules) if r.name == "assignment"}
     got = redactor.redact(text)
     assert (got.text, got.findings) == (expected.text, expected.findings)
+
+
+def _random_b64(n: int, seed: int) -> str:
+    """n random base64 characters holding an upper-case letter, a digit and a character outside
+    base58 (`0`), so no draw of the seed lands in an excluded alphabet."""
+    rng = random.Random(seed)
+    body = "".join(rng.choice(string.ascii_letters + string.digits + "+/") for _ in range(n - 3))
+    return body[: n // 2] + "Q7" + body[n // 2:] + "0"
+
+
+def test_quoted_random_string_with_no_key_is_redacted(redactor):
+    a, b = _random_b64(48, 1), _random_b64(40, 2)
+    got = redactor.redact(f'const client = new StreamClient("{a}");\nauth=("billing", \'{b}\')')
+    assert got.text == 'const client = new StreamClient("[REDACTED:secret]");\nauth=("billing", \'[REDACTED:secret]\')'
+    assert [f.rule for f in got.findings] == ["quoted-high-entropy", "quoted-high-entropy"]
+
+
+@pytest.mark.parametrize("text", [
+    '"integrity": "sha512-' + _random_b64(86, 3) + '=="',                 # a lockfile hash, with its algorithm
+    'export const USDC_MINT = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";',  # base58: an address
+    '{"sha": "9fceb02d0ae598e95dc970b74767f19372d61af8"}',                # no upper case
+    '{"id": "3f2b8c1e-9d4a-4e6f-8b7a-1c2d3e4f5a6b"}',
+    'PosixPath("/private/var/folders/x8/Ab3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY/T/pytest-3")',  # a path
+    'public_key = "' + _random_b64(44, 4) + '"',                          # the key says it is public
+    'fake_token: "' + _random_b64(44, 5) + '"',                           # ... or not real
+    'registry.get("thisIsAVeryLongCamelCaseHandlerName2024")',            # words: low entropy
+    '"' + _random_b64(140, 6) + '"',                                     # longer than a key: a blob
+    _random_b64(48, 7),                                                  # not quoted: no finding
+])
+def test_quoted_strings_that_are_no_secret_survive(redactor, text):
+    assert redactor.redact(text).findings == []
 
 
 def test_loosen_keeps_a_superset():
