@@ -477,10 +477,9 @@ def _h_entropy(rule: Rule, sp, data: bytes):
     s, e = sp[1]
     value = _s(data, s, e)
     body = value.rstrip("=")
-    if shapes.shannon(value) < rule.min_entropy or not (
-            any(c.isupper() for c in body) and any(c.islower() for c in body) and any(c.isdigit() for c in body)):
-        return
-    if set(body) <= _BASE58 or _HASH_PREFIX.match(value):
+    if body.islower() or body.isupper() or body.isalpha() or body.isdigit() or not any(c.isdigit() for c in body):
+        return  # one case, or no digit: a word, an id or a hex hash (checked first: the common case)
+    if set(body) <= _BASE58 or _HASH_PREFIX.match(value) or shapes.shannon(value) < rule.min_entropy:
         return
     if value.startswith(("/", "./", "~/")) or value.count("/") >= 3:
         return
