@@ -50,7 +50,7 @@ LESSON_CUE = re.compile(
     r"fails?|failed|error|rejected|denied|protected|requires?|must|need to|needs to|have to|has to|only works|"
     r"workaround|gotcha|careful|make sure|don'?t|never|always|prefer|convention|by default|decided|decision|"
     r"chose|going with|we'?ll use|use \S+ (?:not|instead)|out of scope|deferred|superseded|replaced|no longer|"
-    r"renamed|moved to|switched to|is now|are now)\b", re.I)
+    r"renamed|moved to|switched to|is now|are now|(?:fixed|resolved|solved|worked around|avoided) (?:by|with|via))\b", re.I)
 #: The agent narrating a step: what it does next, or what it just did.
 NARRATION = re.compile(
     r"^\W*(?:(?:ok(?:ay)?|good|great|perfect|excellent|now|next|first|then|alright|right|ah|oh|got it|done)[,!.:\-\u2014]*\s+)*"

@@ -71,6 +71,8 @@ _IMPERATIVE_RULE = re.compile(
 #: A question without its question mark ("what are the skills we don't have yet").
 _WH_START = re.compile(r"^\W*(?:what|which|who|whom|whose|where|when|why|how|is|are|does|do|did|can|could|would|"
                        r"should we|shall|will|have you|has)\b", re.I)
+#: A condition, then the main clause: a rule, not a question ("When X changes, update Y too.").
+_CONDITION = re.compile(r"^\W*(?:when|whenever|where|if)\b[^,?]{3,},\s+\w[^?]*[.!]?$", re.I)
 #: Narration about the person ("User indicated ...", "The user confirmed ...").
 _ABOUT_USER = re.compile(r"^\W*(?:the )?user (?:indicated|said|asked|confirmed|requested|approved|mentioned|noted|"
                          r"replied|answered|agreed|wanted)\b", re.I)
@@ -104,7 +106,8 @@ def clean(sentence: str) -> str:
     s = _MARKDOWN.sub(r"\2", sentence or "").strip()
     s = re.sub(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s+", "", s)
     s = _GLUED_NUMBER.sub(_unglue, s)                 # the next list item's number glued on
-    s = re.sub(r"^(?:[A-Z][A-Z ]{2,20}|[A-Z][\w\-]*(?: [\w\-]+){0,3}):\s+(?=\S)", "", s)   # "ANALYSIS:", "Note:"
+    # a label ("ANALYSIS:", "Note:") goes; a name as the label stays, it is the subject ("ISS-001:")
+    s = re.sub(r"^(?:[A-Z][A-Z ]{2,20}|[A-Z][A-Za-z\-]*(?: [\w\-]+){0,3}):\s+(?=\S)", "", s)
     s = _OPENER.sub("", s)
     s = _TRAILING_NARRATION.sub("", s).strip()
     s = _PREVIOUSLY.sub("", s)
@@ -145,7 +148,10 @@ def _fragment(s: str) -> bool:
                          r"exists?|supports?|expects?|provides?|means|breaks?|depends?|refers?|lacks?|allows?|"
                          r"prevents?|handles?|triggers?|owns?|follows?|matches?|includes?|accepts?|rejects?|shows?|"
                          r"sends?|serves?|listens?|loads?|sets?|builds?|ships?|deploys?|creates?|prefers?|wants?|"
-                         r"doesn'?t|don'?t|isn'?t|aren'?t|won'?t|never|always|only)\b", body, re.I)
+                         r"doesn'?t|don'?t|isn'?t|aren'?t|won'?t|never|always|only|"
+                         # the participle of an elliptical fact: "X resolved with Y", "Phase 19 superseded by 22"
+                         r"resolved|fixed|solved|required|superseded|replaced|deprecated|caused|blocked|renamed)\b",
+                         body, re.I)
 
 
 def acceptable(s: str) -> str | None:
@@ -160,7 +166,7 @@ def acceptable(s: str) -> str | None:
     if coding.narration_sentence(s) or _ABOUT_USER.match(s) or \
             (_PAST_EVENT.match(s) and not _WRITER_LESSON.search(s)) or re.match(r"^\W*needs? to\b", s, re.I):
         return "narration"
-    if _WH_START.match(s) and not re.search(r"\b(?:is|are)\b.*\b(?:because|so)\b", s):
+    if _WH_START.match(s) and not re.search(r"\b(?:is|are)\b.*\b(?:because|so)\b", s) and not _CONDITION.match(s):
         return "question"
     if re.search(r"\]\(https?://|^\W*[\u2190-\u21ff]|[\u2190-\u21ff]\s*\w+ (?:has|is)", s):
         return "fragment"
