@@ -1,10 +1,11 @@
 """The detection rules: general patterns per provider and per credential shape.
 
 Every rule is an RE2 pattern (linear time, compiled as Latin-1 bytes over the UTF-8 text). All
-patterns also go, loosened (`redact.scanner.loosen`), into one RE2 Set: one pass over a text (or a
-whole batch of texts) tells which rules can match at all, and only those rules' regexes and checks
-run. Rules are written per provider or per shape, never per test case; gitleaks' and
-detect-secrets' public rule sets were the source of the provider prefixes and lengths.
+patterns also go, loosened (`redact.prefilter.loosen`), into the prefilter's RE2 Sets: one pass
+over a text (or a whole batch of texts) tells which rules can match at all, and only those rules'
+regexes and checks run. Rules are written per provider or per shape, never per test case;
+gitleaks' and detect-secrets' public rule sets were the source of the provider prefixes and
+lengths.
 
 Redacting and remembering are separate decisions (the product's policy):
   * Redacting: a value in an unmistakable credential slot is redacted even when its body looks like
@@ -24,7 +25,7 @@ Redacting and remembering are separate decisions (the product's policy):
     or a passphrase of several words are redacted where they are seen and never remembered.
 
 Writing a pattern: avoid a broad character class with a bounded count in front of the distinctive
-part (`[A-Za-z0-9]{14}` before `.atlasv1`): the Set loosens counts to `+`, but leading broad classes still
+part (`[A-Za-z0-9]{14}` before `.atlasv1`): the prefilter loosens counts to `+`, but leading broad classes still
 multiply the states of the combined automaton. Prefer a literal prefix.
 
 Kinds (how `redact.scanner` turns a match into a span to redact):

@@ -1,14 +1,12 @@
-"""The fast core of detection: a few RE2 Set passes find the rules that can match, then RE2 per rule.
+"""The fast core of detection: one prefilter pass finds the rules that can match, then RE2 per rule.
 
 Invariants:
-  * Cost on a text where no rule can match: one UTF-8 encode plus one pass of each of a few RE2
-    Sets that together hold every rule (loosened, see `loosen`; grouped, see `_set_group`); no
-    per-rule regex and no Python check runs. A batch of texts can share those passes
+  * Cost on a text where no rule can match: one UTF-8 encode plus one prefilter pass
+    (`redact.prefilter`: a few RE2 Set passes, every rule's pattern loosened); no per-rule regex
+    and no Python check runs. A batch of texts can share that pass
     (`Scanner.fired_many`).
-  * The Set is only a prefilter: it can report a rule that then does not match (its patterns are
-    loosened supersets), never miss one. If the Set's automaton gives up (RE2 bails out when its
-    state cache thrashes on adversarial input; a sentinel pattern that always matches tells), every
-    rule of that Set's group runs: slower, never less.
+  * The prefilter can report a rule that then does not match (its patterns are supersets), never
+    miss one; a Set that gives up on a text names every rule it holds: slower, never less.
   * Every regex is RE2 (no backtracking), compiled once per process, run on the UTF-8 bytes of the
     text (encoded once per call, `surrogatepass` so any str is accepted), so no input takes
     super-linear time in the regex engine; the Python post-processing is linear in the matches.
@@ -32,6 +30,7 @@ from dataclasses import dataclass
 from . import shapes
 from .keys import (  # noqa: F401  (classify_key, _clean_bare re-exported)
     _ESCAPE_CUT, _RE_BARE_IDENT, _SPACE, _WELLFORMED_INTERP, PAIR_NEXT, _clean_bare, classify_key, says_not_secret, value_ok)
+from .prefilter import NO_RULES, Prefilter, latin1_options, loosen  # noqa: F401  (loosen re-exported)
 from .rules import RULES, Rule
 
 logger = logging.getLogger(__name__)
@@ -50,60 +49,6 @@ class Span:
 _GENERIC_LABELS = frozenset({"token", "secret", "api_key", "password", "credential", "authorization", "bearer", "remembered"})
 
 # --- the scanner ---------------------------------------------------------------------------------
-
-
-def _latin1_options():
-    import re2
-
-    opts = re2.Options()
-    opts.encoding = re2.Options.Encoding.LATIN1
-    opts.max_mem = 64 << 20
-    return opts
-
-
-_COUNT = re.compile(r"\{(\d+)(?:,(\d*))?\}")
-
-
-def loosen(pattern: str, cap: int) -> str:
-    """`pattern` with every counted repetition `{m}`, `{m,}`, `{m,n}` turned into `{min(m, cap),}`.
-
-    The result matches a superset of what `pattern` matches (a lower bound can only drop and the
-    upper bound goes), so it is a safe prefilter. Counted repetitions are what make a combined
-    automaton of ~100 patterns blow up (each count is a counter the automaton must track), so the
-    Set holds loosened patterns: provider tokens with `cap=1` (their literal prefix is what
-    matters), the other rules with a cap above their lower bounds (only upper bounds go).
-    """
-    out: list[str] = []
-    i, n, in_class = 0, len(pattern), False
-    while i < n:
-        ch = pattern[i]
-        if ch == "\\":
-            out.append(pattern[i:i + 2])
-            i += 2
-            continue
-        if in_class:
-            in_class = ch != "]"
-            out.append(ch)
-            i += 1
-            continue
-        if ch == "[":
-            in_class = True
-            out.append(ch)
-            i += 1
-            for lead in "^]":
-                if i < n and pattern[i] == lead:
-                    out.append(lead)
-                    i += 1
-            continue
-        m = _COUNT.match(pattern, i) if ch == "{" else None
-        if m:
-            low = min(int(m.group(1)), cap)
-            out.append("*" if low == 0 else "+" if low == 1 else "{%d,}" % low)
-            i = m.end()
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
 
 
 def _raw_match(rx):
@@ -135,39 +80,7 @@ def _unanchored():
 _UNANCHORED = None  # set on the first Scanner build (re2 is imported only then)
 
 
-# The prefilter's groups, one RE2 Set (one automaton) each: provider tokens, the assignment rule,
-# the other rules built on a key word (`KEY_RE`-like: keyed elements, flags, comparisons, keyword
-# and prose values), and the rest. A combined automaton's states are sets of partial matches, so
-# over varied text (each transcript line brings combinations not seen before) one Set of every
-# rule builds states for the product of what its patterns track, while separate Sets build each
-# for its own; each Set costs one more pass over the text, so the groups pair the patterns whose
-# partial matches multiply (bench/redact_bench.py measures the throughput, text read once).
-_KEYED_KINDS = frozenset({"xml", "cli", "reverse", "kwvalue", "kwquoted", "is"})
-
-
-def _set_group(rule: Rule) -> str:
-    if rule.kind in ("token", "assign"):
-        return rule.kind
-    return "keyed" if rule.kind in _KEYED_KINDS else "other"
-
-
-@dataclass
-class _SetGroup:
-    """One prefilter Set: its Match call, its sentinel's index, and its rules' global indices."""
-
-    match: object
-    sentinel: int
-    rules: list[int]
-    all: frozenset[int]
-
-
-# How far each rule kind is loosened in the prefilter Set (see `loosen`): provider tokens down to
-# their literal prefix (115 of them share one Set); the other rules keep their lower bounds (all
-# below the default cap: a value of >= 24 characters after `api_key` in prose), which in their
-# smaller Sets cost no measurable speed and keep ordinary text ("the token limit") from firing.
-_SET_CAP = {"token": 1}
-_SET_CAP_DEFAULT = 64
-_NO_RULES: frozenset[int] = frozenset()
+_NO_RULES = NO_RULES
 
 
 #: `fired_many` confirms at most this many fired rules over the joined batch (then per-text Sets).
@@ -184,7 +97,7 @@ class Scanner:
 
         global _UNANCHORED
         _UNANCHORED = _unanchored()
-        opts = _latin1_options()
+        opts = latin1_options()
         self.rules = rules
         self._compiled = []
         for rule in rules:
@@ -193,28 +106,8 @@ class Scanner:
             except Exception as exc:  # a bad pattern is a programming error: fail loudly at build
                 raise ValueError(f"rule {rule.name}: {exc}") from exc
         self.all_rules = frozenset(range(len(rules)))
-        # One Set per group (`_set_group`) of rules loosened and multi-line: `^`/`$` also hold at
-        # line breaks, so a rule that matches a text alone also matches it inside a batch joined
-        # with "\n".
-        by_group: dict[str, list[int]] = {}
-        for i, rule in enumerate(rules):
-            by_group.setdefault(_set_group(rule), []).append(i)
-        self._groups: list[_SetGroup] = []
-        for members in by_group.values():
-            set_opts = _latin1_options()
-            set_opts.max_mem = 256 << 20
-            set_opts.log_errors = False
-            rset = re2.Set.SearchSet(set_opts)
-            for i in members:
-                cap = _SET_CAP.get(rules[i].kind, _SET_CAP_DEFAULT)
-                rset.Add(b"(?m)" + loosen(rules[i].pattern, cap).encode("latin-1"))
-            sentinel = rset.Add(rb"\z")  # every text has an end: missing from a result = RE2 gave up
-            # (`\z` matches once, at the end; an empty pattern would match at every byte, and a
-            # Set reports each match it passes, which halved the speed of every pass)
-            rset.Compile()
-            # RE2's own Set call (the wrapper adds an isinstance check and a call per text)
-            match = getattr(getattr(rset, "_set", None), "Match", None) or rset.Match
-            self._groups.append(_SetGroup(match, sentinel, members, frozenset(members)))
+        self.prefilter = Prefilter(rules)
+        self._groups = self.prefilter.groups   # the RE2 Sets (tests reach them)
         self._multiline: dict[int, object] = {}
         self._match = [_raw_match(rx) for rx in self._compiled]
 
@@ -226,19 +119,9 @@ class Scanner:
 
     # -- prefilter --
     def fired(self, data: bytes) -> frozenset[int]:
-        """Indices of the rules that can match the UTF-8 bytes `data` (one pass of each group's Set;
-        a Set that gives up names every rule of its group)."""
-        out: set[int] = set()
-        for g in self._groups:
-            hits = g.match(data)
-            if not hits or g.sentinel not in hits:
-                logger.debug("prefilter gave up on %d bytes; running every rule of a group", len(data))
-                out.update(g.all)
-            elif len(hits) > 1:
-                out.update(g.rules[h] for h in hits if h != g.sentinel)
-        if not out:
-            return _NO_RULES
-        return self.all_rules if len(out) == len(self.all_rules) else frozenset(out)
+        """Indices of the rules that can match the UTF-8 bytes `data` (`Prefilter.fired`: a pass of
+        each RE2 Set; a Set that gives up names all its rules)."""
+        return self.prefilter.fired(data)
 
     def triggered(self, text: str) -> frozenset[int]:
         """`fired` for a str."""
@@ -288,7 +171,7 @@ class Scanner:
                 import re2
 
                 match = self._multiline[i] = _raw_match(re2.compile(
-                    b"(?m)" + self.rules[i].pattern.encode("latin-1"), _latin1_options()))
+                    b"(?m)" + self.rules[i].pattern.encode("latin-1"), latin1_options()))
             pos, n = 0, len(joined)
             while True:
                 s0, e0 = match(_UNANCHORED, joined, pos, n)[0]

@@ -314,7 +314,10 @@ def test_prefilter_that_gives_up_runs_every_rule(redactor, monkeypatch):
     group's Set giving up runs every rule of that group, the others still prefilter."""
     text = f"DB_PASSWORD={PASSWORD} and {GH} in {JWT}"
     expected = redactor.redact(text)
-    for group in redactor.scanner._groups:  # the real Sets name their sentinel whatever the text
+    sc = redactor.scanner
+    groups = sc.prefilter.groups
+    assert len(groups) == 4 and frozenset().union(*(g.all for g in groups)) == sc.all_rules
+    for group in groups:  # the real Sets name their sentinel whatever the text
         for data in (b"", b"plain words", b"a\nb\n", text.encode()):
             assert group.sentinel in group.match(data), data
 
@@ -322,17 +325,16 @@ def test_prefilter_that_gives_up_runs_every_rule(redactor, monkeypatch):
         def Match(self, data):
             return None
 
-    for group in redactor.scanner._groups:
-        monkeypatch.setattr(group, "match", GaveUp().Match)
-    assert redactor.scanner.fired(text.encode()) == redactor.scanner.all_rules
-    got = redactor.redact(text)
-    assert (got.text, got.findings) == (expected.text, expected.findings)
-    assert [o.text for o in redactor.redact_many([text, "plain"])] == [expected.text, "plain"]
-    monkeypatch.undo()
-    sc = redactor.scanner
-    monkeypatch.setattr(sc._groups[0], "match", GaveUp().Match)
-    assert sc.fired(b"plain words") == sc._groups[0].all
-    assert sc.fired(text.encode()) >= sc._groups[0].all | {i for i, r in enumerate(sc.rules) if r.name == "assignment"}
+    with monkeypatch.context() as m:
+        for group in groups:
+            m.setattr(group, "match", GaveUp().Match)
+        assert sc.fired(text.encode()) == sc.all_rules
+        got = redactor.redact(text)
+        assert (got.text, got.findings) == (expected.text, expected.findings)
+        assert [o.text for o in redactor.redact_many([text, "plain"])] == [expected.text, "plain"]
+    monkeypatch.setattr(groups[0], "match", GaveUp().Match)
+    assert sc.fired(b"plain words") == groups[0].all
+    assert sc.fired(text.encode()) >= groups[0].all | {i for i, r in enumerate(sc.rules) if r.name == "assignment"}
     got = redactor.redact(text)
     assert (got.text, got.findings) == (expected.text, expected.findings)
 
