@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .rules import Rule
 
@@ -129,6 +129,10 @@ class SetGroup:
     sentinel: int
     rules: list[int]
     all: frozenset[int]
+    nothing: list[int] = field(default_factory=list)   # [sentinel]: what a text that fires no rule gets
+
+    def __post_init__(self) -> None:
+        self.nothing = [self.sentinel]
 
 
 def _set_groups(rules: tuple[Rule, ...], members: list[int]) -> list[SetGroup]:
@@ -164,13 +168,17 @@ class Prefilter:
 
     def fired(self, data: bytes) -> frozenset[int]:
         """Indices of the rules that can match the UTF-8 bytes `data` (see the module docstring)."""
-        out: set[int] = set()
+        out: set[int] | None = None
         for g in self.groups:
             hits = g.match(data)
+            if hits == g.nothing:
+                continue   # the usual answer: nothing but the sentinel
+            if out is None:
+                out = set()
             if not hits or g.sentinel not in hits:
                 logger.debug("prefilter gave up on %d bytes; running every rule of a group", len(data))
                 out.update(g.all)
-            elif len(hits) > 1:
+            else:
                 out.update(g.rules[h] for h in hits if h != g.sentinel)
         if not out:
             return NO_RULES

@@ -107,6 +107,7 @@ class Scanner:
                 raise ValueError(f"rule {rule.name}: {exc}") from exc
         self.all_rules = frozenset(range(len(rules)))
         self.prefilter = Prefilter(rules)
+        self.fired = self.prefilter.fired   # `fired` below, without a call of its own (hot path)
         self._groups = self.prefilter.groups   # the RE2 Sets (tests reach them)
         self._multiline: dict[int, object] = {}
         self._match = [_raw_match(rx) for rx in self._compiled]
