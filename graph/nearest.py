@@ -26,53 +26,32 @@ from .recall_query import MAX_PROMPT_CHARS, _fts_terms, _in_dates, fts_query, pr
 # The figures in the comments of this module are one-off comparisons, each measured by editing the
 # constant and rerunning `python bench/recall_bench.py locomo --rebuild` (quality) or `... latency`
 # (timing) on the tree of that day; no bench option sets these constants.
+
 #: Cards per named entity considered as candidates (its most recently linked ones).
 ENTITY_CARDS_SCANNED = 300
-
-
 #: A card said within a date the prompt names ("in July 2023", "on 13 October") is this much more
 #: relevant (a multiplier of 1 + DATE_BOOST).
 DATE_BOOST = 0.5
-
-
 #: Lexical relevance is BM25 over max(best hit, this share of a whole-query match's BM25).
 LEX_FLOOR = 0.5
-
-
 #: An agent with at most this many active cards has every card vector compared with the prompt's
 #: (exact hybrid search: ~5 us per 256-d vector in pure Python, so ~10 ms at this size); above it,
 #: only the bounded candidates (BM25 top hits + named entities' cards) are.
 FULL_SCAN_MAX_CARDS = 2000
-
-
 #: In a full scan, the cards nearest the prompt by cosine that join the candidates.
 VECTOR_CANDIDATES = 100
-
-
 #: A card found by its vector alone (no query word, no named entity) needs at least this cosine.
 VECTOR_FLOOR = 0.0
-
-
 #: Memories from the same moment of a conversation as one of the this many best candidates
 #: (evidence within NEIGHBOUR_SPAN messages) have their relevance raised to NEIGHBOUR_SHARE x its
 #: relevance + (1 - NEIGHBOUR_SHARE) x their own, when that is higher (see `_add_neighbours`).
 NEIGHBOUR_TOP = 5
-
-
 NEIGHBOUR_SPAN = 2
-
-
 NEIGHBOUR_SHARE = 0.5
-
-
 #: A neighbour's evidence starts at most this many messages before the window (spans are one
 #: passage in practice); at most NEIGHBOUR_ROWS evidence rows are read per window.
 NEIGHBOUR_LOOKBACK = 20
-
-
 NEIGHBOUR_ROWS = 200
-
-
 #: Notes are ranked by relevance x strength ** STRENGTH_EXP (graph.trust.strength: recurrence x
 #: confidence x feedback, 0.3-1.56): the square root keeps strength a tie-breaker among close
 #: matches (a fresh card of confidence 0.5 keeps 0.84 of its relevance, not 0.7; one seen in 20
@@ -80,16 +59,11 @@ NEIGHBOUR_ROWS = 200
 #: Measured on LoCoMo (500 tokens, offline writer: facts 0.5, explicit rules 1.0): exponent 1 -> 0.5
 #: lifted evidence recall 0.685 -> 0.695 on the dev split, 0.648 -> 0.684 held out.
 STRENGTH_EXP = 0.5
-
-
 #: A card about another thing of the same type as one the prompt names (see `_about_sibling`) has
 #: its relevance multiplied by this.
 SIBLING_FACTOR = 0.8
-
-
 #: Entity types too loose to tell siblings by.
 SIBLING_LOOSE_TYPES = ("other", "concept")
-
 
 _CARD_COLS = "c.id, c.statement, c.category, c.sessions, c.said_at, c.last_seen_at, c.pinned, c.importance"
 

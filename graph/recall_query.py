@@ -17,21 +17,14 @@ from .text import NEGATIONS, STOPWORDS, fold, words
 
 #: Prompt characters considered (a pasted log should not make recall slow).
 MAX_PROMPT_CHARS = 8000
-
-
 #: FTS query terms at most (the first ones of the prompt).
 MAX_QUERY_TERMS = 24
-
-
 #: A term matching more than this share of all cards is too common to search by (see fts_query).
 COMMON_SHARE = 0.05
-
-
 #: The terms searched by match at most this many cards together (bounds the BM25 cost: on the
 #: 100k-card bench store 8,000 cost the hook 3.4 / 6.3 ms p50 / p95 for the main query, 3,000 cost
 #: 2.3 / 3.1 ms; the rarest terms are kept first, so only terms of a few % of all cards are dropped).
 MATCHED_CAP = 3000
-
 
 _NON_ASCII_WORD = re.compile(r"[^\W_]*[^\x00-\x7f][^\W_]*")
 
@@ -69,8 +62,6 @@ _MON = r"(?P<m>January|February|March|April|May|June|July|August|September|Octob
 
 
 _YEAR = r"(?P<y>(?:19|20)\d\d)"
-
-
 _DATE_SOURCES = (
     r"\b(?P<iso>(?:19|20)\d\d-[01]\d-[0-3]\d)\b",
     r"\b" + _MON + r"\s+(?P<d>[0-3]?\d)(?:st|nd|rd|th)?\b(?:,?\s+" + _YEAR + r"\b)?",
