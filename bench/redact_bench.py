@@ -790,8 +790,8 @@ def main(argv: list[str] | None = None) -> int:
               f"({tf['false']} of {tf['findings']}; goal <= 1 false finding per MB)")
     if "speed" in summary:
         print(f"  throughput              {summary['speed']['read once blocks']:.1f} MB/s on the stored blocks read once, "
-              f"{summary['speed']['read once lines']:.1f} MB/s on every transcript line read once "
-              f"(goal >= 50); {summary['speed']['transcripts, no remembered secrets']:.1f} MB/s on the Claude Code "
+              f"{summary['speed']['read once lines']:.1f} MB/s on every transcript line read once (CPU time) "
+              f"(goal >= 50); {summary['speed']['transcripts, no remembered secrets']:.1f} MB/s (wall time) on the Claude Code "
               f"fixture lines repeated to {args.mb:g} MB (100k remembered: "
               f"{summary['speed']['transcripts, 100k remembered secrets']:.1f} MB/s)")
         sp = summary["speed"]

@@ -41,7 +41,11 @@ STATE_VERB = re.compile(
     r"protected|generated|ignored|gitignored|deprecated|only|not|always|never)|defaults? to|points? to|runs? on|"
     r"listens? on|depends? on|supports?|doesn'?t|don'?t|does not|do not|cannot|can'?t|won'?t|must|should|only|"
     r"expects?|returns?|reads?|writes?|stores?|calls?|loads?|exists?|contains?|holds?|means?|breaks?|fails?|"
-    r"works? (?:only|with|when|if))\b", re.I)
+    r"works? (?:only|with|when|if)|"
+    # German (a team's sessions are often not in English): ist, sind, hat, verwendet, braucht, ...
+    r"ist|sind|hat|haben|verwendet|nutzt|benutzt|benötigt|braucht|liegt (?:in|unter)|läuft (?:auf|unter)|"
+    r"hängt von|unterstützt|kann nicht|muss|müssen|sollte|erwartet|liefert|speichert|enthält|existiert|bedeutet)\b",
+    re.I)
 #: A lesson, reason, decision or rule said in so many words.
 LESSON_CUE = re.compile(
     r"\b(?:because|since (?:it|the|we|this)|so that|due to|the reason|root cause|caused by|the (?:problem|issue|bug|"
@@ -50,7 +54,15 @@ LESSON_CUE = re.compile(
     r"fails?|failed|error|rejected|denied|protected|requires?|must|need to|needs to|have to|has to|only works|"
     r"workaround|gotcha|careful|make sure|don'?t|never|always|prefer|convention|by default|decided|decision|"
     r"chose|going with|we'?ll use|use \S+ (?:not|instead)|out of scope|deferred|superseded|replaced|no longer|"
-    r"renamed|moved to|switched to|is now|are now|(?:fixed|resolved|solved|worked around|avoided) (?:by|with|via))\b", re.I)
+    r"renamed|moved to|switched to|is now|are now|"
+    r"(?<=\w\s)(?:fixed|resolved|solved|worked around|avoided) (?:by|with|via)|"   # "X resolved with Y", not "Done, fixed by"
+    # German: weil, deshalb, die Ursache, das Problem ist, stattdessen, fehlt, erfordert, nie, ...
+    r"weil|deshalb|daher|aufgrund|der grund|die ursache|(?:das problem|die lösung|der fehler|der trick) (?:ist|war)|"
+    r"stellt sich heraus|es scheint|das heißt|statt|anstatt|stattdessen|nicht unterstützt|existiert nicht|"
+    r"gibt es nicht|fehlt|fehlen|nicht gefunden|schlägt fehl|fehlgeschlagen|abgelehnt|verweigert|erfordert|"
+    r"muss|müssen|nur wenn|vorsicht|achtung|stell sicher|niemals|nie|immer|bevorzug\w*|konvention|standardmäßig|"
+    r"entschieden|entscheidung|gewählt|wir nehmen|verschoben|ersetzt|nicht mehr|umbenannt|umgestellt auf|"
+    r"ist jetzt|sind jetzt|(?:behoben|gelöst) (?:durch|mit))\b", re.I)
 #: The agent narrating a step: what it does next, or what it just did.
 NARRATION = re.compile(
     r"^\W*(?:(?:ok(?:ay)?|good|great|perfect|excellent|now|next|first|then|alright|right|ah|oh|got it|done)[,!.:\-\u2014]*\s+)*"
@@ -73,9 +85,16 @@ USER_RULE = re.compile(
     r"should(?:n'?t)?|must|make sure|ensure|from now on|going forward|every time|whenever|each time|instead|"
     r"rather than|not \w+ but|no longer|i meant|i mean|remember|keep in mind|the (?:rule|convention) is|"
     r"we use|we'?re using|use \S+ (?:not|instead)|is (?:redundant|superseded|out of scope)|kill|drop|"
-    r"let'?s (?:do|go with|use|keep|stick)|out of scope|for v\d|phase \d+ (?:is|should))\b", re.I)
+    r"let'?s (?:do|go with|use|keep|stick)|out of scope|for v\d|phase \d+ (?:is|should)|"
+    # German: immer, nie, vermeide, bevorzuge, ich möchte, sollte, muss, stell sicher, ab jetzt, ...
+    r"immer|nie|niemals|vermeide\w*|bevorzug\w*|lieber|ich möchte|wir möchten|ich will|wir wollen|ich brauche|"
+    r"wir brauchen|soll|sollte|sollten|sollen|muss|müssen|stell sicher|achte darauf|ab jetzt|von nun an|"
+    r"in zukunft|künftig|jedes mal|immer wenn|wann immer|stattdessen|statt|anstatt|nicht mehr|ich meinte|"
+    r"merk dir|denk daran|im hinterkopf|wir verwenden|wir nutzen|wir benutzen|die (?:regel|konvention) ist|"
+    r"außerhalb des umfangs)\b", re.I)
 ACK = re.compile(r"^\W*(?:yes|yep|yeah|ok(?:ay)?|sure|go|go ahead|continue|proceed|do it|lgtm|thanks?|thank you|"
-                 r"great|perfect|nice|cool|done|y|n|no)\W*$", re.I)
+                 r"great|perfect|nice|cool|done|y|n|no|"
+                 r"ja|jep|jo|passt|danke|weiter|mach weiter|mach das|los|klar|gut|super|perfekt|nein)\W*$", re.I)
 
 
 def sentences(text: str) -> list[str]:

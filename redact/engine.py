@@ -55,6 +55,10 @@ LANGUAGE = "en"
 MIN_SECRET_TEXT = MIN_LEN
 #: Rules whose value passes no shape check (any URL password): their weak values are not searched again.
 _UNSHAPED_RULES = frozenset({"url-userinfo"})
+#: Rules whose findings are removed where they are seen but never remembered: with no key or
+#: provider prefix to show for it, a value found by them alone is too weak evidence to erase it
+#: from every later text.
+_UNREMEMBERED_RULES = frozenset({"quoted-high-entropy"})
 #: A detected value made of letters only is searched again only from this length: shorter ones
 #: are everyday words too (`POSTGRES_PASSWORD: postgres`, then `image: postgres:16`).
 _WEAK_WORD_MIN = 10
@@ -356,7 +360,9 @@ class Redactor:
             more = _occurrences(text, strong, weak, spans)
             if more:
                 spans = merge_spans(spans + more)
-        return spans, {v for v in strong if not shapes.is_typed_sequence(v)}
+        keyless = {text[s.start:s.end] for s in raw if s.rule in _UNREMEMBERED_RULES} - \
+            {text[s.start:s.end] for s in raw if s.rule not in _UNREMEMBERED_RULES}
+        return spans, {v for v in strong if not shapes.is_typed_sequence(v) and v not in keyless}
 
     def _learn(self, creds: set[str]) -> int:
         if not (self.learn and creds):

@@ -146,10 +146,17 @@ def classify_key(key: str) -> tuple[str, str] | None:
     return None
 
 
+#: Words of a key that say its value is public or a checksum, not a secret; and the attributes of
+#: a web page's metadata (`<meta name="csrf-token" content="...">`, `nonce="..."`: bound to a
+#: session or a page, and public to whoever has the page).
+_PUBLIC_WORDS = frozenset("""public publishable pub hash checksum digest etag sha sha1 sha256 sha512 md5
+    integrity fingerprint cache content nonce csrf xsrf""".split())
+
+
 def says_not_secret(key: str) -> bool:
     """The key itself says its value is no secret: one of its words says the value is not a real
-    one (`_NOT_REAL`: `fake_token`, `wrongStart`) or is metadata (`_EXCLUDED_SEGMENTS`: `public_key`,
-    `cache_key`, `hash`), and none is a password or secret word. For the rules that find a value
+    one (`_NOT_REAL`: `fake_token`, `wrongStart`) or is public or a checksum (`_PUBLIC_WORDS`:
+    `public_key`, `hash`), and none is a password or secret word. For the rules that find a value
     with no key of their own (`quoted-high-entropy`), the key it is assigned to, when there is one."""
     k = key.strip().strip("\"'`$@-")
     if not k or len(k) > 120:
@@ -157,7 +164,7 @@ def says_not_secret(key: str) -> bool:
     segs = [s for s in _SEGSPLIT.split(_CAMEL.sub(r"\1_\2", k).lower()) if s]
     if any(s in _PW_SEGMENTS or "secret" in s or "password" in s for s in segs):
         return False
-    return any(s in _NOT_REAL or s in _EXCLUDED_SEGMENTS for s in segs)
+    return any(s in _NOT_REAL or s in _PUBLIC_WORDS for s in segs)
 
 
 def value_ok(tier: str, value: str, quoted: bool = False, context: bool = True) -> bool:

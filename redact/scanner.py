@@ -88,7 +88,7 @@ _CONFIRM_IN_BATCH = 8
 
 
 class Scanner:
-    """Compiled rules plus the prefilter Set; build once per process (`Scanner.shared()`)."""
+    """Compiled rules plus the prefilter (`fired`); build once per process (`Scanner.shared()`)."""
 
     _shared: "Scanner | None" = None
 
@@ -107,8 +107,9 @@ class Scanner:
                 raise ValueError(f"rule {rule.name}: {exc}") from exc
         self.all_rules = frozenset(range(len(rules)))
         self.prefilter = Prefilter(rules)
-        self.fired = self.prefilter.fired   # `fired` below, without a call of its own (hot path)
-        self._groups = self.prefilter.groups   # the RE2 Sets (tests reach them)
+        #: `fired(data)`: the indices of the rules that can match the UTF-8 bytes `data`
+        #: (`Prefilter.fired`: a pass of each RE2 Set; a Set that gives up names all its rules).
+        self.fired = self.prefilter.fired
         self._multiline: dict[int, object] = {}
         self._match = [_raw_match(rx) for rx in self._compiled]
 
@@ -119,11 +120,6 @@ class Scanner:
         return cls._shared
 
     # -- prefilter --
-    def fired(self, data: bytes) -> frozenset[int]:
-        """Indices of the rules that can match the UTF-8 bytes `data` (`Prefilter.fired`: a pass of
-        each RE2 Set; a Set that gives up names all its rules)."""
-        return self.prefilter.fired(data)
-
     def triggered(self, text: str) -> frozenset[int]:
         """`fired` for a str."""
         if not text:
@@ -344,30 +340,23 @@ def _h_token(rule: Rule, sp, data: bytes):
     yield s, e, rule.label
 
 
-#: Characters of base58 (Bitcoin's alphabet: no 0, O, I, l and no symbols).
-_BASE58 = frozenset("123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz")
-_HASH_PREFIX = re.compile(r"(?i)(?:sha\d*|md5)-")
+#: Two path segments in a row (`src/app/`): a path, not base64 (whose `/` comes one in 64).
+_PATH_SEGMENTS = re.compile(r"[a-z0-9._\-]{3,}/[a-z0-9._\-]{3,}/")
 #: The key a quoted value is assigned to, right before the value's opening quote.
 _KEY_BEFORE = re.compile(rb"""([A-Za-z0-9_.$\-]+)\\?["']?\]?[ \t]*(?:=>|:=|=|:)[ \t]*\\?["']$""")
 
 
 def _h_entropy(rule: Rule, sp, data: bytes):
-    """A quoted string with no key (`quoted-high-entropy`): random base64 is a secret when it mixes
-    upper case, lower case and digits at >= `rule.min_entropy` bits per character, unless it is a
-    hash with its algorithm's prefix (`sha512-...` of a lockfile), a path (`/private/var/...`), a
-    base58 string (a wallet or mint address, an IPFS id: the alphabet random base64 of this
-    length almost never stays within), a placeholder or a typed sequence, or the value of a key
-    that says it is none (`keys.says_not_secret`: `public_key = "..."`, `fake_token: "..."`)."""
+    """A quoted string with no key (`quoted-high-entropy`): redacted when it reads as random base64
+    (`shapes.random_base64`, at most `rule.min_entropy` bits asked), unless it is a path, a
+    placeholder or a typed sequence, a public base58 identifier (`shapes.public_address`: a
+    wallet or mint address, an IPFS id), or the value of a key that says it is no secret
+    (`keys.says_not_secret`: `public_key = "..."`, `fake_token: "..."`)."""
     s, e = sp[1]
     value = _s(data, s, e)
-    body = value.rstrip("=")
-    if body.islower() or body.isupper() or body.isalpha() or body.isdigit() or not any(c.isdigit() for c in body):
-        return  # one case, or no digit: a word, an id or a hex hash (checked first: the common case)
-    if set(body) <= _BASE58 or _HASH_PREFIX.match(value) or shapes.shannon(value) < rule.min_entropy:
+    if not shapes.random_base64(value, rule.min_entropy) or _PATH_SEGMENTS.search(value):
         return
-    if value.startswith(("/", "./", "~/")) or value.count("/") >= 3:
-        return
-    if shapes.is_placeholder(value) or shapes.is_typed_sequence(value):
+    if shapes.is_placeholder(value) or shapes.is_typed_sequence(value) or shapes.public_address(value):
         return
     key = _KEY_BEFORE.search(data, max(0, s - 130), s)
     if key and says_not_secret(key.group(1).decode("latin-1")):

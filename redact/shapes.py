@@ -174,6 +174,47 @@ def char_classes(value: str) -> int:
             + (_RE_DIGIT.search(value) is not None) + (_RE_OTHER.search(value) is not None))
 
 
+#: A word of an identifier: a capitalised or lower-case run of 3+ letters, or an acronym.
+_IDENTIFIER_WORD = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{2,}(?=[A-Z][a-z]|\d|$)")
+BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+_BASE58_VALUE = {c: i for i, c in enumerate(BASE58)}
+
+
+def random_base64(value: str, max_bits: float = 4.5) -> bool:
+    """`value` (32-128 characters of base64, `=` padding allowed) reads as random: it mixes upper
+    case, lower case and digits; its entropy is at least what nearly every random string of its
+    length has (`max_bits` from 56 characters on, down to 4.2 bits at 32: a random 32-character
+    string has ~4.5 bits, and 5% of them below 4.3); and it is no identifier made of words
+    (camelCase words cover < 75% of it; a random string's cover it ~35%, 99% of them < 70%)."""
+    body = value.rstrip("=")
+    if not (any(c.isupper() for c in body) and any(c.islower() for c in body) and any(c.isdigit() for c in body)):
+        return False
+    if shannon(value) < min(max_bits, 4.2 + 0.0125 * max(0, len(body) - 32)):
+        return False
+    return sum(len(w) for w in _IDENTIFIER_WORD.findall(body)) < 0.75 * len(body)
+
+
+def public_address(value: str) -> bool:
+    """A base58 string that is a public identifier, not a secret: 32 bytes (a Solana address or
+    mint), an IPFS CIDv0 (`Qm...`: a sha2-256 multihash) or a Bitcoin address (base58check: 25
+    bytes whose checksum holds). A random base58 string of other lengths is none of them."""
+    n = 0
+    for c in value:
+        d = _BASE58_VALUE.get(c)
+        if d is None:
+            return False
+        n = n * 58 + d
+    raw = n.to_bytes((n.bit_length() + 7) // 8, "big")
+    raw = b"\0" * (len(value) - len(value.lstrip("1"))) + raw
+    if len(raw) == 32 or (len(raw) == 34 and raw[:2] == b"\x12\x20"):
+        return True
+    if len(raw) == 25:
+        import hashlib
+
+        return hashlib.sha256(hashlib.sha256(raw[:21]).digest()).digest()[:4] == raw[21:]
+    return False
+
+
 def is_typed_sequence(value: str) -> bool:
     """Holds 10+ letters or digits in alphabet order (`abcdefghij`, `KLMNOPQRST`, `0123456789`).
 

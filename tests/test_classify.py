@@ -198,3 +198,20 @@ def test_a_turn_addressed_to_the_agent_is_read_as_coding_work():
                    conversation="c", message_id=2, timestamp="", context="Melanie: How are you?", context_id=1)
     assert not agent_exchange(chat) and agent_exchange(Passage(key="user:2", kind="user", text="ok", conversation="c",
                                                                message_id=2, timestamp="", previous_reply="Done."))
+
+
+def test_a_turn_in_german_is_read_like_one_in_english():
+    """The cue words of rules, lessons and approvals have their German forms: a rule and a lesson
+    are candidates, an approval and a question are not, as in English."""
+    def judged(text: str, kind: str = "user") -> tuple[str, bool]:
+        p = Passage(key=f"{kind}:2", kind=kind, text=text, conversation="c", message_id=2, timestamp="",
+                    previous_reply="Fertig: der Branch ist gemergt." if kind == "user" else None)
+        j = classify(p)
+        return j.category, j.keep >= 0.5 and j.category != "none"
+
+    assert judged("Verwende immer pnpm statt npm in diesem Repo, sonst geht der Lockfile kaputt.")[1] is True
+    assert judged("Ab jetzt keine manuellen Änderungen an generierten Dateien, die Generierung überschreibt sie.")[1] is True
+    assert judged("ja") == ("none", False)
+    assert judged("Kannst du mir die Datei zeigen?")[1] is False
+    assert judged("Das Problem war, dass Port 8080 schon belegt ist; der Dienst läuft deshalb auf 3001.",
+                  "assistant")[1] is True

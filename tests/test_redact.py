@@ -352,6 +352,19 @@ def test_quoted_random_string_with_no_key_is_redacted(redactor):
     got = redactor.redact(f'const client = new StreamClient("{a}");\nauth=("billing", \'{b}\')')
     assert got.text == 'const client = new StreamClient("[REDACTED:secret]");\nauth=("billing", \'[REDACTED:secret]\')'
     assert [f.rule for f in got.findings] == ["quoted-high-entropy", "quoted-high-entropy"]
+    c, d, e = _random_b64(32, 8), _random_b64(64, 9), _random_b64(44, 10)
+    got = redactor.redact(f'X="{c}=="\n{{"tool": "echo \\"{d}\\""}}\nkey = b\'{e}\'')
+    assert got.text == 'X="[REDACTED:secret]"\n{"tool": "echo \\"[REDACTED:secret]\\""}\nkey = b\'[REDACTED:secret]\''
+
+
+def test_a_keyless_finding_is_never_remembered(tmp_path):
+    """A value only `quoted-high-entropy` found is removed where it stands, but no later text loses
+    it: with no key to show for it, it is too weak a reason to erase it everywhere."""
+    r = Redactor(tmp_path / "secrets")
+    v = _random_b64(48, 12)
+    assert r.redact(f'client = Client("{v}")').text == 'client = Client("[REDACTED:secret]")'
+    assert r.redact(f"the id {v} again").text == f"the id {v} again"
+    assert r.memory.count() == 0
 
 
 @pytest.mark.parametrize("text", [
@@ -362,6 +375,7 @@ def test_quoted_random_string_with_no_key_is_redacted(redactor):
     'PosixPath("/private/var/folders/x8/Ab3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY/T/pytest-3")',  # a path
     'public_key = "' + _random_b64(44, 4) + '"',                          # the key says it is public
     'fake_token: "' + _random_b64(44, 5) + '"',                           # ... or not real
+    '<meta name="csrf-token" content="' + _random_b64(56, 13) + '">',     # a page's metadata
     'registry.get("thisIsAVeryLongCamelCaseHandlerName2024")',            # words: low entropy
     '"' + _random_b64(140, 6) + '"',                                     # longer than a key: a blob
     _random_b64(48, 7),                                                  # not quoted: no finding

@@ -72,7 +72,9 @@ _IMPERATIVE_RULE = re.compile(
 _WH_START = re.compile(r"^\W*(?:what|which|who|whom|whose|where|when|why|how|is|are|does|do|did|can|could|would|"
                        r"should we|shall|will|have you|has)\b", re.I)
 #: A condition, then the main clause: a rule, not a question ("When X changes, update Y too.").
-_CONDITION = re.compile(r"^\W*(?:when|whenever|where|if)\b[^,?]{3,},\s+\w[^?]*[.!]?$", re.I)
+_CONDITION = re.compile(
+    r"^\W*(?:when|whenever|where|if)\b(?!\s+(?:does|do|did|is|are|was|were|can|could|would|should|will|has|have|"
+    r"had|shall)\b)[^,?]{3,},\s+(?!(?:and|or|but|who|what|which|how|why|where|when)\b)\w[^?]*$", re.I)
 #: Narration about the person ("User indicated ...", "The user confirmed ...").
 _ABOUT_USER = re.compile(r"^\W*(?:the )?user (?:indicated|said|asked|confirmed|requested|approved|mentioned|noted|"
                          r"replied|answered|agreed|wanted)\b", re.I)
@@ -106,8 +108,12 @@ def clean(sentence: str) -> str:
     s = _MARKDOWN.sub(r"\2", sentence or "").strip()
     s = re.sub(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s+", "", s)
     s = _GLUED_NUMBER.sub(_unglue, s)                 # the next list item's number glued on
-    # a label ("ANALYSIS:", "Note:") goes; a name as the label stays, it is the subject ("ISS-001:")
-    s = re.sub(r"^(?:[A-Z][A-Z ]{2,20}|[A-Z][A-Za-z\-]*(?: [\w\-]+){0,3}):\s+(?=\S)", "", s)
+    # a label ("ANALYSIS:", "Note:", "P0:", "Step 3:") goes; a ticket id or an identifier as the
+    # label stays, it is the subject ("ISS-001:", "MAX_RETRIES:", "config.ts:")
+    label = re.match(r"^([^:\s][^:]{0,40}):\s+(?=\S)", s)
+    if label and not re.fullmatch(r"[A-Z][A-Z0-9]*-\d+|\S*[_.]\S*", label.group(1)) and \
+            re.fullmatch(r"[A-Z][A-Z ]{2,20}|[A-Z][\w\-]*(?: [\w\-]+){0,3}", label.group(1)):
+        s = s[label.end():]
     s = _OPENER.sub("", s)
     s = _TRAILING_NARRATION.sub("", s).strip()
     s = _PREVIOUSLY.sub("", s)
@@ -149,8 +155,10 @@ def _fragment(s: str) -> bool:
                          r"prevents?|handles?|triggers?|owns?|follows?|matches?|includes?|accepts?|rejects?|shows?|"
                          r"sends?|serves?|listens?|loads?|sets?|builds?|ships?|deploys?|creates?|prefers?|wants?|"
                          r"doesn'?t|don'?t|isn'?t|aren'?t|won'?t|never|always|only|"
-                         # the participle of an elliptical fact: "X resolved with Y", "Phase 19 superseded by 22"
-                         r"resolved|fixed|solved|required|superseded|replaced|deprecated|caused|blocked|renamed)\b",
+                         # the participle of an elliptical fact, with its agent or object: "X resolved
+                         # with Y", "Phase 19 superseded by 22" (not "the required variables")
+                         r"(?:resolved|fixed|solved|superseded|replaced|caused|blocked) (?:by|with|via)|"
+                         r"required (?:by|for)|renamed to|deprecated (?:in|since|by))\b",
                          body, re.I)
 
 
