@@ -85,6 +85,8 @@ _NO_RULES = NO_RULES
 
 #: `fired_many` confirms at most this many fired rules over the joined batch (then per-text Sets).
 _CONFIRM_IN_BATCH = 8
+#: `fired_many` gives a text this long its own Set pass rather than a place in the joined one.
+_ALONE_BYTES = 2048
 
 
 class Scanner:
@@ -129,29 +131,36 @@ class Scanner:
     def fired_many(self, datas: Sequence[bytes]) -> list[frozenset[int]]:
         """For each of `datas`: `fired` (its rules), or no rule when no rule can match it alone.
 
-        One Set pass over the texts joined with "\n" (the Set is multi-line, so it fires on the
-        batch whenever it fires on one of its texts). When it names few rules (ordinary text),
-        `_confirm` checks them over the joined batch and only the texts they touch get their
-        own Set pass; when it names many (a batch full of secrets), every text gets its own Set
-        pass, cheaper than confirming each rule over the batch. Either way a text holding a match
-        gets exactly `fired` of it; the others get no rule (so `scan` would find nothing in them).
+        A text of `_ALONE_BYTES` or more gets its own Set pass. The shorter ones share one: a pass
+        over them joined with "\n" (the Set is multi-line, so it fires on the join whenever it
+        fires on one of them). When that names no rule, none of them can match; when it names few
+        (ordinary text), `_confirm` checks them over the join and only the texts they touch get
+        their own pass; when it names many, every short text gets its own pass. Either way a text
+        holding a match gets exactly `fired` of it; the others get no rule (so `scan` would find
+        nothing in them). Long texts stay out of the join because text read once costs most (each
+        new combination of partial matches builds automaton states), and a join that fires is
+        read again.
         """
         out: list[frozenset[int]] = [_NO_RULES] * len(datas)
-        if not datas:
-            return out
-        todo: Sequence[int] = range(len(datas))
-        if len(datas) > 1:
-            joined = b"\n".join(datas)
-            rules = self.fired(joined)
-            if not rules:
-                return out
-            if rules is not self.all_rules and len(rules) <= _CONFIRM_IN_BATCH:
-                todo = sorted(self._confirm(datas, rules, joined))
         fired = self.fired
-        for i in todo:
-            d = datas[i]
-            if d:
+        short: list[int] = []
+        for i, d in enumerate(datas):
+            if len(d) >= _ALONE_BYTES:
                 out[i] = fired(d)
+            elif d:
+                short.append(i)
+        if len(short) == 1:
+            out[short[0]] = fired(datas[short[0]])
+        elif short:
+            texts = [datas[i] for i in short]
+            joined = b"\n".join(texts)
+            rules = fired(joined)
+            if rules:
+                todo: Sequence[int] = range(len(texts))
+                if rules is not self.all_rules and len(rules) <= _CONFIRM_IN_BATCH:
+                    todo = sorted(self._confirm(texts, rules, joined))
+                for k in todo:
+                    out[short[k]] = fired(texts[k])
         return out
 
     def _confirm(self, datas: Sequence[bytes], rules: frozenset[int], joined: bytes) -> set[int]:
