@@ -290,6 +290,8 @@ def test_redact_many_runs_presidio_once_per_chunk_with_each_text_scanned_alone(r
             f"ünïcödé then password: {PASSWORD} and again {PASSWORD}",
             "plain words, nothing to see here",
         ]
+    # texts of 2 KB and more get their own prefilter pass (`scanner._ALONE_BYTES`), the rest share one
+    texts += ["lorem ipsum " * 200 + f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}", "plain " * 500]
     one = [redactor.redact(t) for t in texts]
     calls = []
     real = redactor.analyzer.analyze
@@ -307,6 +309,8 @@ def test_redact_many_runs_presidio_once_per_chunk_with_each_text_scanned_alone(r
     assert one[2].findings == []
     assert redactor.redact(texts[1] + "\n" + texts[2]).text == "kind: Secret\ndata:\n  settings: [REDACTED:secret]"
     assert one[4].text == "ünïcödé then password: [REDACTED:password] and again [REDACTED:remembered]"
+    assert (one[-2].text, one[-1].text) == ("lorem ipsum " * 200 + "AWS_SECRET_ACCESS_KEY=[REDACTED:aws_secret_key]",
+                                            "plain " * 500)
 
 
 def test_prefilter_that_gives_up_runs_every_rule(redactor, monkeypatch):
