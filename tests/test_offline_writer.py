@@ -311,3 +311,32 @@ def test_coding_statements_are_memory_not_transcript():
     assert said("The `ledger-db` service requires Node 18.") == "The `ledger-db` service requires Node 18."
     assert said("The `ledger-db` service requires `pgbouncer` for pooling. 2.") == \
         "The `ledger-db` service requires `pgbouncer` for pooling."
+
+
+@pytest.mark.parametrize("sentence, verdict", [
+    # a fix said in so many words, subject first, is knowledge; "Done, fixed by ..." is narration
+    ("Upstream @upstash/redis TypeScript errors resolved with --skipLibCheck.", None),
+    ("Okay, fixed by bumping the version of the parser.", "narration"),
+    # a participle with its agent is a verb; as an adjective it is not
+    ("Phase 19 of the roadmap superseded by Phase 22 in ROADMAP.md.", None),
+    ("The required environment variables for the billing service.", "fragment"),
+    # a condition, then the main clause, is a rule; a question stays a question
+    ("When the schema in schema.prisma changes, the migration must be regenerated.", None),
+    ("When does the cache expire, and who owns the job.", "question"),
+])
+def test_coding_sentences_read_as_memory_or_not(sentence, verdict):
+    from reverie.consolidate.writers import offline_coding
+
+    assert offline_coding.acceptable(offline_coding.clean(sentence)) == verdict
+
+
+@pytest.mark.parametrize("sentence, expected", [
+    ("- **ISS-001**: Turbo scanner state tracking bugs", "ISS-001: Turbo scanner state tracking bugs."),
+    ("MAX_RETRIES: five attempts is the default", "MAX_RETRIES: five attempts is the default."),
+    ("P0: the scanner drops users at chunk boundaries", "The scanner drops users at chunk boundaries."),
+    ("**Note:** the port is 1100", "The port is 1100."),
+])
+def test_a_label_goes_but_a_name_as_the_label_stays(sentence, expected):
+    from reverie.consolidate.writers import offline_coding
+
+    assert offline_coding.clean(sentence) == expected
