@@ -53,7 +53,7 @@ from .classify import Judgement, classify
 from .errors import AgentBusy, AgentDbUnreadable, ApiAuthFailed, NoApiKey, ReverieError, UnknownAgent, is_busy
 from .passages import Passage, cut_at, cut_passages, final_answers, load_messages
 from .paths import agent_db_path, agent_dir, recall_log_path
-from .progress import (_finish_run, _now_iso, _record_attempt, _save_progress, _start_run,  # noqa: F401
+from .progress import (_finish_run, _now_iso, _record_attempt, _save_progress, _start_run,
                        pending_conversations, trust_pending)
 
 log = logging.getLogger(__name__)

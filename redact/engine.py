@@ -360,9 +360,11 @@ class Redactor:
             more = _occurrences(text, strong, weak, spans)
             if more:
                 spans = merge_spans(spans + more)
-        keyless = {text[s.start:s.end] for s in raw if s.rule in _UNREMEMBERED_RULES} - \
-            {text[s.start:s.end] for s in raw if s.rule not in _UNREMEMBERED_RULES}
-        return spans, {v for v in strong if not shapes.is_typed_sequence(v) and v not in keyless}
+        creds = {v for v in strong if not shapes.is_typed_sequence(v)}
+        if creds and any(s.rule in _UNREMEMBERED_RULES for s in raw):
+            creds -= {text[s.start:s.end] for s in raw if s.rule in _UNREMEMBERED_RULES} - \
+                {text[s.start:s.end] for s in raw if s.rule not in _UNREMEMBERED_RULES}
+        return spans, creds
 
     def _learn(self, creds: set[str]) -> int:
         if not (self.learn and creds):

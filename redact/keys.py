@@ -85,6 +85,15 @@ def _has_compound(segs: list[str]) -> bool:
 
 
 @functools.lru_cache(maxsize=8192)
+def key_segments(key: str) -> list[str]:
+    """The lower-case words of a key (`dbPassword` -> db, password; `AWS_SECRET-key` -> aws, secret,
+    key), none for an empty key or one over 120 characters (no key is that long)."""
+    k = key.strip().strip("\"'`$@-")
+    if not k or len(k) > 120:
+        return []
+    return [s for s in _SEGSPLIT.split(_CAMEL.sub(r"\1_\2", k).lower()) if s]
+
+
 def classify_key(key: str) -> tuple[str, str] | None:
     """(tier, label) for a key that names a secret, else None.
 
@@ -92,11 +101,7 @@ def classify_key(key: str) -> tuple[str, str] | None:
     secret shaped), 'key' (a bare or unqualified *key; token shaped), 'provider' (only a provider
     name, e.g. `cloudflare:`; token shaped).
     """
-    k = key.strip().strip("\"'`$@-")
-    if not k or len(k) > 120:
-        return None
-    norm = _CAMEL.sub(r"\1_\2", k).lower()
-    segs = [s for s in _SEGSPLIT.split(norm) if s]
+    segs = key_segments(key)
     if not segs:
         return None
     # a provider name as a segment prefix (`stripe_key`) or spelled over segments (`MessageBird`)
@@ -158,10 +163,7 @@ def says_not_secret(key: str) -> bool:
     one (`_NOT_REAL`: `fake_token`, `wrongStart`) or is public or a checksum (`_PUBLIC_WORDS`:
     `public_key`, `hash`), and none is a password or secret word. For the rules that find a value
     with no key of their own (`quoted-high-entropy`), the key it is assigned to, when there is one."""
-    k = key.strip().strip("\"'`$@-")
-    if not k or len(k) > 120:
-        return False
-    segs = [s for s in _SEGSPLIT.split(_CAMEL.sub(r"\1_\2", k).lower()) if s]
+    segs = key_segments(key)
     if any(s in _PW_SEGMENTS or "secret" in s or "password" in s for s in segs):
         return False
     return any(s in _NOT_REAL or s in _PUBLIC_WORDS for s in segs)

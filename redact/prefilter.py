@@ -129,18 +129,18 @@ class SetGroup:
     sentinel: int
     rules: list[int]
     all: frozenset[int]
-    nothing: list[int] = field(default_factory=list)   # [sentinel]: what a text that fires no rule gets
+    nothing: list[int] = field(init=False)   # [sentinel]: what a text that fires no rule gets
 
     def __post_init__(self) -> None:
         self.nothing = [self.sentinel]
 
 
-def _set_groups(rules: tuple[Rule, ...], members: list[int]) -> list[SetGroup]:
+def _set_groups(rules: tuple[Rule, ...]) -> list[SetGroup]:
     import re2
 
     by_group: dict[str, list[int]] = {}
-    for i in members:
-        by_group.setdefault(_set_group(rules[i]), []).append(i)
+    for i, rule in enumerate(rules):
+        by_group.setdefault(_set_group(rule), []).append(i)
     out: list[SetGroup] = []
     for group in by_group.values():
         opts = latin1_options()
@@ -164,7 +164,7 @@ class Prefilter:
 
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         self.all_rules = frozenset(range(len(rules)))
-        self.groups = _set_groups(rules, list(range(len(rules))))
+        self.groups = _set_groups(rules)
 
     def fired(self, data: bytes) -> frozenset[int]:
         """Indices of the rules that can match the UTF-8 bytes `data` (see the module docstring)."""

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from . import shapes
 from .keys import (  # noqa: F401  (classify_key, _clean_bare re-exported)
     _ESCAPE_CUT, _RE_BARE_IDENT, _SPACE, _WELLFORMED_INTERP, PAIR_NEXT, _clean_bare, classify_key, says_not_secret, value_ok)
-from .prefilter import NO_RULES, Prefilter, latin1_options, loosen  # noqa: F401  (loosen re-exported)
+from .prefilter import NO_RULES, Prefilter, latin1_options
 from .rules import RULES, Rule
 
 logger = logging.getLogger(__name__)
@@ -80,9 +80,6 @@ def _unanchored():
 _UNANCHORED = None  # set on the first Scanner build (re2 is imported only then)
 
 
-_NO_RULES = NO_RULES
-
-
 #: `fired_many` confirms at most this many fired rules over the joined batch (then per-text Sets).
 _CONFIRM_IN_BATCH = 8
 #: `fired_many` gives a text this long its own Set pass rather than a place in the joined one.
@@ -107,8 +104,8 @@ class Scanner:
                 self._compiled.append(re2.compile(rule.pattern.encode("latin-1"), opts))
             except Exception as exc:  # a bad pattern is a programming error: fail loudly at build
                 raise ValueError(f"rule {rule.name}: {exc}") from exc
-        self.all_rules = frozenset(range(len(rules)))
         self.prefilter = Prefilter(rules)
+        self.all_rules = self.prefilter.all_rules
         #: `fired(data)`: the indices of the rules that can match the UTF-8 bytes `data`
         #: (`Prefilter.fired`: a pass of each RE2 Set; a Set that gives up names all its rules).
         self.fired = self.prefilter.fired
@@ -125,7 +122,7 @@ class Scanner:
     def triggered(self, text: str) -> frozenset[int]:
         """`fired` for a str."""
         if not text:
-            return _NO_RULES
+            return NO_RULES
         return self.fired(text.encode("utf-8", "surrogatepass"))
 
     def fired_many(self, datas: Sequence[bytes]) -> list[frozenset[int]]:
@@ -141,7 +138,7 @@ class Scanner:
         new combination of partial matches builds automaton states), and a join that fires is
         read again.
         """
-        out: list[frozenset[int]] = [_NO_RULES] * len(datas)
+        out: list[frozenset[int]] = [NO_RULES] * len(datas)
         fired = self.fired
         short: list[int] = []
         for i, d in enumerate(datas):

@@ -185,9 +185,9 @@ def random_base64(value: str, max_bits: float = 4.5) -> bool:
     case, lower case and digits; its entropy is at least what nearly every random string of its
     length has (`max_bits` from 56 characters on, down to 4.2 bits at 32: a random 32-character
     string has ~4.5 bits, and 5% of them below 4.3); and it is no identifier made of words
-    (camelCase words cover < 75% of it; a random string's cover it ~35%, 99% of them < 70%)."""
+    (camelCase words cover < 75% of it; they cover ~35% of a random string)."""
     body = value.rstrip("=")
-    if not (any(c.isupper() for c in body) and any(c.islower() for c in body) and any(c.isdigit() for c in body)):
+    if not (_RE_UPPER.search(body) and _RE_LOWER.search(body) and _RE_DIGIT.search(body)):
         return False
     if shannon(value) < min(max_bits, 4.2 + 0.0125 * max(0, len(body) - 32)):
         return False
