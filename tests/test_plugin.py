@@ -268,6 +268,12 @@ def test_a_token_in_the_source_url_reaches_no_file(tmp_path):
         "installing reverie from git+https://***@github.com/acme/reverie (env)")
     inst.log(str(tmp_path), f"$ pip install {source}")
     assert token not in (tmp_path / inst.LOG).read_text() and "https://***@github.com" in (tmp_path / inst.LOG).read_text()
+    # a step's own output and a failure's reason (a timeout names the whole command) are masked too
+    inst._step(str(tmp_path), [sys.executable, "-c", f"print('Collecting {source}')"])
+    inst.record_failure(str(tmp_path), subprocess.TimeoutExpired(["pip", "install", source], 600))
+    written = (tmp_path / inst.LOG).read_text() + (tmp_path / inst.FAILED).read_text()
+    assert token not in written and "Collecting git+https://***@github.com/acme/reverie" in written
+    assert "https://***@github.com/acme/reverie" in (tmp_path / inst.FAILED).read_text()
 
 
 def test_checkout_detection_reads_the_project_name(tmp_path):

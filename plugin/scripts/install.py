@@ -227,11 +227,26 @@ def start(data: str, plugin_root: str) -> int:
 
 # -- run (detached) -----------------------------------------------------------------------------
 
+def record_failure(data: str, exc: BaseException) -> None:
+    """The marker that holds retries back for `RETRY_AFTER_S`, with the reason masked (a timed-out
+    step's message holds its whole command line, the source URL included)."""
+    try:
+        with open(os.path.join(data, FAILED), "w", encoding="utf-8") as fh:
+            json.dump({"at": time.time(), "reason": masked(f"{type(exc).__name__}: {exc}")}, fh)
+    except OSError:
+        pass
+
+
 def _step(data: str, argv: list[str]) -> None:
+    """Run one install step; its output goes to the log masked, like every line written there."""
     log(data, "$ " + " ".join(argv))
-    with open(os.path.join(data, LOG), "a", encoding="utf-8") as fh:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
-                              timeout=STEP_TIMEOUT_S, cwd=data)
+    done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          timeout=STEP_TIMEOUT_S, cwd=data, text=True, errors="replace")
+    try:
+        with open(os.path.join(data, LOG), "a", encoding="utf-8") as fh:
+            fh.write(masked(done.stdout or ""))
+    except OSError:
+        pass
     if done.returncode != 0:
         raise RuntimeError(f"`{os.path.basename(argv[0])} {' '.join(argv[1:3])} ...` exited {done.returncode}")
 
@@ -275,11 +290,7 @@ def run(data: str, plugin_root: str) -> int:
         log(data, f"install FAILED after {time.monotonic() - started:.1f} s: {type(exc).__name__}: {exc}; "
                   f"retried by a session starting after {RETRY_AFTER_S // 60} minutes "
                   f"(or install it yourself: see the reverie README)")
-        try:
-            with open(os.path.join(data, FAILED), "w", encoding="utf-8") as fh:
-                json.dump({"at": time.time(), "reason": f"{type(exc).__name__}: {exc}"}, fh)
-        except OSError:
-            pass
+        record_failure(data, exc)
         return 1
     finally:
         try:
