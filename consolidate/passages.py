@@ -470,16 +470,16 @@ def cut_at(p: Passage) -> int:
 
 
 #: The agent's final answer of an exchange is sent to the model writers up to this many characters,
-#: and the answers of one request up to `ANSWERS_MAX` in all (the earliest exchanges first).
-ANSWER_MAX = 800
-ANSWERS_MAX = 4000
+#: and the answers of one request up to `FINAL_ANSWERS_MAX` in all (the earliest exchanges first).
+FINAL_ANSWER_MAX = 800
+FINAL_ANSWERS_MAX = 4000
 
 
 def final_answers(passages: Iterable[Passage], candidate_keys: set[str], exchanges: set[int]) -> dict[int, str]:
     """exchange id -> the agent's final answer in it (its last assistant text message, the
-    paragraphs that became passages, clipped to ANSWER_MAX), for each of `exchanges` whose final
+    paragraphs that became passages, clipped to FINAL_ANSWER_MAX), for each of `exchanges` whose final
     answer holds no candidate (`candidate_keys`): with the user's turn, the whole exchange reaches
-    a model writer rather than isolated paragraphs, within ANSWERS_MAX characters per request."""
+    a model writer rather than isolated paragraphs, within FINAL_ANSWERS_MAX characters per request."""
     last: dict[int, list[Passage]] = {}
     for p in passages:
         if p.kind != "assistant" or p.exchange not in exchanges:
@@ -495,8 +495,8 @@ def final_answers(passages: Iterable[Passage], candidate_keys: set[str], exchang
         group = last[exchange]
         if any(p.key in candidate_keys for p in group):
             continue
-        text = clip("\n\n".join(p.text for p in group), ANSWER_MAX)[0]
-        if total + len(text) > ANSWERS_MAX:
+        text = clip("\n\n".join(p.text for p in group), FINAL_ANSWER_MAX)[0]
+        if total + len(text) > FINAL_ANSWERS_MAX:
             break
         out[exchange] = text
         total += len(text)

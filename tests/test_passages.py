@@ -111,7 +111,7 @@ def test_tool_results_that_carry_knowledge_become_passages_once():
 
 
 def test_final_answers_give_each_exchange_its_last_reply_when_no_candidate_holds_it():
-    from reverie.consolidate.passages import ANSWER_MAX, Passage, final_answers
+    from reverie.consolidate.passages import FINAL_ANSWER_MAX, Passage, final_answers
 
     def para(key, mid, exchange, text, kind="assistant"):
         return Passage(key=key, kind=kind, text=text, conversation="c", message_id=mid, timestamp="",
@@ -127,7 +127,7 @@ def test_final_answers_give_each_exchange_its_last_reply_when_no_candidate_holds
                 para("assistant:8.0", 8, 7, "x" * 2000)]
     assert final_answers(passages, {"user:1", "assistant:6.0", "user:7"}, {1, 5, 7}) == {
         1: "The deploy job runs on the blue runners.\n\nIt needs the DEPLOY_ENV variable.",
-        7: "x" * ANSWER_MAX + "\u2026"}
+        7: "x" * FINAL_ANSWER_MAX + "\u2026"}
     assert final_answers(passages, set(), {5}) == {5: "The docs build with mkdocs."}
     many = [para(f"assistant:{i}.0", i, i, "abcdef"[i - 10] * 790) for i in range(10, 16)]
     assert sorted(final_answers(many, set(), set(range(10, 16)))) == [10, 11, 12, 13, 14]   # 5 x 790 <= 4000
@@ -151,3 +151,16 @@ def test_the_model_prompt_gives_an_exchanges_final_answer_after_its_passages():
         "(the agent's final answer in this exchange, context only, not a passage to cite:)\n"
         "  Switched the lockfile: pnpm-lock.yaml replaces package-lock.json.\n"
         "[P2] user\n  Never push to main.")
+
+
+def test_a_long_answer_is_kept_to_its_own_limit_not_a_final_answers():
+    """The user's answers are clipped at `ANSWER_MAX`; `FINAL_ANSWER_MAX` (the writers' view of an
+    agent's final answer) is a limit of its own."""
+    from reverie.consolidate.passages import ANSWER_MAX, FINAL_ANSWER_MAX
+
+    answer = '"Which conventions?"="' + "keep every migration reversible; " * 40 + '"'
+    msgs = [Msg(1, "user", texts=["Set up the migrations."]),
+            Msg(2, "user", kind="tool_result", has_tool_result=True, tool_results=[
+                ("AskUserQuestion", "", False, "User has answered your questions: " + answer)])]
+    [_, got] = cut_passages("c", msgs).passages
+    assert FINAL_ANSWER_MAX < len(answer) <= ANSWER_MAX and (got.kind, got.text) == ("answer", answer)
