@@ -139,7 +139,6 @@ def _torn_line_rest(raw: bytes, parser: LineParser, offset: int = 0) -> Parsed |
     return None
 
 
-
 def _mark_of(known, ign, path: str, kind: str) -> tuple[str | None, Mark]:
     """(agent, watermark) a transcript is read from: its agent's mark, else the mark it was ignored
     with, else a fresh one (offset 0)."""
@@ -148,6 +147,7 @@ def _mark_of(known, ign, path: str, kind: str) -> tuple[str | None, Mark]:
     if ign is not None:
         return None, ign
     return None, Mark(path=path, kind=kind)
+
 
 class RedactionUnavailable(ReverieError):
     def __init__(self, detail: str) -> None:

@@ -66,7 +66,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .model import CODEX, Block, LineParser, Parsed, Record, TranscriptFile, parse_guarded, str_field
-from .render import canonical_json, data_url_placeholder, render_fields, written_doc
+from .render import DOC_FILE, canonical_json, data_url_placeholder, render_fields, written_doc
 
 HARNESS = CODEX
 FORMAT = "jsonl"
@@ -586,7 +586,7 @@ def _patch_files(patch: str) -> str:
     sections = _PATCH_FILE.split(patch)   # [head, action, path, body, action, path, body, ...]
     for i in range(1, len(sections) - 2, 3):
         path, body = sections[i + 1].strip(), sections[i + 2]
-        if sections[i] != "Delete" and written_doc(path, ["x"]):
+        if sections[i] != "Delete" and DOC_FILE.search(path):
             docs.append(path)
             added.append("\n".join(ln[1:] for ln in body.splitlines() if ln.startswith("+")))
     written = written_doc(docs[0], added) if docs else ""

@@ -53,14 +53,14 @@ from .repair import build_draft
 
 log = logging.getLogger(__name__)
 
-#: The keep a coding candidate needs before the offline writer writes it: the classifier's bar
-#: (0.5) admits weak candidates for the model writers, which can discard them; an extracting writer
-#: cannot rephrase a weak one, so it takes only the strong.
 #: A statement that opens on a pronoun standing for something earlier in the transcript (after
 #: `_self_contained` found nothing to put in its place): "It ...", "Without it, ...", "This means ...".
 _BACK_REFERENCE = re.compile(r"^\W*(?:(?:with|without|for|from|because of|after|before|unlike)\s+)?(?:it|they|them)\b"
                               r"|^\W*(?:this|that|these|those)\s+(?:is|are|was|were|means|makes|will|would|can|should)\b",
                               re.I)
+#: The keep a coding candidate needs before the offline writer writes it: the classifier's bar
+#: (0.5) admits weak candidates for the model writers, which can discard them; an extracting writer
+#: cannot rephrase a weak one, so it takes only the strong.
 CODING_KEEP = {"user": 0.6, "assistant": 0.6, "summary": 0.7, "report": 0.65, "file": 0.5, "written": 0.65,
                "answer": 0.5}
 

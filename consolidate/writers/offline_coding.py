@@ -318,11 +318,8 @@ def _file_rule(path: str, body: str) -> tuple[str, str] | None:
         return None     # a readme, plan or config read once may be outdated: the model writers weigh it
     name = path.rsplit("/", 1)[-1]
     best: tuple[float, str, str] | None = None
-    for line in body.splitlines():
-        line = line.strip()
-        if not line or line.startswith(("#", "|", "```")):
-            continue
-        s = clean(line)
+    for line in coding.prose_lines(body).splitlines():
+        s = clean(line.strip())
         if not (coding.USER_RULE.search(s) or coding.LESSON_CUE.search(s)) or acceptable(s) is not None:
             continue
         if UNRESOLVED_PERSON.search(s):
