@@ -152,7 +152,7 @@ def test_consolidate_now_json_has_the_issue_4_fields_and_a_second_run_writes_not
         {"agent": "spotter", "conversations": 1, "passages": 2, "candidates": 1, "calls": 0, "cards_written": 0,
          "cards_rejected": {}, "cost_usd": 0.0, "backlog": False, "errors": []},
         {"agent": "spotter-gqc", "conversations": 1, "passages": 176, "candidates": 53, "calls": 0,
-         "cards_written": 10, "cards_rejected": {}, "cost_usd": 0.0, "backlog": False, "errors": []},
+         "cards_written": 8, "cards_rejected": {}, "cost_usd": 0.0, "backlog": False, "errors": []},
     ]
     dbs = {a: consolidated_home / "agents" / a / "agent.db" for a in ("demo", "spotter", "spotter-gqc")}
     # The run record (`runs`) and the trust pass's idempotence key are bookkeeping of the run itself.
@@ -198,13 +198,13 @@ def test_reporting_commands_print_the_documented_json_on_the_consolidated_fixtur
                                "maturity"} <= set(n) for n in r["notes"])
     assert r["notes"][0]["statement"] in r["text"]
 
-    found = j("search", "AnnotationMessageRef", "--agent", "spotter-gqc", "--json")   # issue 6, item 9
-    assert (found["agent"], found["query"]) == ("spotter-gqc", "AnnotationMessageRef")
+    found = j("search", "table-rewrite", "--agent", "spotter-gqc", "--json")          # issue 6, item 9
+    assert (found["agent"], found["query"]) == ("spotter-gqc", "table-rewrite")
     assert found["cards"] and all({"id", "statement", "date"} <= set(c) for c in found["cards"])
     assert all({"conversation", "at", "snippet"} <= set(h) for h in found["history"])
 
-    g = j("graph", "AnnotationMessageRef", "--agent", "spotter-gqc", "--json")      # issue 5, item 8
-    assert g["entity"] == {"name": "AnnotationMessageRef", "type": "other", "aliases": []}
+    g = j("graph", "mix ash.codegen", "--agent", "spotter-gqc", "--json")           # issue 5, item 8
+    assert g["entity"] == {"name": "mix ash.codegen", "type": "tool", "aliases": []}
     assert isinstance(g["relations"], list)
 
     st = j("schedule", "status", "--json")                                          # issue 7, item 4
@@ -257,8 +257,8 @@ def test_installed_hook_command_runs_under_sh_and_injects_and_install_is_idempot
     assert (proc.returncode, proc.stderr) == (0, "")
     out = json.loads(proc.stdout)
     assert out["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
-    assert ("Established that this project uses table-rewrite migrations for any column modification SQLite "
-            "doesn't support natively." in out["hookSpecificOutput"]["additionalContext"])
+    assert ("- This project uses table-rewrite migrations for any column modification SQLite doesn't support "
+            "natively." in out["hookSpecificOutput"]["additionalContext"])
 
 
 # ---------------------------------------------------------------------------------------------

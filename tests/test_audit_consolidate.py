@@ -700,7 +700,7 @@ def test_shared_fixture_cards_carry_only_named_things(reverie_home, tmp_path):
     out = _consolidate_cli(reverie_home, SHARED_FIXTURES)
     assert {s["agent"]: s["cards_written"] for s in out}["spotter-gqc"] >= 1
     names = _entities(reverie_home / "agents" / "spotter-gqc" / "agent.db")
-    assert "AnnotationMessageRef" in names and "SQLite" in names
+    assert "mix ash.codegen" in names and "SQLite" in names
     assert _junk(names) == [] and "Added" not in names
 
 

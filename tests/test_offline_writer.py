@@ -340,3 +340,79 @@ def test_a_label_goes_but_a_name_as_the_label_stays(sentence, expected):
     from reverie.consolidate.writers import offline_coding
 
     assert offline_coding.clean(sentence) == expected
+
+
+@pytest.mark.parametrize("sentence, verdict", [
+    # a gap found today is a transient state: the same session usually closes it
+    ("The test config in config/test.exs is missing `secret_key_base`.", "transient"),
+    ("The `AnnotationMessageRef` module doesn't exist yet.", "transient"),
+    ("The `/export` endpoint of billing-api is not yet implemented.", "transient"),
+    # inline code in backticks is quoted, not pasted: the sentence around it is judged
+    ("Under strict mode kv.hset needs the cast `as unknown as Record<string, unknown>` first.", None),
+    ("<div class=\"row\"> holds the list of todos in the page.", "code"),
+])
+def test_gaps_are_transient_and_quoted_code_is_prose(sentence, verdict):
+    from reverie.consolidate.writers import offline_coding
+
+    assert offline_coding.acceptable(offline_coding.clean(sentence)) == verdict
+
+
+@pytest.mark.parametrize("sentence, expected", [
+    ("Established that this project uses table-rewrite migrations for SQLite.",
+     "This project uses table-rewrite migrations for SQLite."),
+    ("- SQLite: Confirmed that the port in config/dev.exs is 1100.", "The port in config/dev.exs is 1100."),
+    ("I confirmed yes, Claude Code has built-in git automation.", "Claude Code has built-in git automation."),
+    ("Good, found that the cache needs redis.", "The cache needs redis."),
+    ("Foundation models are slow.", "Foundation models are slow."),
+])
+def test_how_a_finding_was_reached_goes_the_finding_stays(sentence, expected):
+    from reverie.consolidate.writers.offline_coding import clean
+
+    assert clean(sentence) == expected
+
+
+def test_a_summary_paragraph_gives_its_best_two_points_and_other_passages_one():
+    """A compaction summary's paragraph often holds several points; each passes the same checks."""
+    from reverie.consolidate.passages import Passage as P
+    from reverie.consolidate.writers.offline_coding import statement_for, statements_for
+
+    text = ("5. Problem Solving: - SQLite migration patterns: Established that this project uses table-rewrite "
+            "migrations for any column modification SQLite doesn't support natively. Auto-generated migrations "
+            "from `mix ash.codegen` should always be reviewed and rewritten for SQLite compatibility. "
+            "Now let me run the tests. The `Spotter.Repo` uses SQLite.")
+
+    def passage(kind: str) -> P:
+        return P(key=f"{kind}:1", kind=kind, text=text, conversation="c", message_id=1, timestamp="")
+
+    # equally strong: in the order they were said
+    both = [("This project uses table-rewrite migrations for any column modification SQLite doesn't support "
+             "natively.", "SQLite migration patterns: Established that this project uses table-rewrite "
+             "migrations for any column modification SQLite doesn't support natively."),
+            ("Auto-generated migrations from `mix ash.codegen` should always be reviewed and rewritten for SQLite "
+             "compatibility.", "Auto-generated migrations from `mix ash.codegen` should always be reviewed and "
+             "rewritten for SQLite compatibility.")]
+    assert statements_for(passage("summary")) == both
+    assert statements_for(passage("assistant")) == both[:1]
+    assert statement_for(passage("summary")) == both[0]
+    assert statements_for(passage("summary"), limit=0) == []
+
+    # the writer turns both into cards citing the passage, within the exchange's cap (one card
+    # for up to three candidates, two for four)
+    cand = Candidate("P1", passage("summary"), classify(passage("summary")))
+    quiet = [P(key=f"assistant:{i}", kind="assistant", text="Now let me run the whole test suite again.",
+               conversation="c", message_id=i, timestamp="") for i in (2, 3, 4)]
+    others = [Candidate(f"P{p.message_id}", p, classify(p)) for p in quiet]
+
+    def cards(cands: list) -> list:
+        got = OfflineWriter().write_one(WriteRequest(id="r", agent="a", conversation="c", candidates=cands)).cards
+        return [(c.statement, c.evidence) for c in got]
+
+    assert cards([cand]) == [(both[0][0], ["P1"])]
+    assert cards([cand, *others]) == [(s, ["P1"]) for s, _ in both]
+
+
+def test_a_thing_that_does_not_exist_is_a_fact_and_one_not_there_yet_is_a_gap():
+    from reverie.consolidate.writers import offline_coding
+
+    assert offline_coding.acceptable("The `staging-eu` bucket doesn't exist; deploys go to `stage-eu`.") is None
+    assert offline_coding.acceptable("The `staging-eu` bucket doesn't exist yet in the account.") == "transient"

@@ -47,7 +47,7 @@ from reverie.graph.text import STOPWORDS
 from ..classify import CHATTER_ANY, CHATTER_START, RULE_ADVERB, agent_exchange, answers_question, speaker_label
 from ..names import KNOWN_TOOLS, Named, named_things
 from .base import CardDraft, EntityDraft, RelationDraft, WriteRequest, WriteResult, sequential, MAX_WORDS
-from .offline_coding import statement_for as coding_statement, user_card_ok
+from .offline_coding import statements_for as coding_statements, user_card_ok
 from .relations import UNRESOLVED_PERSON, findings, relations
 from .repair import build_draft
 
@@ -535,39 +535,46 @@ class OfflineWriter:
         user_turns = {c.passage.message_id: c.label for c in request.candidates if c.passage.kind == "user"}
         for cand in ranked:
             try:
-                fields = self._card_fields(cand, known, user_turns)
+                got = self._card_fields(cand, known, user_turns)
             except Exception:  # noqa: BLE001 - one passage never stops the exchange
                 log.warning("offline writer: extraction failed for %s", cand.passage.key, exc_info=True)
                 rejected["writer_error"] = rejected.get("writer_error", 0) + 1
                 continue
-            if fields is None:
-                continue
-            norm = _norm(fields["statement"])
-            if norm in by_norm:
-                card = cards[by_norm[norm]]
-                card.evidence.extend(e for e in fields["evidence"] if e not in card.evidence)
-                continue
-            if len(cards) >= cap:
-                continue
-            draft, reason = build_draft(**fields)
-            if draft is None:
-                rejected[reason or "repair_invalid"] = rejected.get(reason or "repair_invalid", 0) + 1
-                continue
-            cards.append(draft)
-            by_norm[norm] = len(cards) - 1
+            for fields in ([got] if isinstance(got, dict) else got or []):
+                norm = _norm(fields["statement"])
+                if norm in by_norm:
+                    card = cards[by_norm[norm]]
+                    card.evidence.extend(e for e in fields["evidence"] if e not in card.evidence)
+                    continue
+                if len(cards) >= cap:
+                    continue
+                draft, reason = build_draft(**fields)
+                if draft is None:
+                    rejected[reason or "repair_invalid"] = rejected.get(reason or "repair_invalid", 0) + 1
+                    continue
+                cards.append(draft)
+                by_norm[norm] = len(cards) - 1
         return WriteResult(request.id, cards=cards, rejected=rejected)
 
-    def _coding_fields(self, cand, known: dict[str, str], user_turns: dict[int, str]) -> dict | None:
-        """A coding passage's card (`writers.offline_coding`): its best memory sentence, or none.
-        No per-session cap (a resumed run must write what one uninterrupted run writes): the
-        quality bars (`CODING_KEEP`, `offline_coding.MIN_FACT`) keep a long session to a handful."""
+    def _coding_fields(self, cand, known: dict[str, str], user_turns: dict[int, str]) -> list[dict]:
+        """A coding passage's cards (`writers.offline_coding.statements_for`): its best memory
+        sentence (a summary paragraph: its best few), or none. No per-session cap (a resumed run
+        must write what one uninterrupted run writes): the quality bars (`CODING_KEEP`,
+        `offline_coding.MIN_FACT`) and the exchange's card cap keep a long session to a handful."""
         j, p = cand.judgement, cand.passage
         if j.keep < CODING_KEEP.get(p.kind, CODING_KEEP["assistant"]):
-            return None
-        got = coding_statement(p, j.correction)
-        if got is None:
-            return None
-        statement, source = got
+            return []
+        out = []
+        for statement, source in coding_statements(p, j.correction):
+            fields = self._coding_card(cand, statement, source, known, user_turns)
+            if fields is not None:
+                out.append(fields)
+        return out
+
+    def _coding_card(self, cand, statement: str, source: str, known: dict[str, str],
+                     user_turns: dict[int, str]) -> dict | None:
+        """The fields of one coding statement's card, or None when it leans on the transcript."""
+        j, p = cand.judgement, cand.passage
         evidence = [cand.label]
         if p.kind in ("assistant", "summary", "report") and p.context:
             # "It depends on ledger-db": the thing the request named stands for "it".
@@ -587,9 +594,9 @@ class OfflineWriter:
                 "entities": [{"name": e.name, "type": e.type} for e in ents],
                 "relations": relations(statement, ents), "evidence": evidence, "quote": source[:200]}
 
-    def _card_fields(self, cand, known: dict[str, str], user_turns: dict[int, str]) -> dict | None:
-        """The fields of the card one candidate gives (plain values: `build_draft` repairs and
-        validates them), or None when it gives none."""
+    def _card_fields(self, cand, known: dict[str, str], user_turns: dict[int, str]) -> dict | list[dict] | None:
+        """The fields of the card(s) one candidate gives (plain values: `build_draft` repairs and
+        validates them): one dict, a list of them (a coding passage), or None when it gives none."""
         j, p = cand.judgement, cand.passage
         if j.category == "none":
             return None

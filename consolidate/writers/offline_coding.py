@@ -4,15 +4,19 @@ Used for every passage of a person working with an agent (`consolidate.classify.
 and for the agent's own text, summaries, sub-agent reports, docs and answers; a conversation among
 people ("Caroline: ...") keeps the account-writing of `writers.offline`.
 
-One card is one self-contained sentence of durable knowledge, the best sentence of the passage
-that passes every check below (`statement_for`), or no card at all:
+One card is one self-contained sentence of durable knowledge: the best sentence of the passage
+that passes every check below (`statement_for`; a compaction summary's paragraph gives its best
+`SENTENCES_PER_PASSAGE`, `statements_for`), or no card at all:
 
 * never a question, the agent's narration ("Let me ...", "Now add ...", "I've updated ..."), a
   status line ("All green", "STATUS: Complete"), a list fragment (a bare item, "2.", a heading
   with a colon), a table or pasted output, code (a sentence that is mostly code: braces,
-  assignments, a shell prompt), or a sentence that still says "I"/"you" after the rewrites below;
+  assignments, a shell prompt; inline code in backticks is quoted, not pasted), or a sentence that
+  still says "I"/"you" after the rewrites below (how a finding was reached goes first:
+  "Established that X" is X);
 * never a transient state: what is true only at the moment ("the build is passing now", "the DNS
-  is configured correctly", "something went wrong", "is still running");
+  is configured correctly", "something went wrong", "is still running"), and a gap found today
+  ("X is missing Y", "Y doesn't exist yet", "not implemented yet");
 * a user's imperative is a rule only with a rule cue (always, never, don't, prefer, use X not Y,
   from now on, make sure, should, must); a bare request ("add a button", "commit this") is a
   one-off and gives no card; "I want/I'd like/we need X" becomes "The user wants X";
@@ -47,6 +51,9 @@ _OPENER = re.compile(
     r"^\W*(?:(?:ok(?:ay)?|so|well|also|good|great|perfect|excellent|right|ah|oh|yes|yep|no|nope|got it|i see(?: the issue)?|"
     r"good call|good catch|thanks!?|thank you|note|important|heads up|fyi|btw|actually|expected|interesting|"
     r"found it|confirmed|understood|makes sense)\b[\s,.:;!\-\u2013\u2014]+)+", re.I)
+#: How a finding is reported, before the finding itself ("Established that this project uses X").
+_FOUND_THAT = re.compile(r"^(?:(?:we|i|it was) )?(?:established|confirmed|found|discovered|determined|verified|"
+                         r"learned|realized|noticed|clarified)(?: (?:out|again|here))?(?: that|,? yes,)\s+(?=\S)", re.I)
 _MARKDOWN = re.compile(r"(\*\*|__|\*)(?=\S)(.+?)(?<=\S)\1")
 _LABEL = re.compile(r"^\s*(?:[-*\u2022]\s*)?(?:\d{1,2}[.)]\s*)?(?:\*\*)?[A-Z][\w /&\-]{0,30}(?:\*\*)?:\s+(?=\S)")
 _TRAILING_NARRATION = re.compile(
@@ -57,7 +64,10 @@ _TRANSIENT = re.compile(
     r"running|done|complete|completed|ready|green|fixed|resolved|configured correctly|up to date|in progress|pending)\b|"
     r"something went wrong|still (?:running|compiling|waiting|loading|failing|in progress)|at the moment|right now|"
     r"currently (?:running|working on|in progress)|for now|so far|this session|"
-    r"all (?:tests|checks) pass|\d+ (?:tests?|failures?|passed|failed)\b)", re.I)
+    r"all (?:tests|checks) pass|\d+ (?:tests?|failures?|passed|failed)\b|"
+    # a gap found today, usually closed by the same session: "X is missing Y", "Y doesn't exist yet"
+    r"(?:is|are) (?:still |currently )?missing\b|(?:does not|doesn'?t|do not|don'?t) exist yet\b|"
+    r"\bnot (?:yet )?(?:implemented|created|added|written|wired up)\b|\bnot yet\b)", re.I)
 _CODE = re.compile(r"[{};]\s*$|^\s*[$#>]\s|=>|\breturn\b.*;|\b(?:const|let|var|def|function|import|export)\s+\w+\s*[=(]|"
                    r"^\s*[\w.]+\([^)]*\)\s*$|</?\w+[^>]*>", re.I)
 _OUTDATED = re.compile(r"^(?P<old>.*?)(?:,|;|\s[-\u2013\u2014])\s*(?:but\s+)?(?:it\s+|they\s+|this\s+)?(?:is|are|was|were)?\s*now\s+"
@@ -114,7 +124,7 @@ def clean(sentence: str) -> str:
     if label and not re.fullmatch(r"[A-Z][A-Z0-9]*-\d+|\S*[_.]\S*", label.group(1)) and \
             re.fullmatch(r"[A-Z][A-Z ]{2,20}|[A-Z][\w\-]*(?: [\w\-]+){0,3}", label.group(1)):
         s = s[label.end():]
-    s = _OPENER.sub("", s)
+    s = _FOUND_THAT.sub("", _OPENER.sub("", _FOUND_THAT.sub("", s)))
     s = _TRAILING_NARRATION.sub("", s).strip()
     s = _PREVIOUSLY.sub("", s)
     m = _OUTDATED.match(s)
@@ -180,7 +190,9 @@ def acceptable(s: str) -> str | None:
         return "fragment"
     if coding.PASTED.search(s):
         return "pasted"
-    if _CODE.search(s) or sum(ch in "{}=;<>|" for ch in s) >= 4:
+    # inline code in backticks is quoted, not pasted: the sentence around it is judged
+    prose = re.sub(r"`[^`\n]{1,80}`", "`x`", s)
+    if _CODE.search(prose) or sum(ch in "{}=;<>|" for ch in prose) >= 4:
         return "code"
     if _TRANSIENT.search(s):
         return "transient"
@@ -224,27 +236,46 @@ def _user_statement(s: str, correction: bool) -> str | None:
     return out
 
 
+#: The most cards one passage gives, by kind: a summary paragraph (a compaction summary, the
+#: account of a whole session) often states several points in as many sentences; every other
+#: passage gives its best sentence.
+SENTENCES_PER_PASSAGE = {"summary": 2}
+
+
 def statement_for(passage, correction: bool = False) -> tuple[str, str] | None:
     """(statement, the source sentence) of the best memory sentence of a coding passage, or None."""
+    got = statements_for(passage, correction, limit=1)
+    return got[0] if got else None
+
+
+def statements_for(passage, correction: bool = False, limit: int | None = None) -> list[tuple[str, str]]:
+    """(statement, the source sentence) of the passage's memory sentences, best first, at most
+    `limit` (default: `SENTENCES_PER_PASSAGE` of its kind, else 1) and never two alike; every one
+    passes the same checks as the best."""
     kind = passage.kind
     text = passage.text
-    if kind == "error":
-        return None
-    if kind == "answer":
-        return _answer(text)
-    if kind == "file":
-        path, _, body = text.partition("\n")
-        return _file_rule(path.rstrip(":"), body)
+    if limit is None:
+        limit = SENTENCES_PER_PASSAGE.get(kind, 1)
+    if kind == "error" or limit < 1:
+        return []
+    if kind in ("answer", "file"):
+        if kind == "answer":
+            one = _answer(text)
+        else:
+            path, _, body = text.partition("\n")
+            one = _file_rule(path.rstrip(":"), body)
+        return [one] if one else []
     bar = MIN_FACT + (0.2 if kind in ("report", "written") else 0.0)
     if kind == "written":
         # a doc the agent wrote: an instruction file by its strongest rule, another by its best
         # sentence (headings and tables are no sentences), held to a sub-agent report's bar
         path, _, body = text.partition("\n")
         if INSTRUCTION_FILE.search(path.rstrip(":")):
-            return _file_rule(path.rstrip(":"), body)
+            one = _file_rule(path.rstrip(":"), body)
+            return [one] if one else []
         text = coding.prose_lines(body)
-    best: tuple[float, str, str] | None = None
-    for raw in coding.sentences(text):
+    found: list[tuple[float, int, str, str]] = []
+    for at, raw in enumerate(coding.sentences(text)):
         if kind == "user":
             out = _user_statement(raw, correction)
             score = 1.0 if out else 0.0
@@ -257,9 +288,19 @@ def statement_for(passage, correction: bool = False) -> tuple[str, str] | None:
                 continue
         if not out or acceptable(out) is not None:
             continue
-        if best is None or score > best[0]:
-            best = (score, out, raw)
-    return (best[1], best[2]) if best else None
+        found.append((score, at, out, raw))
+    found.sort(key=lambda f: (-f[0], f[1]))     # best first; of equals, the earlier sentence
+    out_list: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for _, _, out, raw in found:
+        norm = re.sub(r"\W+", " ", out.lower()).strip()
+        if norm in seen:
+            continue
+        seen.add(norm)
+        out_list.append((out, raw))
+        if len(out_list) >= limit:
+            break
+    return out_list
 
 
 #: A change of the project's state the user reports ("we moved X back to Y", "switched to Z").
