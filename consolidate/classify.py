@@ -45,7 +45,7 @@ import re
 from dataclasses import dataclass, field
 
 from . import classify_coding as coding
-from .names import NUMBER_RE, _PROPER_STOP, Named, named_things  # noqa: F401  (Named, named_things: re-exported)
+from .names import NUMBER_RE, PROPER_STOP, Named, named_things  # noqa: F401  (Named, named_things: re-exported)
 from .passages import Passage
 
 CATEGORY_NONE = "none"
@@ -271,7 +271,7 @@ _REACTION = re.compile(
 #: A request: a sentence that opens with a bare verb ("Add the bucket to Terraform", "Check which
 #: credentials my shell has", "Can you ..."). Like a question it asks for something; rules that are
 #: also requests ("Never commit to main") carry cues of their own.
-_REQUEST = re.compile(
+REQUEST = re.compile(
     r"^\W*(?:(?:please|also|and|now|then|just|first|next|so|ok(?:ay)?|pls)[,]?\s+)*(?:can|could|would|will) you\b|"
     r"^\W*(?:(?:before|after|when|once|if|while|whenever)\b[^,;]{1,80},\s*)?"
     r"(?:(?:please|also|and|now|then|just|first|next|so|ok(?:ay)?|pls)[,]?\s+)*(?:add|check|run|make|set|install|"
@@ -331,7 +331,7 @@ _NAME_IN_SENTENCE = re.compile(r"(?<=[\w,;:)] )[A-Z][\w'’&\-]*[a-z][\w'’&\-]
                                r"[A-Z][\w'’&\-]+)*")
 _QUOTED = re.compile(r"[\"“][^\"”]{2,60}[\"”]")
 _LIKES = re.compile(r"\b(?:love|like|enjoy|adore|favou?rite|fave|top pick|go-to|fan of|into)\b", re.I)
-_NAME_STOP = _PROPER_STOP | {"I'd", "I'll", "Mr", "Mrs", "Ms", "Dr", "Yeah", "Yep", "Oh", "Wow", "Haha", "Lol"}
+_NAME_STOP = PROPER_STOP | {"I'd", "I'll", "Mr", "Mrs", "Ms", "Dr", "Yeah", "Yep", "Oh", "Wow", "Haha", "Lol"}
 
 
 @dataclass(frozen=True)
@@ -393,7 +393,7 @@ def read_statements(text: str) -> Statements:
     addressed: list[str] = []
     sents = split_sentences(body)
     for s in sents:
-        if s.rstrip().endswith("?") or _REQUEST.search(s):
+        if s.rstrip().endswith("?") or REQUEST.search(s):
             questions += 1
             _names(s, addressed)
             continue

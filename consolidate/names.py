@@ -40,7 +40,7 @@ PROPER_RE = re.compile(r"(?<=[a-z,;:] )([A-Z][a-zA-Z0-9]+(?:[ \-][A-Z][a-zA-Z0-9
 CAMEL_RE = re.compile(r"\b([A-Z][a-z0-9]+[A-Z][A-Za-z0-9]+|[a-z]+[A-Z][A-Za-z0-9]+)\b")
 NUMBER_RE = re.compile(r"\b\d+(?:[.:]\d+)*\s*(?:%|ms|s|gb|mb|kb|k|px|am|pm|h|min)?\b", re.I)
 
-_PROPER_STOP = {
+PROPER_STOP = {
     "I", "I'm", "I've", "I'll", "I'd", "The", "This", "That", "These", "Those", "It", "We", "You",
     "He", "She", "They", "My", "Our", "Your", "His", "Her", "Their", "Yes", "No", "Ok", "Okay", "OK",
     "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday", "Also", "But",
@@ -196,7 +196,7 @@ def named_things(text: str, known: dict[str, str] | None = None) -> list[Named]:
         add(m.group(1), "other", m.start(), m.end())
     for m in PROPER_RE.finditer(text):
         name = m.group(1)
-        if name.split()[0] in _PROPER_STOP:
+        if name.split()[0] in PROPER_STOP:
             continue
         add(name, "other", m.start(), m.end())
     found.sort(key=lambda n: n.start)

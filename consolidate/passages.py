@@ -258,13 +258,23 @@ def _input_field(text: str, name: str) -> str:
     return m.group(1).strip() if m else ""
 
 
-def _written(given: str) -> str:
-    """What a write call wrote into a documentation file: the text after its input's `content: `
-    field, which the readers render last (`sources.render.written_doc`)."""
-    _, sep, body = given.partition("\ncontent: ")
-    if not sep and given.startswith("content: "):
-        body = given[len("content: "):]
-    return body.strip()
+_WRITTEN_GROUP = re.compile(r"^(?:file_path|absolute_path): ?(.*)\ncontent: ", re.MULTILINE)
+
+
+def _written(given: str) -> list[tuple[str, str]]:
+    """What a write call wrote into documentation files, as (path, text): each `file_path:` line
+    followed by a `content: ` field starts a group that runs to the next one (the readers render
+    them last, `sources.render.written_doc`; a Codex patch has one per doc file). A call whose
+    content has no path line of its own is its `file_path` field's."""
+    groups = list(_WRITTEN_GROUP.finditer(given))
+    if not groups:
+        _, sep, body = given.partition("\ncontent: ")
+        if not sep and given.startswith("content: "):
+            body = given[len("content: "):]
+        path = _input_field(given, "file_path") or _input_field(given, "absolute_path")
+        return [(path, body.strip())] if (sep or given.startswith("content: ")) else []
+    return [(m.group(1).strip(), given[m.end(): groups[k + 1].start() if k + 1 < len(groups) else len(given)].strip())
+            for k, m in enumerate(groups)]
 
 
 def tool_passages(conversation: str, msg: Msg, *, request_id: int, seen: set[str]) -> list[Passage]:
@@ -283,9 +293,9 @@ def tool_passages(conversation: str, msg: Msg, *, request_id: int, seen: set[str
     out: list[Passage] = []
     for i, (tool, given, is_error, text) in enumerate(msg.tool_results):
         text = strip_noise(text or "")
-        if not text or is_injected(text):
+        # a write is known by its input: its result may be empty ("Success." or nothing at all)
+        if (not text and tool not in WRITE_TOOLS) or is_injected(text):
             continue
-        key = f"{tool}:{i}"
         if tool == "AskUserQuestion":
             body = _ASK_TRAILER.sub("", _ASK_PREAMBLE.sub("", text))
             body, clipped = clip(_flat(body), ANSWER_MAX)
@@ -314,17 +324,17 @@ def tool_passages(conversation: str, msg: Msg, *, request_id: int, seen: set[str
                                    conversation=conversation, message_id=msg.id, timestamp=msg.timestamp,
                                    exchange=request_id, clipped=clipped, original_size=len(para)))
         elif tool in WRITE_TOOLS and not is_error:
-            path = _input_field(given, "file_path") or _input_field(given, "absolute_path")
-            body = _written(given)
-            mark = f"written\n{path}\n{body[:FILE_MAX]}"
-            if not path or not body or mark in seen:
-                continue
-            seen.add(mark)
-            body_clipped, clipped = clip(body, FILE_MAX)
-            out.append(Passage(key=f"written:{msg.id}.{i}", kind="written", text=f"{path}:\n{body_clipped}",
-                               conversation=conversation, message_id=msg.call_messages.get(i, msg.id),
-                               timestamp=msg.timestamp, context=path, exchange=request_id, clipped=clipped,
-                               original_size=len(body), read_at=msg.id))
+            for k, (path, body) in enumerate(_written(given)):
+                mark = f"written\n{path}\n{body[:FILE_MAX]}"
+                if not path or not body or mark in seen:
+                    continue
+                seen.add(mark)
+                body_clipped, clipped = clip(body, FILE_MAX)
+                out.append(Passage(key=f"written:{msg.id}.{i}" + (f".{k}" if k else ""), kind="written",
+                                   text=f"{path}:\n{body_clipped}", conversation=conversation,
+                                   message_id=msg.call_messages.get(i, msg.id), timestamp=msg.timestamp,
+                                   context=path, exchange=request_id, clipped=clipped, original_size=len(body),
+                                   read_at=msg.id))
         elif tool == "Bash" and is_error:
             command = _input_field(given, "command")
             body = _flat(f"$ {command}\n{text}" if command else text)
@@ -336,7 +346,6 @@ def tool_passages(conversation: str, msg: Msg, *, request_id: int, seen: set[str
             out.append(Passage(key=f"error:{msg.id}.{i}", kind="error", text=body, conversation=conversation,
                                message_id=msg.id, timestamp=msg.timestamp, context=command[:CONTEXT_MAX],
                                exchange=request_id, clipped=clipped, original_size=len(text)))
-        del key
     return out
 
 

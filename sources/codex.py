@@ -576,22 +576,22 @@ def _plan_text(plan: list) -> str:
 
 
 def _patch_files(patch: str) -> str:
-    """The files a patch touches (`add: path`, ...); when it writes into documentation files, then
-    `file_path:` the first of them and what the patch adds to them (`render.written_doc`)."""
+    """The files a patch touches (`add: path`, ...); then, for each documentation file it writes
+    into, `file_path:` that file and what the patch adds to it (`render.written_doc`), one group
+    per file in patch order (a file patched twice: one group with both additions)."""
     files = [f"{action.lower()}: {path.strip()}" for action, path in _PATCH_FILE.findall(patch)]
     if not files:
         return "input: apply_patch"
-    docs: list[str] = []
-    added: list[str] = []
+    added: dict[str, list[str]] = {}
     sections = _PATCH_FILE.split(patch)   # [head, action, path, body, action, path, body, ...]
     for i in range(1, len(sections) - 2, 3):
         path, body = sections[i + 1].strip(), sections[i + 2]
         if sections[i] != "Delete" and DOC_FILE.search(path):
-            docs.append(path)
-            added.append("\n".join(ln[1:] for ln in body.splitlines() if ln.startswith("+")))
-    written = written_doc(docs[0], added) if docs else ""
-    if written:
-        files += [f"file_path: {docs[0]}", written]
+            added.setdefault(path, []).append("\n".join(ln[1:] for ln in body.splitlines() if ln.startswith("+")))
+    for path, texts in added.items():
+        written = written_doc(path, texts)
+        if written:
+            files += [f"file_path: {path}", written]
     return "\n".join(files)
 
 

@@ -51,7 +51,7 @@ def test_gemini_and_codex_keep_what_is_written_into_docs():
              "*** Add File: src/b.py\n+print(1)\n*** Add File: docs/NOTES.md\n+Staging runs on fly.io.\n*** End Patch")
     assert codex._patch_files(patch) == (
         "update: README.md\nadd: src/b.py\nadd: docs/NOTES.md\nfile_path: README.md\n"
-        "content: Proto generation needs Docker.\n\nStaging runs on fly.io.")
+        "content: Proto generation needs Docker.\nfile_path: docs/NOTES.md\ncontent: Staging runs on fly.io.")
     assert codex._patch_files("*** Begin Patch\n*** Update File: src/a.py\n+x = 1\n*** End Patch") == "update: src/a.py"
 
 
@@ -176,3 +176,23 @@ def test_the_model_prompt_names_a_write_by_its_file_not_as_the_users_turn():
     assert passages_block(req) == (
         "[P1] written\n  (what the agent wrote into /r/CONVENTIONS.md)\n  /r/CONVENTIONS.md:\n  "
         + RULES.replace("\n", "\n  "))
+
+
+def test_a_codex_patch_into_two_docs_gives_a_written_passage_per_doc():
+    patch = ("*** Begin Patch\n*** Update File: README.md\n@@\n+Proto generation needs Docker.\n"
+             "*** Add File: src/b.py\n+print(1)\n*** Add File: docs/NOTES.md\n+Staging runs on fly.io.\n"
+             "*** Update File: README.md\n@@\n+Run make proto before make test.\n*** End Patch")
+    given = codex._patch_files(patch)
+    assert given == ("update: README.md\nadd: src/b.py\nadd: docs/NOTES.md\nupdate: README.md\n"
+                     "file_path: README.md\ncontent: Proto generation needs Docker.\n\nRun make proto before make test.\n"
+                     "file_path: docs/NOTES.md\ncontent: Staging runs on fly.io.")
+    msgs = [Msg(1, "user", texts=["Write the setup notes down."]),
+            Msg(2, "user", kind="tool_result", has_tool_result=True, call_messages={0: 1},
+                tool_results=[("apply_patch", given, False, "")])]     # a write's result may be empty
+    cut = cut_passages("c", msgs)
+    assert [(p.key, p.kind, p.text, p.message_id, p.context) for p in cut.passages] == [
+        ("user:1", "user", "Write the setup notes down.", 1, ""),
+        ("written:2.0", "written", "README.md:\nProto generation needs Docker.\n\nRun make proto before make test.", 1,
+         "README.md"),
+        ("written:2.0.1", "written", "docs/NOTES.md:\nStaging runs on fly.io.", 1, "docs/NOTES.md"),
+    ]

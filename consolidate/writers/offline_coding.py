@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 
 from .. import classify_coding as coding
-from ..classify import _REQUEST
+from ..classify import REQUEST
 from ..names import KNOWN_TOOLS
 from .base import MAX_WORDS
 from .relations import UNRESOLVED_PERSON
@@ -213,7 +213,7 @@ def _user_statement(s: str, correction: bool) -> str | None:
         # a request for now ("add a button", "I want to rename the repo") is not.
 
         plain = clean(raw)
-        if _REQUEST.search(plain) or coding.fact_sentence(plain) < MIN_FACT or \
+        if REQUEST.search(plain) or coding.fact_sentence(plain) < MIN_FACT or \
                 re.match(r"^(?:i|we)\W*(?:'d| would)? (?:\w+ )?(?:want|like|need)\b", plain, re.I):
             return None
     bare = _OPENER.sub("", _MARKDOWN.sub(r"\2", raw))
@@ -321,7 +321,7 @@ def user_card_ok(statement: str, correction: bool) -> bool:
         return False
     if correction or _IMPERATIVE_RULE.search(s):
         return True
-    if _REQUEST.search(s):
+    if REQUEST.search(s):
         return False
     return coding.fact_sentence(s) >= 0.35 or (_names(s) >= 2 and bool(coding.STATE_VERB.search(s) or _CHANGE.search(s)))
 
