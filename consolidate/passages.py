@@ -259,6 +259,7 @@ def _input_field(text: str, name: str) -> str:
 
 
 _WRITTEN_GROUP = re.compile(r"^(?:file_path|absolute_path): ?(.*)\ncontent: ", re.MULTILINE)
+_PATCHED = re.compile(r"^(?:add|update): (.*)$", re.MULTILINE)
 
 
 def _written(given: str) -> list[tuple[str, str]]:
@@ -267,6 +268,11 @@ def _written(given: str) -> list[tuple[str, str]]:
     them last, `sources.render.written_doc`; a Codex patch has one per doc file). A call whose
     content has no path line of its own is its `file_path` field's."""
     groups = list(_WRITTEN_GROUP.finditer(given))
+    if len(groups) > 1:
+        # a later group only for a file the call's own list names (a Codex patch: "update: README.md");
+        # a "file_path:" line inside what was written is text, not a group
+        listed = {p.strip() for p in _PATCHED.findall(given[:groups[0].start()])}
+        groups = groups[:1] + [m for m in groups[1:] if m.group(1).strip() in listed]
     if not groups:
         _, sep, body = given.partition("\ncontent: ")
         if not sep and given.startswith("content: "):
@@ -292,9 +298,10 @@ def tool_passages(conversation: str, msg: Msg, *, request_id: int, seen: set[str
     """
     out: list[Passage] = []
     for i, (tool, given, is_error, text) in enumerate(msg.tool_results):
-        text = strip_noise(text or "")
-        # a write is known by its input: its result may be empty ("Success." or nothing at all)
-        if (not text and tool not in WRITE_TOOLS) or is_injected(text):
+        raw, text = text or "", strip_noise(text or "")
+        # a write is known by its input: its result may be empty; one that was only harness noise
+        # ("[Request interrupted by user for tool use]") is no success
+        if (not text and (tool not in WRITE_TOOLS or raw.strip())) or is_injected(text):
             continue
         if tool == "AskUserQuestion":
             body = _ASK_TRAILER.sub("", _ASK_PREAMBLE.sub("", text))

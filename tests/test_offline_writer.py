@@ -343,18 +343,33 @@ def test_a_label_goes_but_a_name_as_the_label_stays(sentence, expected):
 
 
 @pytest.mark.parametrize("sentence, verdict", [
-    # a gap found today is a transient state: the same session usually closes it
-    ("The test config in config/test.exs is missing `secret_key_base`.", "transient"),
-    ("The `AnnotationMessageRef` module doesn't exist yet.", "transient"),
-    ("The `/export` endpoint of billing-api is not yet implemented.", "transient"),
     # inline code in backticks is quoted, not pasted: the sentence around it is judged
     ("Under strict mode kv.hset needs the cast `as unknown as Record<string, unknown>` first.", None),
     ("<div class=\"row\"> holds the list of todos in the page.", "code"),
 ])
-def test_gaps_are_transient_and_quoted_code_is_prose(sentence, verdict):
+def test_quoted_code_is_prose_and_markup_is_code(sentence, verdict):
     from reverie.consolidate.writers import offline_coding
 
     assert offline_coding.acceptable(offline_coding.clean(sentence)) == verdict
+
+
+@pytest.mark.parametrize("sentence, gap", [
+    # a gap the agent found today: the same session usually closes it
+    ("The test config in config/test.exs is missing `secret_key_base`.", True),
+    ("The `AnnotationMessageRef` module doesn't exist yet.", True),
+    ("The `/export` endpoint of billing-api is not implemented yet.", True),
+    ("The `/export` endpoint of billing-api is not yet live.", True),
+    # within a condition or a rule, or without "yet", it is lasting knowledge
+    ("The build fails when `DATABASE_URL` is missing from the environment.", False),
+    ("If `.env` is missing, the app falls back to `config/defaults.toml`.", False),
+    ("Never merge a PR whose CI is not yet finished.", False),
+    ("Logs of billing-api are not written to disk in production.", False),
+    ("The `staging-eu` bucket doesn't exist; deploys go to `stage-eu`.", False),
+])
+def test_a_gap_found_today_is_transient_but_a_rule_about_one_is_not(sentence, gap):
+    from reverie.consolidate.writers import offline_coding
+
+    assert offline_coding.gap_found(sentence) is gap
 
 
 @pytest.mark.parametrize("sentence, expected", [
@@ -411,8 +426,52 @@ def test_a_summary_paragraph_gives_its_best_two_points_and_other_passages_one():
     assert cards([cand, *others]) == [(s, ["P1"]) for s, _ in both]
 
 
-def test_a_thing_that_does_not_exist_is_a_fact_and_one_not_there_yet_is_a_gap():
-    from reverie.consolidate.writers import offline_coding
+def test_a_gap_gives_no_agent_card_while_a_users_rule_about_one_stays():
+    from reverie.consolidate.passages import Passage as P
+    from reverie.consolidate.writers.offline_coding import statement_for, user_card_ok
 
-    assert offline_coding.acceptable("The `staging-eu` bucket doesn't exist; deploys go to `stage-eu`.") is None
-    assert offline_coding.acceptable("The `staging-eu` bucket doesn't exist yet in the account.") == "transient"
+    def said(text: str, kind: str) -> str | None:
+        got = statement_for(P(key=f"{kind}:1", kind=kind, text=text, conversation="c", message_id=1, timestamp="",
+                              previous_reply="Done." if kind == "user" else ""))
+        return got[0] if got else None
+
+    assert said("The `staging-eu` bucket doesn't exist yet in the `acme` account.", "assistant") is None
+    assert said("The `staging-eu` bucket doesn't exist; deploys go to `stage-eu`.", "assistant") == \
+        "The `staging-eu` bucket doesn't exist; deploys go to `stage-eu`."
+    assert said("Always fail the build if `LICENSE` is missing.", "user") == "Always fail the build if `LICENSE` is missing."
+    assert user_card_ok("Always fail the build if `LICENSE` is missing.", correction=True)
+
+
+@pytest.mark.parametrize("question, answer, statement", [
+    ("What's explicitly NOT in v1?", "Playwright integration",
+     "The user chose \"Playwright integration\" for: What's explicitly NOT in v1."),
+    ("How do you imagine Topic Mode working?", "Hybrid approach",
+     'The user chose "Hybrid approach" for: How do you imagine Topic Mode working.'),
+    # how to go on now steers this session, not the project
+    ("I detected existing code in this directory. Would you like to map the codebase first?",
+     "Map codebase first (Recommended)", None),
+    ("How thorough should planning be?", "Standard (Recommended)", None),
+    ("Ready to create the roadmap with 8 phases?", "Ask more questions", None),
+])
+def test_an_answer_is_a_decision_unless_it_only_says_how_to_go_on_now(question, answer, statement):
+    from reverie.consolidate.passages import Passage as P
+    from reverie.consolidate.writers.offline_coding import statement_for
+
+    got = statement_for(P(key="answer:1", kind="answer", text=f'"{question}"="{answer}"', conversation="c",
+                          message_id=1, timestamp=""))
+    assert (got[0] if got else None) == statement
+
+
+def test_a_reports_verdict_on_the_code_is_no_fact_but_its_finding_is():
+    from reverie.consolidate.passages import Passage as P
+    from reverie.consolidate.writers.offline_coding import statement_for
+
+    def said(text: str, kind: str) -> str | None:
+        got = statement_for(P(key=f"{kind}:1", kind=kind, text=text, conversation="c", message_id=1, timestamp=""))
+        return got[0] if got else None
+
+    verdict = "The `load-core-context.ts` hook has proper error handling and uses `settings.json` for its paths."
+    assert said(verdict, "report") is None
+    assert said(verdict, "assistant") == verdict
+    finding = "The `capture-judge-verdict.ts` hook stores verdicts in `analytics.db` because the dashboard reads them."
+    assert said(finding, "report") == finding

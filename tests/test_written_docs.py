@@ -196,3 +196,14 @@ def test_a_codex_patch_into_two_docs_gives_a_written_passage_per_doc():
          "README.md"),
         ("written:2.0.1", "written", "docs/NOTES.md:\nStaging runs on fly.io.", 1, "docs/NOTES.md"),
     ]
+
+
+def test_a_path_line_inside_written_text_is_text_and_an_interrupted_write_is_none():
+    body = "Hook input looks like this:\nfile_path: /x/y.md\ncontent: example"
+    msgs = [Msg(1, "user", texts=["Document the hook input."]),
+            Msg(2, "user", kind="tool_result", has_tool_result=True, call_messages={0: 1, 1: 1},
+                tool_results=[("Write", f"file_path: /r/HOOKS.md\ncontent: {body}", False, "File created"),
+                              ("Write", "file_path: /r/NOTES.md\ncontent: Staging runs on fly.io.", False,
+                               "[Request interrupted by user for tool use]")])]
+    assert [(p.key, p.text) for p in cut_passages("c", msgs).passages] == [
+        ("user:1", "Document the hook input."), ("written:2.0", f"/r/HOOKS.md:\n{body}")]

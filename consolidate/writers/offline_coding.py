@@ -15,19 +15,22 @@ that passes every check below (`statement_for`; a compaction summary's paragraph
   still says "I"/"you" after the rewrites below (how a finding was reached goes first:
   "Established that X" is X);
 * never a transient state: what is true only at the moment ("the build is passing now", "the DNS
-  is configured correctly", "something went wrong", "is still running"), and a gap found today
-  ("X is missing Y", "Y doesn't exist yet", "not implemented yet");
+  is configured correctly", "something went wrong", "is still running"), and, in the agent's own
+  sentences, a gap found today outside a condition or rule ("X is missing Y", "Y doesn't exist
+  yet", "not implemented yet"; `gap_found`);
 * a user's imperative is a rule only with a rule cue (always, never, don't, prefer, use X not Y,
   from now on, make sure, should, must); a bare request ("add a button", "commit this") is a
   one-off and gives no card; "I want/I'd like/we need X" becomes "The user wants X";
 * a sentence that mixes an outdated and a current fact ("it was X, now it is Y", "X (previously
   Y)") keeps the current part;
 * a sentence of the agent's must state something: a lesson or reason cue, or a named thing with a
-  present-tense state verb (`classify_coding.fact_sentence` >= `MIN_FACT`).
+  present-tense state verb (`classify_coding.fact_sentence` >= `MIN_FACT`); a sub-agent report's
+  verdict on the code it read ("has proper error handling", `_VERDICT`) is no fact.
 
 Agent instruction files (CLAUDE.md, AGENTS.md, CONTRIBUTING, ...), read or written, give their strongest rule line
 (a readme, plan or config read once may be outdated by the session's own edits: no offline card); answers to the agent's questions give
-"The user chose <answer> for <question>"; another doc the agent wrote gives its best sentence, held to
+"The user chose <answer> for <question>" (not when the question only asked how to go on now: "Would
+you like to ... first?", "Ready to ...?"); another doc the agent wrote gives its best sentence, held to
 a sub-agent report's bar; failed commands give no offline card (the model writers
 may read a lesson in them).
 """
@@ -64,10 +67,20 @@ _TRANSIENT = re.compile(
     r"running|done|complete|completed|ready|green|fixed|resolved|configured correctly|up to date|in progress|pending)\b|"
     r"something went wrong|still (?:running|compiling|waiting|loading|failing|in progress)|at the moment|right now|"
     r"currently (?:running|working on|in progress)|for now|so far|this session|"
-    r"all (?:tests|checks) pass|\d+ (?:tests?|failures?|passed|failed)\b|"
-    # a gap found today, usually closed by the same session: "X is missing Y", "Y doesn't exist yet"
-    r"(?:is|are) (?:still |currently )?missing\b|(?:does not|doesn'?t|do not|don'?t) exist yet\b|"
-    r"\bnot (?:yet )?(?:implemented|created|added|written|wired up)\b|\bnot yet\b)", re.I)
+    r"all (?:tests|checks) pass|\d+ (?:tests?|failures?|passed|failed)\b)", re.I)
+#: A gap the agent found today, which the same session usually closes: "X is missing Y", "Y doesn't
+#: exist yet", "not implemented yet". Judged in the agent's own sentences only (`gap_found`).
+_GAP = re.compile(r"\b(?:(?:is|are) (?:still |currently )?missing\b|(?:does not|doesn'?t|do not|don'?t) exist yet\b|"
+                  r"(?:is|are) not yet\b|(?:isn'?t|aren'?t|not) (?:implemented|created|added|written|wired up) yet\b)",
+                  re.I)
+#: A reviewer's verdict ("has proper error handling", "comprehensive", "is broken"): how a sub-agent
+#: judged the code it read, not a fact about it (judged in reports only).
+_VERDICT = re.compile(r"\b(?:proper|comprehensive|robust|modern|solid|excellent|elegant|seamless(?:ly)?|"
+                      r"well[- ](?:structured|designed|organized|documented|written)|time-consuming|broken|"
+                      r"best practices?|production[- ]ready|clean(?:ly)? (?:code|architecture|separation))\b", re.I)
+#: What makes a gap part of a lasting rule: a condition ("fails when X is missing"), a rule cue.
+_GAP_RULE = re.compile(r"\b(?:if|when|whenever|unless|until|while|whose|once|before|after|never|always|must|"
+                       r"should|don'?t|do not)\b", re.I)
 _CODE = re.compile(r"[{};]\s*$|^\s*[$#>]\s|=>|\breturn\b.*;|\b(?:const|let|var|def|function|import|export)\s+\w+\s*[=(]|"
                    r"^\s*[\w.]+\([^)]*\)\s*$|</?\w+[^>]*>", re.I)
 _OUTDATED = re.compile(r"^(?P<old>.*?)(?:,|;|\s[-\u2013\u2014])\s*(?:but\s+)?(?:it\s+|they\s+|this\s+)?(?:is|are|was|were)?\s*now\s+"
@@ -170,6 +183,14 @@ def _fragment(s: str) -> bool:
                          r"(?:resolved|fixed|solved|superseded|replaced|caused|blocked) (?:by|with|via)|"
                          r"required (?:by|for)|renamed to|deprecated (?:in|since|by))\b",
                          body, re.I)
+
+
+def gap_found(s: str) -> bool:
+    """An agent's sentence that reports a gap found today (`_GAP`) outside any condition or rule:
+    "The test config is missing `secret_key_base`." (transient) but not "The build fails when
+    `DATABASE_URL` is missing." (a lasting fact)."""
+    m = _GAP.search(s)
+    return bool(m) and not _GAP_RULE.search(s[:m.start()])
 
 
 def acceptable(s: str) -> str | None:
@@ -284,7 +305,8 @@ def statements_for(passage, correction: bool = False, limit: int | None = None) 
             score = coding.fact_sentence(out) + (0.1 if _WRITER_LESSON.search(out) else 0.0)
             # The agent's sentence names what it is about (a file, a tool, a setting, a service):
             # "Breaking changes require careful analysis" helps no future session.
-            if score < bar or UNRESOLVED_PERSON.search(out) or not _names(out):
+            if score < bar or UNRESOLVED_PERSON.search(out) or not _names(out) or gap_found(out) or \
+                    (kind == "report" and _VERDICT.search(out)):
                 continue
         if not out or acceptable(out) is not None:
             continue
@@ -333,9 +355,19 @@ def _names(s: str) -> int:
     return len(coding.NAMED_CODE.findall(s)) + len(named_things(s))
 
 
+#: A question about how the agent goes on right now ("Would you like to map the codebase first?",
+#: "Ready to create the roadmap?", "How thorough should planning be?"): its answer steers this
+#: session's next step, not the project.
+_NEXT_STEP_QUESTION = re.compile(
+    r"(?:^|[.!]\s+)(?:would you like|do you want|shall (?:i|we)|should (?:i|we) (?:now|first|go ahead|proceed|continue|start)|"
+    r"ready to|proceed|continue|how (?:thorough|detailed|deep|much detail)|want me to)\b", re.I)
+
+
 def _answer(text: str) -> tuple[str, str] | None:
-    """'"Which mode?"="Interactive"' -> 'The user chose "Interactive" for: Which mode.'"""
-    pairs = re.findall(r'"([^"]{3,200})"\s*=\s*"([^"]{1,200})"', text)
+    """'"Which mode?"="Interactive"' -> 'The user chose "Interactive" for: Which mode.'; None when
+    every question asked how to go on now (`_NEXT_STEP_QUESTION`)."""
+    pairs = [(q, a) for q, a in re.findall(r'"([^"]{3,200})"\s*=\s*"([^"]{1,200})"', text)
+             if not _NEXT_STEP_QUESTION.search(q)]
     if not pairs:
         return None
     q, a = max(pairs, key=lambda qa: len(qa[1]))
