@@ -30,7 +30,9 @@ Per session, in a fresh home (`--work`, default bench/out/coding): the session's
   the budget exactly);
 * extractive ceiling: the share of gold memories some single sentence of the stored user and
   assistant text (or of any stored block, tool results included) holds every keyword of: what a
-  writer that copies one sentence per card can reach at best;
+  writer that copies one sentence per card can reach at best; then the same for two adjacent
+  sentences of one message, and for one whole user/assistant message (what a writer must condense
+  into one card when no sentence holds the memory);
 * oracle: the gold statements imported as cards with `reverie import --markdown` into a copy of the
   indexed home (no consolidation), then the same probes: recall alone.
 """
@@ -245,21 +247,30 @@ def raw_turns(db: Path) -> list[str]:
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
-def stored_sentences(dbs) -> tuple[list[str], list[str]]:
-    """Sentences of the stored user/assistant text blocks, and of every stored block."""
-    conv, every = [], []
+def stored_sentences(dbs) -> tuple[list[str], list[str], list[str], list[str]]:
+    """Sentences of the stored user/assistant text blocks, and of every stored block; then the
+    user/assistant text two adjacent sentences at a time, and one whole message at a time."""
+    conv, every, pairs, messages = [], [], [], []
     for db in dbs:
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         try:
-            rows = conn.execute("SELECT m.role, b.type, b.text FROM blocks b JOIN messages m ON m.id = b.message_id").fetchall()
+            rows = conn.execute("SELECT m.id, m.role, b.type, b.text FROM blocks b JOIN messages m ON m.id = b.message_id "
+                                "ORDER BY m.id, b.id").fetchall()
         finally:
             conn.close()
-        for role, btype, text in rows:
+        by_message: dict[int, list[str]] = {}
+        for mid, role, btype, text in rows:
             pieces = _SENTENCE_END.split(text or "")
             every.extend(pieces)
             if btype == "text" and role in ("user", "assistant"):
                 conv.extend(pieces)
-    return conv, every
+                by_message.setdefault(mid, []).append(text or "")
+        for texts in by_message.values():
+            whole = "\n".join(texts)
+            messages.append(whole)
+            sents = _SENTENCE_END.split(whole)
+            pairs.extend(" ".join(sents[i:i + 2]) for i in range(len(sents)))
+    return conv, every, pairs, messages
 
 
 class BM25Turns:
@@ -313,6 +324,8 @@ class Result:
     partial: int = 0
     ceiling_text: int = 0
     ceiling_any: int = 0
+    ceiling_pair: int = 0
+    ceiling_message: int = 0
     cards: int = 0
     noise_cards: int = 0
     cand: dict = field(default_factory=dict)
@@ -368,9 +381,11 @@ def run_one(gold: Gold, work: Path, writer: str) -> Result:
             reverie(oracle_home, "export", "--markdown", str(md), "--agent", agent)
             oracle_markdown(gold, md)
             reverie(oracle_home, "import", "--markdown", str(md), "--agent", agent)
-        conv_sents, all_sents = stored_sentences(dbs.values())
+        conv_sents, all_sents, pairs, messages = stored_sentences(dbs.values())
         res.ceiling_text = sum(any(holds_all(x, m.keywords) for x in conv_sents) for m in gold.memories)
         res.ceiling_any = sum(any(holds_all(x, m.keywords) for x in all_sents) for m in gold.memories)
+        res.ceiling_pair = sum(any(holds_all(x, m.keywords) for x in pairs) for m in gold.memories)
+        res.ceiling_message = sum(any(holds_all(x, m.keywords) for x in messages) for m in gold.memories)
         mem = {m.id: m for m in gold.memories}
         turns = [t for db in dbs.values() for t in raw_turns(db)]
         bm25 = BM25Turns(turns)
@@ -443,7 +458,9 @@ def report(results: list[Result], show_cards: bool, show_misses: bool) -> None:
         print(f"   coverage {_ratio(sum(r.covered for r in rs), mem)} (partial {_ratio(sum(r.partial for r in rs), mem)})  noise {_ratio(sum(r.noise_cards for r in rs), cards)}"
               f"  cards/session {cards / len(rs):.1f}")
         print(f"   extractive ceiling: {_ratio(sum(r.ceiling_text for r in rs), mem)} (one sentence of user/assistant"
-              f" text), {_ratio(sum(r.ceiling_any for r in rs), mem)} (one sentence of any stored block)")
+              f" text), {_ratio(sum(r.ceiling_any for r in rs), mem)} (one sentence of any stored block);"
+              f" {_ratio(sum(r.ceiling_pair for r in rs), mem)} (two adjacent sentences of one user/assistant message),"
+              f" {_ratio(sum(r.ceiling_message for r in rs), mem)} (one whole user/assistant message)")
         print(f"   candidates: {_ratio(cand['cited_candidates'], cand['cited'])} of {cand['cited']} gold-cited messages"
               f" ({_ratio(cand['cited_in_passages'], cand['cited'])} in any passage) at"
               f" {_ratio(cand['candidates'], cand['passages'])} of {cand['passages']} passages;"
