@@ -38,8 +38,9 @@ NAMED_CODE = re.compile(
 STATE_VERB = re.compile(
     r"\b(?:is|are|isn'?t|aren'?t|was not|has no|have no|has|have|uses?|using|requires?|needs?|lacks?|lives? (?:in|at|under)|"
     r"(?:is|are) (?:in|at|under|on|defined|stored|configured|set|located|called|named|missing|required|needed|"
-    r"protected|generated|ignored|gitignored|deprecated|only|not|always|never)|defaults? to|points? to|runs? (?:\w+ly )?(?:on|at)|"
-    r"(?:served|hosted|reachable) (?:on|at)|listens? (?:on|at)|depends? on|supports?|doesn'?t|don'?t|does not|do not|cannot|can'?t|won'?t|must|should|only|"
+    r"protected|generated|ignored|gitignored|deprecated|only|not|always|never)|defaults? to|points? to|"
+    r"runs? (?:\w+ly )?(?:on|at)|(?:served|hosted|reachable) (?:on|at)|listens? (?:on|at)|depends? on|supports?|"
+    r"doesn'?t|don'?t|does not|do not|cannot|can'?t|won'?t|must|should|only|"
     r"expects?|returns?|reads?|writes?|stores?|calls?|loads?|exists?|contains?|holds?|means?|breaks?|fails?|"
     r"works? (?:only|with|when|if)|"
     # German (a team's sessions are often not in English): ist, sind, hat, verwendet, braucht, ...

@@ -52,6 +52,7 @@ from typing import Iterable
 
 from ..sources.claude_code import WRITE_TOOLS as _CLAUDE_WRITE_TOOLS
 from ..sources.gemini import WRITE_TOOLS as _GEMINI_WRITE_TOOLS
+from ..sources.render import WRITTEN_FIELD as _WRITTEN_FIELD
 
 USER_MAX = 1500
 PARAGRAPH_MAX = 800
@@ -258,7 +259,9 @@ def _input_field(text: str, name: str) -> str:
     return m.group(1).strip() if m else ""
 
 
-_WRITTEN_GROUP = re.compile(r"^(?:file_path|absolute_path): ?(.*)\ncontent: ", re.MULTILINE)
+_CONTENT = f"{_WRITTEN_FIELD}: "
+_WRITTEN_GROUP = re.compile(r"^(?:file_path|absolute_path): ?(.*)\n" + _CONTENT, re.MULTILINE)
+#: The files a Codex patch names before its groups (`sources.codex._patch_files`: "update: README.md").
 _PATCHED = re.compile(r"^(?:add|update): (.*)$", re.MULTILINE)
 
 
@@ -274,11 +277,11 @@ def _written(given: str) -> list[tuple[str, str]]:
         listed = {p.strip() for p in _PATCHED.findall(given[:groups[0].start()])}
         groups = groups[:1] + [m for m in groups[1:] if m.group(1).strip() in listed]
     if not groups:
-        _, sep, body = given.partition("\ncontent: ")
-        if not sep and given.startswith("content: "):
-            body = given[len("content: "):]
+        at = ("\n" + given).find("\n" + _CONTENT)   # the content field, first line or not
+        if at < 0:
+            return []
         path = _input_field(given, "file_path") or _input_field(given, "absolute_path")
-        return [(path, body.strip())] if (sep or given.startswith("content: ")) else []
+        return [(path, given[at + len(_CONTENT):].strip())]
     return [(m.group(1).strip(), given[m.end(): groups[k + 1].start() if k + 1 < len(groups) else len(given)].strip())
             for k, m in enumerate(groups)]
 

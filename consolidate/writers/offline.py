@@ -46,7 +46,7 @@ from reverie.graph.text import STOPWORDS
 
 from ..classify import CHATTER_ANY, CHATTER_START, RULE_ADVERB, agent_exchange, answers_question, speaker_label
 from ..names import KNOWN_TOOLS, Named, named_things
-from .base import CardDraft, EntityDraft, RelationDraft, WriteRequest, WriteResult, sequential, MAX_WORDS
+from .base import CardDraft, WriteRequest, WriteResult, sequential, MAX_WORDS
 from .offline_coding import statements_for as coding_statements, user_card_ok
 from .relations import UNRESOLVED_PERSON, findings, relations
 from .repair import build_draft
@@ -540,7 +540,7 @@ class OfflineWriter:
                 log.warning("offline writer: extraction failed for %s", cand.passage.key, exc_info=True)
                 rejected["writer_error"] = rejected.get("writer_error", 0) + 1
                 continue
-            for fields in ([got] if isinstance(got, dict) else got or []):
+            for fields in got:
                 norm = _norm(fields["statement"])
                 if norm in by_norm:
                     card = cards[by_norm[norm]]
@@ -594,12 +594,12 @@ class OfflineWriter:
                 "entities": [{"name": e.name, "type": e.type} for e in ents],
                 "relations": relations(statement, ents), "evidence": evidence, "quote": source[:200]}
 
-    def _card_fields(self, cand, known: dict[str, str], user_turns: dict[int, str]) -> dict | list[dict] | None:
-        """The fields of the card(s) one candidate gives (plain values: `build_draft` repairs and
-        validates them): one dict, a list of them (a coding passage), or None when it gives none."""
+    def _card_fields(self, cand, known: dict[str, str], user_turns: dict[int, str]) -> list[dict]:
+        """The fields of the cards one candidate gives (plain values: `build_draft` repairs and
+        validates them): none, one, or a coding passage's few."""
         j, p = cand.judgement, cand.passage
         if j.category == "none":
-            return None
+            return []
         speaker, body = speaker_label(p.text) if p.kind == "user" else (None, p.text)
         found = findings(body, known) if p.kind in ("assistant", "summary", "report") else None
         # Coding statements for the agent's text, a turn addressed to the agent, and a session's
@@ -609,9 +609,9 @@ class OfflineWriter:
             return self._coding_fields(cand, known, user_turns)
         if found:
             statement, ents, rels = found
-            return {"statement": statement, "category": "fact", "importance": max(2, j.importance),
+            return [{"statement": statement, "category": "fact", "importance": max(2, j.importance),
                     "entities": [{"name": e.name, "type": e.type} for e in ents], "relations": rels,
-                    "evidence": [cand.label], "quote": body[:200]}
+                    "evidence": [cand.label], "quote": body[:200]}]
         if speaker:
             self._people.add(speaker)
         people = self._people | {n for n, t in known.items() if t == "person"}
@@ -622,9 +622,9 @@ class OfflineWriter:
         statement, drew = _self_contained(sent, speaker=speaker, correction=j.correction,
                                           context_named=context_named, user=p.kind == "user")
         if len(statement.split()) < 3 or (not speaker and UNRESOLVED_PERSON.search(statement)):
-            return None   # "I'm new here", "I'll import the bucket": nothing a future session can use
+            return []   # "I'm new here", "I'll import the bucket": nothing a future session can use
         if coding_user and not user_card_ok(statement, j.correction):
-            return None   # a request for now, a question, a transient state (issue 13)
+            return []   # a request for now, a question, a transient state (issue 13)
         answered = answers_question(p) or (p.kind == "user" and bool(p.context_id) and asks_lately(p.context))
         if answered:
             with_q = with_question(statement, p.context, people)
@@ -641,5 +641,5 @@ class OfflineWriter:
             ents.insert(0, Named(speaker, "person", statement.find(speaker)))
         entities = [{"name": e.name, "type": "person" if speaker and e.name == speaker else e.type} for e in ents]
         category = "correction" if j.correction else _sentence_category(sent, p, j.category)
-        return {"statement": statement, "category": category, "importance": j.importance, "entities": entities,
-                "relations": relations(statement, ents), "evidence": evidence, "quote": sent[:200]}
+        return [{"statement": statement, "category": category, "importance": j.importance, "entities": entities,
+                 "relations": relations(statement, ents), "evidence": evidence, "quote": sent[:200]}]

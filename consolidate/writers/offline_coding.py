@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import re
 
+from reverie.graph.text import normalize_statement
+
 from .. import classify_coding as coding
 from ..classify import REQUEST
 from ..names import KNOWN_TOOLS
@@ -279,21 +281,16 @@ def statements_for(passage, correction: bool = False, limit: int | None = None) 
         limit = SENTENCES_PER_PASSAGE.get(kind, 1)
     if kind == "error" or limit < 1:
         return []
-    if kind in ("answer", "file"):
-        if kind == "answer":
-            one = _answer(text)
-        else:
-            path, _, body = text.partition("\n")
-            one = _file_rule(path.rstrip(":"), body)
+    path, _, body = text.partition("\n") if kind in ("file", "written") else ("", "", "")
+    path = path.rstrip(":")
+    if kind == "answer" or kind == "file" or (kind == "written" and INSTRUCTION_FILE.search(path)):
+        # one card at most: the user's choice, or a docs file by its strongest rule
+        one = _answer(text) if kind == "answer" else _file_rule(path, body)
         return [one] if one else []
     bar = MIN_FACT + (0.2 if kind in ("report", "written") else 0.0)
     if kind == "written":
-        # a doc the agent wrote: an instruction file by its strongest rule, another by its best
-        # sentence (headings and tables are no sentences), held to a sub-agent report's bar
-        path, _, body = text.partition("\n")
-        if INSTRUCTION_FILE.search(path.rstrip(":")):
-            one = _file_rule(path.rstrip(":"), body)
-            return [one] if one else []
+        # another doc the agent wrote gives its best sentence (headings and tables are no
+        # sentences), held to a sub-agent report's bar
         text = coding.prose_lines(body)
     found: list[tuple[float, int, str, str]] = []
     for at, raw in enumerate(coding.sentences(text)):
@@ -312,17 +309,12 @@ def statements_for(passage, correction: bool = False, limit: int | None = None) 
             continue
         found.append((score, at, out, raw))
     found.sort(key=lambda f: (-f[0], f[1]))     # best first; of equals, the earlier sentence
-    out_list: list[tuple[str, str]] = []
-    seen: set[str] = set()
+    best: dict[str, tuple[str, str]] = {}       # by the stored cards' norm: never two alike
     for _, _, out, raw in found:
-        norm = re.sub(r"\W+", " ", out.lower()).strip()
-        if norm in seen:
-            continue
-        seen.add(norm)
-        out_list.append((out, raw))
-        if len(out_list) >= limit:
+        best.setdefault(normalize_statement(out), (out, raw))
+        if len(best) >= limit:
             break
-    return out_list
+    return list(best.values())
 
 
 #: A change of the project's state the user reports ("we moved X back to Y", "switched to Z").
