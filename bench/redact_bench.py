@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import json
 import os
 import re
@@ -73,7 +72,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from redact_read_once import MODES as READ_ONCE_MODES, read_once_throughput  # noqa: E402
-from redact_verdicts import VERDICTS, finding_id, judged_false, load_verdicts, row_id, verdict_of  # noqa: E402
+from redact_verdicts import (FALSE_VERDICTS, VERDICTS, finding_id, judged_false, load_verdicts, row_id,  # noqa: E402
+                             verdict_of)
 
 DEFAULT_DATA = ROOT.parent / "shared" / "bench" / "secrets"
 DEFAULT_FIXTURES = ROOT.parent / "shared" / "fixtures" / "claude-code"
@@ -533,7 +533,7 @@ def transcript_findings(texts: list[str], total_bytes: int, roots: list[Path] | 
                 unjudged.add(key)
             ctx = t[max(0, f.start - 40):f.start].replace("\n", "\\n")
             print(f"  {f.type:14} {f.rule:22} …{ctx[-40:]!r} [{mask(value)}]  {verdict}")
-    false = by["false"] + by["unjudged"]   # as `judged_false` counts
+    false = sum(by[v] for v in FALSE_VERDICTS)
     mb = total_bytes / 1e6
     print(f"findings: {n} ({n / mb:.2f} per MB); by verdict: "
           + ", ".join(f"{v} {k}" for v, k in sorted(by.items())) + f"; false: {false} ({false / mb:.2f} per MB)")
@@ -754,12 +754,10 @@ def main(argv: list[str] | None = None) -> int:
         # throughput on the first folder (the Claude Code fixtures by default), as before issue 14
         _TEXTS = fixture_texts(roots[0])
         summary["speed"] = throughput(_TEXTS[1], args.mb, gl + ds)
-        labels = {"lines": "transcript lines", "blocks": "stored blocks, redact()",
-                  "batches": "stored blocks, redact_many()"}
-        for mode in READ_ONCE_MODES:
+        for mode, label in READ_ONCE_MODES.items():
             mb_once, rate_once = read_once_throughput(roots, mode)
             summary["speed"]["read once " + mode] = rate_once
-            print(f"  {labels[mode] + ', read once (' + f'{mb_once:.1f} MB, CPU time)':60} {rate_once:8.1f} MB/s")
+            print(f"  {label + ', read once (' + f'{mb_once:.1f} MB, CPU time)':60} {rate_once:8.1f} MB/s")
 
     print("\n== goals")
     if "gitleaks" in summary:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 
-MODES = ("lines", "blocks", "batches")
+#: mode -> what the bench's table calls it
+MODES = {"lines": "transcript lines", "blocks": "stored blocks, redact()", "batches": "stored blocks, redact_many()"}
 
 #: the batch size of the `batches` mode, in blocks (about one index chunk of records)
 BATCH_BLOCKS = 512

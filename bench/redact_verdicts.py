@@ -41,5 +41,9 @@ def verdict_of(table: dict, key: str) -> str:
     return table.get(key, {}).get("verdict", "unjudged")
 
 
+#: The verdicts the figures count as a false finding.
+FALSE_VERDICTS = ("false", "unjudged")
+
+
 def judged_false(verdicts: list[str]) -> int:
-    return sum(v in ("false", "unjudged") for v in verdicts)
+    return sum(v in FALSE_VERDICTS for v in verdicts)

@@ -114,7 +114,7 @@ def _secret_recognizer_class():
         """One category of our rules behind presidio's recognizer interface.
 
         analyze(): the rules of this category among those the prefilter Set fired for the text (one
-        Set pass per text, shared by the five recognizers), then their RE2 patterns and checks.
+        Set pass per text, shared by every recognizer), then their RE2 patterns and checks.
         """
 
         def __init__(self, category: str, scanner: Scanner, owner: "Redactor") -> None:
@@ -360,10 +360,9 @@ class Redactor:
             more = _occurrences(text, strong, weak, spans)
             if more:
                 spans = merge_spans(spans + more)
-        creds = {v for v in strong if not shapes.is_typed_sequence(v)}
-        if creds and any(s.rule in _UNREMEMBERED_RULES for s in raw):
-            creds -= {text[s.start:s.end] for s in raw if s.rule in _UNREMEMBERED_RULES} - \
-                {text[s.start:s.end] for s in raw if s.rule not in _UNREMEMBERED_RULES}
+        # remembered: what some rule other than an unremembered one found
+        kept = {text[s.start:s.end] for s in raw if s.rule not in _UNREMEMBERED_RULES}
+        creds = {v for v in strong if v in kept and not shapes.is_typed_sequence(v)}
         return spans, creds
 
     def _learn(self, creds: set[str]) -> int:

@@ -84,16 +84,21 @@ def _has_compound(segs: list[str]) -> bool:
     return any(c in seg and seg.endswith(c) for seg in segs for c in _KEY_COMPOUNDS)
 
 
-@functools.lru_cache(maxsize=8192)
-def key_segments(key: str) -> list[str]:
+def key_segments(key: str) -> tuple[str, ...]:
     """The lower-case words of a key (`dbPassword` -> db, password; `AWS_SECRET-key` -> aws, secret,
     key), none for an empty key or one over 120 characters (no key is that long)."""
     k = key.strip().strip("\"'`$@-")
     if not k or len(k) > 120:
-        return []
-    return [s for s in _SEGSPLIT.split(_CAMEL.sub(r"\1_\2", k).lower()) if s]
+        return ()
+    return tuple(s for s in _SEGSPLIT.split(_CAMEL.sub(r"\1_\2", k).lower()) if s)
 
 
+def _names_password_or_secret(segs: tuple[str, ...]) -> bool:
+    """A key word that says password or secret outright (`db_pwd`, `clientSecret`)."""
+    return any(s in _PW_SEGMENTS or "secret" in s or "password" in s for s in segs)
+
+
+@functools.lru_cache(maxsize=8192)
 def classify_key(key: str) -> tuple[str, str] | None:
     """(tier, label) for a key that names a secret, else None.
 
@@ -123,7 +128,7 @@ def classify_key(key: str) -> tuple[str, str] | None:
         # secret itself, unless the key also says password/secret explicitly, or ends in a secret
         # word named by a qualifier of its own ("__Secure-next-auth.session-token": a session
         # token, whatever the words before it)
-        if not (any(s in _PW_SEGMENTS or "secret" in s or "password" in s for s in segs)
+        if not (_names_password_or_secret(segs)
                 or (len(segs) >= 2 and segs[-1] in _SECRET_LAST and segs[-2] in _SECRET_QUALIFIERS
                     and segs[-2] not in _EXCLUDED_SEGMENTS)):
             return None
@@ -164,7 +169,7 @@ def says_not_secret(key: str) -> bool:
     `public_key`, `hash`), and none is a password or secret word. For the rules that find a value
     with no key of their own (`quoted-high-entropy`), the key it is assigned to, when there is one."""
     segs = key_segments(key)
-    if any(s in _PW_SEGMENTS or "secret" in s or "password" in s for s in segs):
+    if _names_password_or_secret(segs):
         return False
     return any(s in _NOT_REAL or s in _PUBLIC_WORDS for s in segs)
 

@@ -429,12 +429,13 @@ RULES: tuple[Rule, ...] = (
     # a quoted string of random base64 with no key at all (detect-secrets' Base64HighEntropyString,
     # bounded): 32-128 characters of upper, lower and digits, as random as a random draw of that
     # length; never a path, an identifier of words, or a public base58 id (an address, an IPFS
-    # id); see `scanner._h_entropy`. A string prefix (`b"..."`, `f'...'`) may stand before it. The pattern leaves out what fills every transcript line: a leading `/`
-    # (a path), a `-` or `_` among the first 9 characters (a UUID, a typed id: `msg_01...`,
-    # `toolu_01...`; a base64url value is found 3 times in 4); the prefilter Set takes it as it is
-    # (loosened, its counts would let them back in).
+    # id); see `scanner._h_entropy`. A string prefix (`b"..."`, `f'...'`) may stand before it.
+    # The pattern leaves out what fills every transcript line: a leading `/` (a path), a `-` or `_`
+    # among the first 9 characters (a UUID, a typed id: `msg_01...`, `toolu_01...`; a base64url
+    # value is found 3 times in 4); the prefilter Set takes it as it is (loosened, its counts
+    # would let them back in).
     Rule("quoted-high-entropy", "secret",
-         r"""(?:^|[^A-Za-z0-9+/_\\\-]|(?:^|[^A-Za-z0-9+/_\\\-])[bBfFrRuU]{1,2})\\?["']([A-Za-z0-9+][A-Za-z0-9+/]{8}"""
+         r"""(?:^|[^A-Za-z0-9+/_\\\-])(?:[bBfFrRuU]{1,2})?\\?["']([A-Za-z0-9+][A-Za-z0-9+/]{8}"""
          r"""[A-Za-z0-9+/_\-]{23,119}={0,2})\\?["']""", "entropy", 4.5, {"exact_in_set": True}),
     # a secret keyword, then the value with no operator: `pdfshift-KEY 4f1c...`, `api key 9Xk...`
     Rule("keyword-value", "api_key",

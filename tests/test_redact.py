@@ -372,11 +372,13 @@ def test_a_keyless_finding_is_never_remembered(tmp_path):
 
 
 @pytest.mark.parametrize("text", [
-    '"integrity": "sha512-' + _random_b64(86, 3) + '=="',                 # a lockfile hash, with its algorithm
+    '"integrity": "sha512-' + _random_b64(86, 3) + '=="',                 # a lockfile hash: `-` early (the pattern)
+    '"integrity": "' + _random_b64(86, 3) + '=="',                        # the key says it is a checksum
+    '"src/app9/Kz/9fQvX2mLbT7wRy4NcHdPa3"',                              # a relative path (`_PATH_SEGMENTS`)
     'export const USDC_MINT = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";',  # base58: an address
     '{"sha": "9fceb02d0ae598e95dc970b74767f19372d61af8"}',                # no upper case
-    '{"id": "3f2b8c1e-9d4a-4e6f-8b7a-1c2d3e4f5a6b"}',
-    'PosixPath("/private/var/folders/x8/Ab3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY/T/pytest-3")',  # a path
+    '{"id": "3f2b8c1e-9d4a-4e6f-8b7a-1c2d3e4f5a6b"}',                      # a UUID: `-` early (the pattern)
+    'PosixPath("/private/var/folders/x8/Ab3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY/T/pytest-3")',  # `/` first (the pattern)
     'public_key = "' + _random_b64(44, 4) + '"',                          # the key says it is public
     'fake_token: "' + _random_b64(44, 5) + '"',                           # ... or not real
     '<meta name="csrf-token" content="' + _random_b64(56, 13) + '">',     # a page's metadata

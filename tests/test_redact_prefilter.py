@@ -33,8 +33,7 @@ def texts() -> list[bytes]:
         with gzip.open(SHARED / "bench" / "secrets" / f"{name}.jsonl.gz", "rt", encoding="utf-8") as fh:
             out += [json.loads(line)["text"] for line in fh]
     import sys
-    saved = list(sys.path)
-    sys.path.insert(0, str(BENCH))
+    saved = list(sys.path)     # redact_bench puts bench/ and the checkout on the path: not beyond this test
     try:
         out += [c["text"] for c in _module("redact_bench").load_corpus()]
         blocks = _module("redact_read_once").block_texts([SHARED / "fixtures" / "claude-code",
