@@ -95,15 +95,12 @@ else:
 
 from . import trust as _trust
 from .db import connect_readonly as _connect_readonly
-# The parts of recall in their own modules; their names are re-exported here (readers and tests
-# use `graph.recall.<name>`).
-from .nearest import (DATE_BOOST, ENTITY_CARDS_SCANNED, FULL_SCAN_MAX_CARDS, LEX_FLOOR,  # noqa: F401
-                      NEIGHBOUR_LOOKBACK, NEIGHBOUR_ROWS, NEIGHBOUR_SHARE, NEIGHBOUR_SPAN, NEIGHBOUR_TOP,
-                      SIBLING_FACTOR, SIBLING_LOOSE_TYPES, STRENGTH_EXP, VECTOR_CANDIDATES, VECTOR_FLOOR,
-                      _CARD_COLS, _card, _word_at, nearest_cards)
-from .recall_query import (COMMON_SHARE, MATCHED_CAP, MAX_PROMPT_CHARS, MAX_QUERY_TERMS,  # noqa: F401
-                           _fts_terms, _phrase, fts_query, prompt_dates)
-from .recall_sessions import PRUNE_EVERY_S, SessionState, _sessions_dir, record_session  # noqa: F401
+# The parts of recall in their own modules (ranking: graph.nearest; query terms and dates:
+# graph.recall_query; per-session state: graph.recall_sessions). Their tunables are read there:
+# set them on those modules.
+from .nearest import _CARD_COLS, _card, nearest_cards
+from .recall_query import MAX_PROMPT_CHARS, _fts_terms, _phrase  # noqa: F401  (_phrase: consolidate.search's)
+from .recall_sessions import SessionState, _sessions_dir, record_session  # noqa: F401  (record_session: the hook's)
 from .text import NAME_SEP as _SEP
 from .text import NAME_STRIP as _STRIP
 from .text import name_tokens

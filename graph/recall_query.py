@@ -15,6 +15,10 @@ import sqlite3
 
 from .text import NEGATIONS, STOPWORDS, fold, words
 
+# The timings in the comments of this module are one-off comparisons, each measured by editing the
+# constant and rerunning `python bench/recall_bench.py latency` on the tree of that day; no bench
+# option sets these constants.
+
 #: Prompt characters considered (a pasted log should not make recall slow).
 MAX_PROMPT_CHARS = 8000
 #: FTS query terms at most (the first ones of the prompt).
@@ -53,14 +57,10 @@ def _fts_terms(prompt: str) -> list[str]:
 
 _MONTHS = {m: i for i, m in enumerate(
     "january february march april may june july august september october november december".split(), 1)}
-
-
 _MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
 _MONTHS["sept"] = 9
 _MON = r"(?P<m>January|February|March|April|May|June|July|August|September|October|November|December|" \
        r"Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?"
-
-
 _YEAR = r"(?P<y>(?:19|20)\d\d)"
 _DATE_SOURCES = (
     r"\b(?P<iso>(?:19|20)\d\d-[01]\d-[0-3]\d)\b",
@@ -74,8 +74,6 @@ _DATE_SOURCES = (
 
 #: Every date pattern needs a year (19xx/20xx) or a month name, which starts with one of these.
 _DATE_HINTS = ("19", "20", "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-
-
 _DATE_COMPILED: list = []
 
 

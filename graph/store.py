@@ -254,7 +254,7 @@ def m003_progress_attempts(db: sqlite_utils.Database) -> None:
 
 @MIGRATIONS()
 def m004_evidence_position(db: sqlite_utils.Database) -> None:
-    """Recall's conversation-neighbour lift (graph.recall `_add_neighbours`) reads the cards whose
+    """Recall's conversation-neighbour lift (graph.nearest `_add_neighbours`) reads the cards whose
     evidence lies within a few messages of a top candidate's: this index serves `WHERE
     conversation = ? AND message_from BETWEEN ? AND ?` as a range seek, so the lift runs on any
     store size instead of scanning the evidence of whole conversations."""

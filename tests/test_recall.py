@@ -470,7 +470,7 @@ def test_vectors_rank_candidates_only_when_they_are_the_embedders_own(store, tmp
 
 
 def test_prompt_dates_name_days_months_and_years():
-    from reverie.graph.recall import prompt_dates
+    from reverie.graph.recall_query import prompt_dates
 
     assert prompt_dates("What setback did Melanie face in October 2023?") == [("2023-10-01", "2023-11-07")]
     assert prompt_dates("the painting shown on October 13, 2023") == [("2023-10-13", "2023-10-14")]
@@ -512,7 +512,6 @@ def _vector_store(store, texts):
 def test_small_store_scans_every_vector_and_finds_a_card_sharing_no_word(store, tmp_path, monkeypatch):
     if not MODEL.exists():
         pytest.skip("shared model not present")
-    import reverie.graph.recall as recall_mod
     from reverie.graph.recall_embed import LiteEmbedder
 
     lexical, synonym, _ = _vector_store(store, [
@@ -547,8 +546,6 @@ def test_small_talk_gets_nothing_even_when_every_vector_is_scanned(store, tmp_pa
 
 
 def test_a_memory_from_the_same_moment_of_a_conversation_joins_its_neighbour(store, monkeypatch):
-    import reverie.graph.recall as recall_mod
-
     asked, answer, prompt = _moment(store)
 
     out = recall(store.path, prompt)
@@ -578,8 +575,6 @@ def _own_scores(path, prompt: str, monkeypatch) -> dict[int, float]:
 def _assert_interpolated(out: dict, own: dict[int, float], asked: int, answer: int) -> None:
     """The answer (the asked card's neighbour, both fresh cards of the same strength) scores
     NEIGHBOUR_SHARE of the asked card's score plus the rest of its own."""
-    import reverie.graph.recall as recall_mod
-
     share = nearest_mod.NEIGHBOUR_SHARE
     assert own.get(answer, 0.0) < own[asked] == out["notes"][0]["score"]
     assert out["notes"][1]["score"] == pytest.approx(share * own[asked] + (1 - share) * own.get(answer, 0.0), abs=1e-3)
@@ -598,8 +593,6 @@ def _moment(store) -> tuple[int, int, str]:
 
 
 def test_the_neighbour_lift_runs_on_a_store_of_any_size_through_the_evidence_position_index(store, monkeypatch):
-    import reverie.graph.recall as recall_mod
-
     asked, answer, prompt = _moment(store)
     # A store above the full-scan size: the lift reads the evidence through the index only.
     monkeypatch.setattr(nearest_mod, "FULL_SCAN_MAX_CARDS", 1)
@@ -619,8 +612,6 @@ def test_the_neighbour_lift_runs_on_a_store_of_any_size_through_the_evidence_pos
 
 
 def test_a_large_store_not_yet_migrated_to_the_evidence_index_skips_the_neighbour_lift(store, monkeypatch):
-    import reverie.graph.recall as recall_mod
-
     asked, answer, prompt = _moment(store)
     with store.conn:
         store.conn.execute("DROP INDEX evidence_position")
@@ -634,8 +625,6 @@ def test_a_large_store_not_yet_migrated_to_the_evidence_index_skips_the_neighbou
 
 
 def test_the_neighbour_lift_reaches_back_no_further_than_its_lookback(store, monkeypatch):
-    import reverie.graph.recall as recall_mod
-
     asked, answer, prompt = _moment(store)
     # The answer's evidence now starts long before the asked card's and ends just after it.
     with store.conn:
@@ -652,8 +641,6 @@ def test_the_neighbour_lift_reaches_back_no_further_than_its_lookback(store, mon
 
 
 def test_a_card_about_another_thing_of_the_kind_the_prompt_names_ranks_below_one_about_it(store, monkeypatch):
-    import reverie.graph.recall as recall_mod
-
     billing = store.entity("billing")
     auth = store.entity("auth")
     redis = store.entity("redis", "concept")
@@ -684,7 +671,6 @@ def test_a_card_about_another_thing_of_the_kind_the_prompt_names_ranks_below_one
 
 
 def test_strength_reorders_close_matches_by_its_square_root(store):
-    import reverie.graph.recall as recall_mod
     from reverie.graph.trust import strength
 
     sure = store.card("the deploy script needs the staging token")
@@ -702,8 +688,6 @@ def test_strength_reorders_close_matches_by_its_square_root(store):
 
 
 def test_a_neighbour_of_zero_strength_is_not_lifted_into_the_notes(store, monkeypatch):
-    import reverie.graph.recall as recall_mod
-
     asked = store.card("We watched the meteor shower from the campsite.")
     answer = store.card("It was tiny and awe-inspiring under that sky.")
     with store.conn:
@@ -726,7 +710,7 @@ def test_a_neighbour_of_zero_strength_is_not_lifted_into_the_notes(store, monkey
 
 def test_sibling_check_matches_whole_words_only():
     """A short name inside a longer word ("art" in "started") is not a mention of it."""
-    from reverie.graph.recall import _word_at
+    from reverie.graph.nearest import _word_at
 
     assert [_word_at(t, "art") for t in ("i started pottery; melanie joined", "art class", "melanie and art.",
                                          "the art-show", "martial arts")] == [-1, 0, 12, 4, -1]
