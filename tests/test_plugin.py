@@ -276,6 +276,17 @@ def test_a_token_in_the_source_url_reaches_no_file(tmp_path):
     assert "https://***@github.com/acme/reverie" in (tmp_path / inst.FAILED).read_text()
 
 
+def test_a_step_that_hangs_leaves_what_it_said_in_the_log_masked(tmp_path, monkeypatch):
+    inst = _installer()
+    token = "ghp_" + "Zk8Qp2Lm9Xv4Rt7Wn3" * 2
+    monkeypatch.setattr(inst, "STEP_TIMEOUT_S", 2)
+    hang = f"import sys, time; print('Collecting git+https://{token}@github.com/acme/reverie', flush=True); time.sleep(30)"
+    with pytest.raises(subprocess.TimeoutExpired):
+        inst._step(str(tmp_path), [sys.executable, "-c", hang])
+    logged = (tmp_path / inst.LOG).read_text()
+    assert token not in logged and "Collecting git+https://***@github.com/acme/reverie" in logged
+
+
 def test_checkout_detection_reads_the_project_name(tmp_path):
     inst = _installer()
     (tmp_path / "pyproject.toml").write_text('[tool.x]\nname = "reverie"\n[project]\nname = "other"\n')

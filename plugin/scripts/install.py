@@ -59,12 +59,17 @@ def masked(text: str) -> str:
     return _USERINFO.sub(r"\1***@", text)
 
 
-def log(data: str, message: str) -> None:
+def _append(data: str, text: str) -> None:
+    """`text` at the end of the install log, masked (the log must never hold a source's token)."""
     try:
         with open(os.path.join(data, LOG), "a", encoding="utf-8") as fh:
-            fh.write(f"{_now()} {masked(message)}\n")
+            fh.write(masked(text))
     except OSError:
         pass
+
+
+def log(data: str, message: str) -> None:
+    _append(data, f"{_now()} {message}\n")
 
 
 def venv_exe(data: str, name: str) -> str:
@@ -209,12 +214,11 @@ def start(data: str, plugin_root: str) -> int:
     if not _take_lock(data):
         return 0
     try:
-        log_fh = open(os.path.join(data, LOG), "a", encoding="utf-8")
+        # the child logs what it does itself, masked (`log`): its raw output could hold the token
         child = subprocess.Popen([sys.executable, os.path.abspath(__file__), "run"],
-                                 stdin=subprocess.DEVNULL, stdout=log_fh, stderr=log_fh, close_fds=True,
-                                 start_new_session=True, cwd=data,
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 close_fds=True, start_new_session=True, cwd=data,
                                  env={**os.environ, "CLAUDE_PLUGIN_DATA": data, "CLAUDE_PLUGIN_ROOT": plugin_root})
-        log_fh.close()
         log(data, f"background install started (pid {child.pid})")
     except Exception as exc:  # noqa: BLE001  (fail open: the next session tries again)
         log(data, f"could not start the background install: {type(exc).__name__}: {exc}")
@@ -240,13 +244,14 @@ def record_failure(data: str, exc: BaseException) -> None:
 def _step(data: str, argv: list[str]) -> None:
     """Run one install step; its output goes to the log masked, like every line written there."""
     log(data, "$ " + " ".join(argv))
-    done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          timeout=STEP_TIMEOUT_S, cwd=data, text=True, errors="replace")
     try:
-        with open(os.path.join(data, LOG), "a", encoding="utf-8") as fh:
-            fh.write(masked(done.stdout or ""))
-    except OSError:
-        pass
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              timeout=STEP_TIMEOUT_S, cwd=data, text=True, errors="replace")
+    except subprocess.TimeoutExpired as exc:   # what the hung step said before it was stopped
+        out = exc.output
+        _append(data, out.decode("utf-8", "replace") if isinstance(out, bytes) else out or "")
+        raise
+    _append(data, done.stdout or "")
     if done.returncode != 0:
         raise RuntimeError(f"`{os.path.basename(argv[0])} {' '.join(argv[1:3])} ...` exited {done.returncode}")
 
