@@ -51,7 +51,8 @@ confirming stage), per row and via `redact_many()`; also with 100k remembered se
 temporary secrets dir (lookup cost must not grow with the number of remembered secrets), and the
 remembered-secret lookup alone over the fixture lines once with empty caches (text never seen). The first
 pass over new text also builds the RE2 automaton's states (cached for the process), so the fixtures
-repeated to 20 MB measure the warm, steady state of a long indexing run.
+repeated to 20 MB measure the warm, steady state of a long indexing run; text read once is measured
+too (bench/redact_read_once.py), split by stage (`print_stages`).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from redact_read_once import MODES as READ_ONCE_MODES, read_once_throughput  # noqa: E402
+from redact_read_once import MODES as READ_ONCE_MODES, print_stages, read_once_throughput  # noqa: E402
 from redact_verdicts import (FALSE_VERDICTS, VERDICTS, finding_id, judged_false, load_verdicts, row_id,  # noqa: E402
                              verdict_of)
 
@@ -758,6 +759,7 @@ def main(argv: list[str] | None = None) -> int:
             mb_once, rate_once = read_once_throughput(roots, mode)
             summary["speed"]["read once " + mode] = rate_once
             print(f"  {label + ', read once (' + f'{mb_once:.1f} MB, CPU time)':60} {rate_once:8.1f} MB/s")
+        print_stages(roots)
 
     print("\n== goals")
     if "gitleaks" in summary:

@@ -8,6 +8,11 @@ bench/redact_bench.py's `throughput`, runs faster than new text does):
   batches the same blocks through `redact_many()`, `BATCH_BLOCKS` at a time (what its callers,
           such as the import of Claude Code's auto-memory, pay; `reverie index` redacts per
           block, as `blocks` measures).
+
+`stages(roots)` splits the `blocks` figure by stage, each stage in its own fresh interpreter over
+the same blocks: the whole `redact()`, the prefilter alone (every RE2 Set), each Set alone, and a
+Set that holds nothing but its end-of-text sentinel: the least one Set pass costs (one call per
+block and one automaton step per byte), which bounds what any number of Set passes can reach.
 """
 
 from __future__ import annotations
@@ -47,6 +52,23 @@ def block_texts(roots: list[Path]) -> list[str]:
     return out
 
 
+def _stage_call(stage: str, scanner):
+    """The call that `stage` times on each block's bytes (see `stages`)."""
+    if stage == "prefilter":
+        return scanner.fired
+    if stage == "empty set":
+        import re2
+
+        from reverie.redact.prefilter import latin1_options
+
+        rset = re2.Set.SearchSet(latin1_options())
+        rset.Add(rb"\z")
+        rset.Compile()
+        return rset._set.Match
+    group = scanner.prefilter.groups[int(stage.rpartition(" ")[2])]
+    return group.match
+
+
 def _measure(mode: str, roots: list[str]) -> None:
     import time
 
@@ -59,6 +81,14 @@ def _measure(mode: str, roots: list[str]) -> None:
     r = Redactor(None)
     r.redact("warm")
     n = sum(len(x.encode("utf-8", "surrogatepass")) for x in items)
+    if mode.startswith("stage:"):
+        datas = [x.encode("utf-8", "surrogatepass") for x in items]
+        call = _stage_call(mode[6:], r.scanner)
+        t0 = time.process_time()
+        for d in datas:
+            call(d)
+        print(n / 1e6, n / 1e6 / (time.process_time() - t0))
+        return
     t0 = time.process_time()  # CPU time: what the machine's other load does not inflate
     if mode == "batches":
         for k in range(0, len(items), BATCH_BLOCKS):
@@ -79,7 +109,33 @@ def read_once_throughput(roots: list[Path], mode: str = "lines") -> tuple[float,
     return float(out[0]), float(out[1])
 
 
+def stages(roots: list[Path]) -> list[tuple[str, float]]:
+    """(stage, MB/s) of redacting the stored blocks read once, split by stage (module docstring),
+    each in a fresh interpreter: `redact()`, the prefilter, each of its Sets, and the empty Set."""
+    from reverie.redact.prefilter import _set_group
+    from reverie.redact.rules import RULES
+
+    groups = list(dict.fromkeys(_set_group(r) for r in RULES))   # the order `Prefilter` builds them
+    out = [("redact()", read_once_throughput(roots, "blocks")[1]),
+           ("prefilter (every Set)", read_once_throughput(roots, "stage:prefilter")[1])]
+    for k, name in enumerate(groups):
+        n = sum(1 for r in RULES if _set_group(r) == name)
+        out.append((f"Set {k}: {name} ({n} rules)", read_once_throughput(roots, f"stage:set {k}")[1]))
+    out.append(("Set of the sentinel alone (a pass's least cost)", read_once_throughput(roots, "stage:empty set")[1]))
+    return out
+
+
+def print_stages(roots: list[Path]) -> None:
+    rows = stages(roots)
+    whole = rows[0][1]
+    print(f"  {'stage, stored blocks read once (CPU time)':56} {'MB/s':>8} {'time vs redact()':>17}")
+    for name, rate in rows:
+        print(f"  {name:56} {rate:8.1f} {whole / rate:16.2f}x")
+
+
 if __name__ == "__main__":
     shared = BENCH.parent.parent / "shared" / "fixtures"
+    roots = [shared / "claude-code", shared / "real-sessions"]
     for m in MODES:
-        print(m, *read_once_throughput([shared / "claude-code", shared / "real-sessions"], m))
+        print(m, *read_once_throughput(roots, m))
+    print_stages(roots)

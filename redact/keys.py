@@ -156,11 +156,12 @@ def classify_key(key: str) -> tuple[str, str] | None:
     return None
 
 
-#: Words of a key that say its value is public or a checksum, not a secret; and the attributes of
-#: a web page's metadata (`<meta name="csrf-token" content="...">`, `nonce="..."`: bound to a
-#: session or a page, and public to whoever has the page).
+#: Words of a key that say its value is public or a checksum, not a secret; and the anti-forgery
+#: words of a web page (`nonce="..."`, `csrf_token`: bound to a session or a page, and public to
+#: whoever has the page). A `<meta ... content="...">` attribute is told by `scanner._h_entropy`:
+#: `content` alone is any JSON message's key, and says nothing of its value.
 _PUBLIC_WORDS = frozenset("""public publishable pub hash checksum digest etag sha sha1 sha256 sha512 md5
-    integrity fingerprint cache content nonce csrf xsrf""".split())
+    integrity fingerprint cache nonce csrf xsrf""".split())
 
 
 def says_not_secret(key: str) -> bool:

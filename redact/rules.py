@@ -236,6 +236,11 @@ RULES: tuple[Rule, ...] = (
     # tokens and older keys are other lengths: the prefix is distinctive enough for any of 20+
     _tok("anthropic-key", "anthropic_key",
          r"\b(sk-ant-(?:api|admin|oat|ort|sid)\d{2}-[A-Za-z0-9_\-]{20,})(?:[^A-Za-z0-9_\-]|$)", min_entropy=3.0),
+    # an api03 or admin01 key in its whole documented form (93 characters, then "AA") is an
+    # unmistakable slot: redacted whatever its body looks like (`abc123...`: a placeholder-like body
+    # is still someone's key format, and redacting it costs nothing)
+    _tok("anthropic-key-exact", "anthropic_key",
+         r"\b(sk-ant-(?:api03|admin01)-[A-Za-z0-9_\-]{93}AA)(?:[^A-Za-z0-9_\-]|$)", placeholder_ok=True),
     _tok("openai-key", "openai_key",
          # every OpenAI key holds "T3BlbkFJ" (base64 of "OpenAI") between two random halves
          r"\b(sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}T3BlbkFJ[A-Za-z0-9_\-]{20,}"

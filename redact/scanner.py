@@ -348,16 +348,21 @@ def _h_token(rule: Rule, sp, data: bytes):
 
 #: Two path segments in a row (`src/app/`): a path, not base64 (whose `/` comes one in 64).
 _PATH_SEGMENTS = re.compile(r"[a-z0-9._\-]{3,}/[a-z0-9._\-]{3,}/")
-#: The key a quoted value is assigned to, right before the value's opening quote.
-_KEY_BEFORE = re.compile(rb"""([A-Za-z0-9_.$\-]+)\\?["']?\]?[ \t]*(?:=>|:=|=|:)[ \t]*\\?["']$""")
+#: The `content` attribute of an HTML `<meta>` tag, right before the value's opening quote: a page's
+#: metadata (`<meta name="csrf-token" content="...">`), public to whoever has the page.
+_META_CONTENT = re.compile(rb"""(?i)<meta\b[^<>]*\scontent=\\?["']$""")
+#: The key a quoted value is assigned to, right before the value's opening quote (and its string
+#: prefix, as the rule's pattern allows one: `key = b'...'`).
+_KEY_BEFORE = re.compile(rb"""([A-Za-z0-9_.$\-]+)\\?["']?\]?[ \t]*(?:=>|:=|=|:)[ \t]*(?:[bBfFrRuU]{1,2})?\\?["']$""")
 
 
 def _h_entropy(rule: Rule, sp, data: bytes):
     """A quoted string with no key (`quoted-high-entropy`): redacted when it reads as random base64
     (`shapes.random_base64`, at most `rule.min_entropy` bits asked), unless it is a path, a
     placeholder or a typed sequence, a public base58 identifier (`shapes.public_address`: a
-    wallet or mint address, an IPFS id), or the value of a key that says it is no secret
-    (`keys.says_not_secret`: `public_key = "..."`, `fake_token: "..."`)."""
+    wallet or mint address, an IPFS id), the `content` of an HTML `<meta>` tag, or the value of a
+    key that says it is no secret (`keys.says_not_secret`: `public_key = "..."`, `fake_token:
+    "..."`)."""
     s, e = sp[1]
     value = _s(data, s, e)
     if not shapes.random_base64(value, rule.min_entropy) or _PATH_SEGMENTS.search(value):
@@ -366,6 +371,8 @@ def _h_entropy(rule: Rule, sp, data: bytes):
         return
     key = _KEY_BEFORE.search(data, max(0, s - 130), s)
     if key and says_not_secret(key.group(1).decode("latin-1")):
+        return
+    if _META_CONTENT.search(data, max(0, s - 300), s):
         return
     yield s, e, rule.label
 

@@ -361,6 +361,15 @@ def test_quoted_random_string_with_no_key_is_redacted(redactor):
     assert got.text == 'X="[REDACTED:secret]"\n{"tool": "echo \\"[REDACTED:secret]\\""}\nkey = b\'[REDACTED:secret]\''
 
 
+def test_a_random_string_under_a_json_content_key_is_redacted(redactor):
+    """`content` is any JSON message's key: it says nothing of the value (only a `<meta>` tag's
+    `content` attribute is a page's public metadata, see the next test)."""
+    v = _random_b64(48, 21)
+    text = '{"role": "tool", "content": "' + v + '"}'
+    assert redactor.redact(text).text == '{"role": "tool", "content": "[REDACTED:secret]"}'
+    assert redactor.redact('<div content="' + v + '">').text == '<div content="[REDACTED:secret]">'
+
+
 def test_a_keyless_finding_is_never_remembered(tmp_path):
     """A value only `quoted-high-entropy` found is removed where it stands, but no later text loses
     it: with no key to show for it, it is too weak a reason to erase it everywhere."""
@@ -381,7 +390,9 @@ def test_a_keyless_finding_is_never_remembered(tmp_path):
     'PosixPath("/private/var/folders/x8/Ab3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY/T/pytest-3")',  # `/` first (the pattern)
     'public_key = "' + _random_b64(44, 4) + '"',                          # the key says it is public
     'fake_token: "' + _random_b64(44, 5) + '"',                           # ... or not real
+    "public_key = b'" + _random_b64(44, 15) + "'",                        # ... behind a string prefix
     '<meta name="csrf-token" content="' + _random_b64(56, 13) + '">',     # a page's metadata
+    '<META property="og:x"\n  content=\\"' + _random_b64(56, 14) + '\\">',  # ... JSON-escaped, any case
     'registry.get("thisIsAVeryLongCamelCaseHandlerName2024")',            # words: low entropy
     '"' + _random_b64(140, 6) + '"',                                     # longer than a key: a blob
     _random_b64(48, 7),                                                  # not quoted: no finding
@@ -675,3 +686,16 @@ def test_anthropic_keys_of_every_kind_and_length_but_not_placeholders(redactor):
                                           "[REDACTED:anthropic_key]; token [REDACTED:anthropic_key].")
     for placeholder in ("sk-ant-api03-xxxxxxxxxxxxxxxxxxxxxxxxxxxx", "sk-ant-api03-your-key-here-placeholder-value"):
         assert redactor.redact(f"export ANTHROPIC_KEY_EXAMPLE={placeholder}").text.endswith(placeholder)
+
+
+def test_an_anthropic_key_in_its_whole_documented_form_goes_whatever_its_body(redactor):
+    """`sk-ant-api03-` or `sk-ant-admin01-`, 93 characters, then `AA`: an unmistakable slot, so a
+    body that reads as a placeholder (`abc123xyz`, `klmnop`) goes too; the same body in any other
+    form (another ending, another length) is the placeholder it looks like and stays."""
+    body = ("abc123xyz-456def789ghij-klmnopqrstuvwx-3456yza789bcde-" * 2)[:93]
+    for prefix in ("sk-ant-api03-", "sk-ant-admin01-"):
+        got = redactor.redact(f'ANTHROPIC_API_KEY="{prefix}{body}AA"')
+        assert (got.text, [f.rule for f in got.findings]) == (
+            'ANTHROPIC_API_KEY="[REDACTED:anthropic_key]"', ["anthropic-key-exact"])
+        for kept in (f"{prefix}{body}BB", f"{prefix}{body[:80]}AA", f"{prefix}{body}AAx"):
+            assert redactor.redact(f"see {kept} in the docs").findings == []
