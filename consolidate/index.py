@@ -333,7 +333,7 @@ class _Run:
                 return
             self._changed()
             fs = FileState(tf=tf, path=path_s, mark=mark, agent=agent_id,
-                           conversation=mark.conversation or tf.session_hint)
+                           conversation=mark.conversation or shaped_id(tf.session_hint))
             if fs.agent is None and tf.kind == "subagent":
                 if not self._agent_from_parent(fs):
                     return
@@ -422,7 +422,7 @@ class _Run:
                 p.record.session_id = session
         items = [(i + 1, shape_checked(p)) for i, p in enumerate(entries) if i >= start]
         fs = FileState(tf=tf, path=path_s, mark=mark, agent=agent_id,
-                       conversation=mark.conversation or session or tf.session_hint)
+                       conversation=mark.conversation or session or shaped_id(tf.session_hint))
         # a title entry consumed before is applied again (the harness may have retitled the session
         # in place: Gemini's summary slot, a summary added after the first read) but not accounted again
         fs.titles_again = [shape_checked(p) for p in entries[:start] if p.outcome == "title"]
@@ -530,7 +530,7 @@ class _Run:
         False stops reading this file."""
         if fs.agent is None:
             cwd = next((p.cwd for _, p in items if p.cwd), None)
-            if fs.conversation is None or fs.conversation == fs.tf.session_hint:
+            if fs.conversation is None or fs.conversation == shaped_id(fs.tf.session_hint):
                 fs.conversation = next((p.session_id for _, p in items if p.session_id), fs.conversation)
             if cwd is None:
                 # No agent yet: account the lines here and remember the file.

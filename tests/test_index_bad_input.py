@@ -116,6 +116,23 @@ def test_missing_fields(proj, reverie_home):
     assert rows == [("s-1", 0), ("s-1", 1), ("s-1", 0)]   # no sessionId: the file's session
 
 
+def test_a_file_name_that_is_no_id_is_stored_as_its_hash(proj, reverie_home):
+    """The file's session (its name, when no line carries a sessionId) is stored as every other
+    id is: verbatim only when it has an id's shape, else as `h:<sha256 prefix>`."""
+    from reverie.consolidate.index_shape import shaped_id
+
+    name = "notes for Bob (token hunter2)"
+    no_session = json.dumps({"type": "user", "cwd": CWD, "uuid": "u1",
+                             "message": {"role": "user", "content": "a file named by hand"}})
+    (proj / f"{name}.jsonl").write_text(no_session + "\n")
+    assert index_all(reverie_home, proj.parent)["messages_added"] == 1
+    conn = sqlite3.connect(agent_db_path(reverie_home, "shop"))
+    hashed = shaped_id(name)
+    assert hashed.startswith("h:") and "hunter2" not in hashed
+    assert conn.execute("SELECT conversation, uuid FROM messages").fetchall() == [(hashed, "u1")]
+    assert conn.execute("SELECT id FROM conversations").fetchall() == [(hashed,)]
+
+
 def test_empty_file_and_file_without_cwd(proj, reverie_home):
     (proj / "empty.jsonl").write_text("")
     (proj / "titles.jsonl").write_text(json.dumps({"type": "summary", "summary": "T", "leafUuid": "zz"}) + "\n")
