@@ -119,6 +119,31 @@ SEP_RE = r"""(=>|:{1,3}=|[?.+|!]?={1,3}|:|,)"""
 _END = r"(?:[^A-Za-z0-9_]|$)"
 
 
+#: The names of session cookies (PHP, Java, ASP.NET, Express, Laravel, CodeIgniter, Rack, Django).
+_SESSION_COOKIE = (r"[a-z0-9_\-]*sessid|[a-z0-9_\-]*session(?:_?id)?|asp\.net_sessionid|aspsessionid[a-z]*"
+                   r"|connect\.sid|_?sid|laravel_session|ci_session|rack\.session")
+
+
+#: The default of an environment variable (`redact.arguments.h_env_default`; groups: key, value):
+#: `os.getenv("K", "v")`, `environ.get`, `config("K", default="v")`, `env('K', 'v')`,
+#: `ENV.fetch("K") { "v" }`, `getenv('K') ?: 'v'`; `process.env.K || "v"`; `${K:-v}`; `ENV["K"] || "v"`.
+ENV_DEFAULT = (
+    r"\b(?i:getenv\w*|get_?env|environ\.get|env\.(?:str|get)|env\.fetch|env|config)\([ \t]*[\"']([A-Za-z0-9_.\-]{1,100})[\"'][ \t]*"
+    r"(?:,[ \t]*(?:default[ \t]*[=:][ \t]*)?|\)[ \t]*(?:\{[ \t]*|\?:[ \t]*|\|\|[ \t]*|\?\?[ \t]*|or[ \t]+))[\"']([^\"'\n]{1,200})[\"']"
+    r"|\bprocess\.env(?:\.([A-Za-z0-9_]{1,100})|\[[ \t]*[\"']([A-Za-z0-9_]{1,100})[\"'][ \t]*\])[ \t]*(?:\|\||\?\?)[ \t]*"
+    r"[\"'`]([^\"'`\n]{1,200})[\"'`]"
+    r"|\$\{([A-Za-z0-9_]{1,100}):?[-=]([^}\s\"'$]{1,200})\}"
+    r"|\bENV\[[ \t]*[\"']([A-Za-z0-9_]{1,100})[\"'][ \t]*\][ \t]*\|\|[ \t]*[\"']([^\"'\n]{1,200})[\"']"
+)
+#: The head of a call that takes a credential by position, up to its opening parenthesis (group 1:
+#: the call's name; `redact.arguments.SECRET_ARGUMENT` says which argument).
+CREDENTIAL_CALL = (
+    r"(?:^|[^A-Za-z0-9_])((?i:login|authenticate|basic_?auth|with_?basic_?auth|set_?basic_?auth|http_?basic_?auth"
+    r"|http_?digest_?auth|bearer_?auth|mysqli?_connect)|(?i:jwt)\.(?:sign|encode|decode|verify)|Credentials\.basic"
+    r"|new[ \t]+PDO|Twilio(?:::REST)?::Client\.new|twilio\.rest\.Client)[ \t]*\("
+)
+
+
 def _tok(name: str, label: str, pattern: str, min_entropy: float = 0.0, **options) -> Rule:
     return Rule(name, label, pattern, "token", min_entropy, options)
 
@@ -127,18 +152,20 @@ def _key_word(*words: str) -> str:
     """`words` as the last word of a key: lower, UPPER or Capitalized after a non-alphanumeric
     character or the start (`password`, `db_password`, `DB-PASSWORD`, `Password`, `apiKey`), or
     Capitalized as a camelCase hump (`dbPassword`, `clientApiKey`); never glued to lower-case
-    letters (`someotherpassword`). A word's parts are written with `_` between them and may be
-    joined by `_`, `-` or nothing (`api_key`, `api-key`, `apikey`)."""
-    bare, hump = [], []
+    letters (`someotherpassword`). UPPER may also be glued to upper-case letters or digits, as
+    environment names are (`PGPASSWORD`, `MYSQLPWD`). A word's parts are written with `_` between
+    them and may be joined by `_`, `-` or nothing (`api_key`, `api-key`, `apikey`)."""
+    bare, hump, upper = [], [], []
     for word in words:
         parts = word.split("_")
         sep = r"[_\-]?"
         bare.append(sep.join(parts))
-        bare.append(sep.join(p.upper() for p in parts))
+        upper.append(sep.join(p.upper() for p in parts))
         if len(parts) > 1:
             bare.append(parts[0] + "".join(p.capitalize() for p in parts[1:]))  # apiKey
         hump.append("".join(p.capitalize() for p in parts))  # Password, dbPassword, ApiKey
-    return r"(?:(?:^|[^A-Za-z0-9])(?:" + "|".join(bare + hump) + r")|[a-z0-9](?:" + "|".join(hump) + "))"
+    return (r"(?:(?:^|[^A-Za-z0-9])(?:" + "|".join(bare + upper + hump) + r")|[a-z0-9](?:" + "|".join(hump)
+            + r")|[A-Z0-9](?:" + "|".join(upper) + "))")
 
 
 # Passphrases: a quoted value of several words (`password = "correct horse battery staple"`)
@@ -193,6 +220,12 @@ RULES: tuple[Rule, ...] = (
          r"(?i:aws)[A-Za-z0-9_.\-]{0,30}(?i:secret|access)[A-Za-z0-9_.\-]{0,30}[\"'\]]?[ \t]*"
          r"(?::=|=>|=|:)[ \t]*[\"'`]?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)",
          min_entropy=3.0, placeholder_ok=True),
+    # the secret half printed right after its key id, with no name of its own: the CSV of `aws iam
+    # create-access-key`, a pair pasted on two lines, `AKIA... / secret`
+    _tok("aws-secret-after-id", "aws_secret_key",
+         r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b[^\n]{0,40}?(?:\r?\n[^\n]{0,40}?)?"
+         r"[^A-Za-z0-9/+]([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)",
+         min_entropy=4.0, needs_digit=True, needs_mixed_case=True),
     # short-lived keys are a presigned URL in base64: it starts with base64("bedrock.amazonaws.com")
     _tok("aws-bedrock-key", "aws_bedrock_key",
          r"\b(ABSK[A-Za-z0-9+/]{100,}={0,2}|bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t[A-Za-z0-9+/]{20,}={0,2})"),
@@ -245,6 +278,9 @@ RULES: tuple[Rule, ...] = (
          # every OpenAI key holds "T3BlbkFJ" (base64 of "OpenAI") between two random halves
          r"\b(sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}T3BlbkFJ[A-Za-z0-9_\-]{20,}"
          r"|sk-[A-Za-z0-9]{16,64}T3BlbkFJ[A-Za-z0-9]{16,64})"),
+    # OpenAI's older user keys: `sk-` and 48 letters and digits, no marker
+    _tok("openai-legacy-key", "openai_key", r"\b(sk-[A-Za-z0-9]{48})\b", min_entropy=4.0, needs_digit=True,
+         needs_mixed_case=True),
     _tok("google-api-key", "google_api_key", r"\b(AIza[0-9A-Za-z_\-]{35})"),
     _tok("google-oauth", "google_oauth",
          r"\b(GOCSPX-[0-9A-Za-z_\-]{20,40}|ya29\.[0-9A-Za-z_\-]{20,})"),
@@ -321,7 +357,7 @@ RULES: tuple[Rule, ...] = (
     _tok("newrelic-key", "newrelic_key",
          r"\b(NRJS-[a-f0-9]{19}|NRII-[A-Za-z0-9\-]{32}|NRAK-[A-Za-z0-9]{27}|NRAL-[A-Za-z0-9]{27,40})"),
     _tok("notion-token", "notion_token",
-         r"\b(ntn_[0-9]{11}[A-Za-z0-9]{35}|secret_[A-Za-z0-9]{43})\b", min_entropy=3.5),
+         r"\b(ntn_[0-9A-Za-z]{46}|secret_[A-Za-z0-9]{43})\b", min_entropy=3.5, needs_digit=True),
     _tok("octopus-key", "token", r"\b(API-[A-Z0-9]{26})\b", min_entropy=3.0),
     _tok("openshift-token", "token", r"\b(sha256~[\w\-]{43})"),
     _tok("perplexity-key", "perplexity_key", r"\b(pplx-[A-Za-z0-9]{40,64})\b", min_entropy=3.5),
@@ -458,11 +494,18 @@ RULES: tuple[Rule, ...] = (
          placeholder_ok=True),
     Rule("url-userinfo", "password",
          r"\b[A-Za-z][A-Za-z0-9+.\-]*://([^\s:@/\"'<>\\]*):([^\s@/\"'<>\\]+)@", "userinfo"),
+    # a token as the whole user part of a URL, no password: a Sentry DSN's key
+    # (`https://KEY@o1.ingest.sentry.io/2`), a clone URL's token (`https://TOKEN@git.example.com/r`)
+    _tok("url-user-token", "token",
+         r"\b[A-Za-z][A-Za-z0-9+.\-]*://([A-Za-z0-9_\-]{20,200})@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+",
+         min_entropy=3.0, needs_digit=True, not_words=True),
     Rule("url-query-secret", "password",
          r"(?i)[?&;]((?:[a-z0-9_]*(?:password|passwd|pwd|secret|token)|api[_\-]?key|apikey|access[_\-]?key|client[_\-]?secret|signature|sig))"
          r"=([^&\s\"'<>#;]{4,})", "query"),
+    # `Authorization: ...`, `"Authorization", "..."` (a header set by a call), `Authorization "..."`
+    # (nginx `proxy_set_header`, Apache `RequestHeader set`)
     Rule("authorization-header", "authorization",
-         r"(?i)\b(?:proxy-)?authorization(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?"
+         r"(?i)\b(?:proxy-)?authorization(?:\\?[\"'])?(?:[ \t]*[:=][ \t]*(?:\\?[\"'])?|(?:[ \t]*,)?[ \t]+\\?[\"']|,\\?[\"'])"
          r"((?:bearer|basic|token|digest|api-token|apikey|sso-key|ssws|negotiate|ntlm|hmac)[ \t]+)?"
          r"([A-Za-z0-9._~+/=:@!$%^&*\-]{8,})", "header"),
     Rule("bearer-token", "bearer",
@@ -477,16 +520,51 @@ RULES: tuple[Rule, ...] = (
     Rule("netrc-password", "password",
          r"(?:^|[ \t\r\n])(?:machine[ \t]+[^\s]+|default)(?:[ \t\r\n]+(?:login|account|port)[ \t]+[^\s]+)*"
          r"[ \t\r\n]+password[ \t]+([^\s]+)", "pwvalue"),
+    # Redis: `requirepass` / `masterauth` in redis.conf (a `grep -n` line number before it too)
+    Rule("redis-conf-password", "password",
+         r"(?m)^[ \t]*(?:\d+:)?(?:requirepass|masterauth)[ \t]+((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'])+)", "pwvalue"),
+    # SMTP's AUTH PLAIN / AUTH LOGIN: base64 of the user and password, as a client's debug log shows it
+    _tok("smtp-auth", "password", r"\bAUTH[ \t]+(?:PLAIN|LOGIN)[ \t]+([A-Za-z0-9+/]{12,}={0,2})(?:[^A-Za-z0-9+/=]|$)",
+         min_entropy=3.0),
+    # what a command prints when it is asked for one secret: the output line after it, alone
+    # (`kubectl get secret ... -o jsonpath='{.data.X}'`, `vault kv get -field=password`, `aws
+    # secretsmanager get-secret-value ... --output text`, `gcloud secrets versions access`, `az
+    # keyvault secret show --query value`, `op read`, `doppler secrets get --plain`, `heroku
+    # config:get`, `cat config/master.key`)
+    Rule("printed-secret", "secret",
+         r"(?m)(?:\bkubectl[ \t][^\n]*jsonpath=[^\n]*\.data\.[^\n]*|\bvault[ \t][^\n]*-field[= ][^\n]*"
+         r"|\baws[ \t]+secretsmanager[ \t]+get-secret-value[^\n]*|\bgcloud[ \t]+secrets[ \t]+versions[ \t]+access[^\n]*"
+         r"|\baz[ \t]+keyvault[ \t]+secret[ \t]+show[^\n]*|\bop[ \t]+read[ \t][^\n]*|\bdoppler[ \t]+secrets[ \t]+get[^\n]*"
+         r"|\bheroku[ \t]+config:get[^\n]*|\bcat[ \t]+[^\n|;&]*(?:master\.key|credentials\.key|\.secret|secret\.txt|token\.txt|\.token))"
+         r"\r?\n[ \t]*([^\s]{8,400})[ \t]*\r?$", "printed"),
+    # a literal piped into a command that stores it as a secret (`echo "v" | wrangler secret put K`,
+    # `gh secret set`, `vercel env add`, `docker secret create`, `docker login --password-stdin`)
+    Rule("piped-secret", "secret",
+         r"\b(?:echo|printf)(?:[ \t]+-[a-zA-Z]+)*[ \t]+(?:\"([^\"\n]{6,400})\"|'([^'\n]{6,400})'|([^\s\"'|;&]{6,400}))"
+         r"[ \t]*\|[ \t]*(?:sudo[ \t]+)?(?:npx[ \t]+|bunx[ \t]+)?(?:wrangler[ \t]+(?:pages[ \t]+)?secret[ \t]+put|gh[ \t]+secret[ \t]+set"
+         r"|vercel[ \t]+env[ \t]+add|netlify[ \t]+env:set|docker[ \t]+secret[ \t]+create|fly(?:ctl)?[ \t]+secrets[ \t]+(?:set|import)"
+         r"|supabase[ \t]+secrets[ \t]+set|(?:docker|podman|helm[ \t]+registry|nerdctl)[ \t]+login[^\n|]*--password-stdin"
+         r"|kubectl[ \t]+create[ \t]+secret)", "piped"),
     # MySQL / MariaDB clients: `-pVALUE` glued to its flag (`-p VALUE` prompts, VALUE is the database)
     Rule("mysql-dash-p", "password",
          r"(?:^|[\s;&|(`\"'])(?i:mysql[a-z_\-]*|mariadb[a-z_\-]*)(?:[ \t]+[^\s|;&<>]+)*?[ \t]+-p"
          r"((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'|;&<>])+)", "pwvalue"),
-    # session cookies in a Cookie / Set-Cookie header, a JSON `cookie` field, `curl -b` / `--cookie`
+    # session cookies in a Cookie / Set-Cookie header (`"Cookie", "..."` set by a call too), a JSON
+    # `cookie` field, `curl -b` / `--cookie`
     Rule("session-cookie", "token",
-         r"(?i)(?:\b(?:set-)?cookie(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?|(?:^|[ \t])(?:-b|--cookie)(?:[ \t]+|=)[\"']?)"
+         r"(?i)(?:\b(?:set-)?cookie(?:\\?[\"'])?[ \t]*[:=,][ \t]*(?:\\?[\"'])?|(?:^|[ \t])(?:-b|--cookie)(?:[ \t]+|=)[\"']?)"
          r"(?:[^\n]*?[;,][ \t]*)?"
-         r"((?:[a-z0-9_\-]*sessid|[a-z0-9_\-]*session(?:_?id)?|asp\.net_sessionid|aspsessionid[a-z]*|connect\.sid"
-         r"|_?sid|laravel_session|ci_session|rack\.session)=)([^;\s,\"'\\]{8,})", "cookie"),
+         r"((?:" + _SESSION_COOKIE + r")=)([^;\s,\"'\\]{8,})", "cookie"),
+    # a session cookie as a field of its own: `cookies={"sessionid": "..."}` (a cookies word earlier
+    # on the line), a browser's stored cookie (`{"name": "sessionid", "value": "..."}`: Playwright's
+    # storage state, a devtools export)
+    Rule("session-cookie-field", "token",
+         r"(?i)(?:\bcookies?\b[^\n]{0,80}?[\"']?(" + _SESSION_COOKIE + r")[\"']?[ \t]*[:=][ \t]*\\?[\"']"
+         r"|[\"']name\\?[\"'][ \t]*:[ \t]*\\?[\"'](?:" + _SESSION_COOKIE + r")\\?[\"'][ \t]*,[ \t]*\\?[\"']value\\?[\"']"
+         r"[ \t]*:[ \t]*\\?[\"'])([^\"'\s;,\\]{8,})", "cookie"),
+    # --- secrets code passes by position (redact.arguments) ---------------------------------
+    Rule("env-default", "secret", ENV_DEFAULT, "envdefault"),
+    Rule("credential-call", "password", CREDENTIAL_CALL, "call"),
     # --- KEY = value, in every syntax -------------------------------------------------------
     Rule("assignment", "secret",
          r"(?i)" + KEY_RE + r"""(?:\\?["']\]?|\])?(?:[ \t]+(?:string|str|int|var|const|char\*?|\[\]byte|secret|password))?[ \t]*""" + SEP_RE + r"[ \t]*" + VALUE_RE, "assign"),

@@ -27,7 +27,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import shapes
+from . import arguments, shapes
 from .keys import (  # noqa: F401  (classify_key, _clean_bare re-exported)
     _ESCAPE_CUT, _RE_BARE_IDENT, _SPACE, _WELLFORMED_INTERP, PAIR_NEXT, _clean_bare, classify_key, says_not_secret, value_ok)
 from .prefilter import NO_RULES, Prefilter, latin1_options
@@ -220,6 +220,7 @@ class Scanner:
                 s0, e0 = sp[0]
                 if s0 < 0:
                     break
+                found = len(raw)
                 try:
                     for s, e, label in handler(rule, sp, data):
                         if e > s:
@@ -236,12 +237,21 @@ class Scanner:
                     glued = _PAIR_NEXT_B.search(data, s0 + 1, e0)
                     if glued:
                         nxt = glued.start() + 1
+                    elif len(raw) == found and rule.kind == "assign":
+                        # a quoted value that is no secret may hold pairs of its own:
+                        # `"AzureWebJobsStorage": "...;AccountKey=..."` (a connection string), a query
+                        # string, JSON in a string (a bare one, `K=NAME:latest`, is read as it is)
+                        inner, end, quoted = _value_group(sp, 3)
+                        if quoted and inner > pos and _PAIRS_INSIDE.search(data, inner, end):
+                            nxt = inner
                 pos = nxt
         if not raw:
             return []
         return _to_char_spans(text, data, raw)
 
 
+#: What a quoted value holds when it holds pairs of its own (`a=1;b=2`, `a=1&b=2`, `{"a": 1, ...}`).
+_PAIRS_INSIDE = re.compile(rb"[;&,\s]")
 #: Rules whose bare values may hold a comma (`rules.VALUE_RE`), and a next pair inside such a value.
 _PAIRED_KINDS = frozenset({"assign", "is"})
 _PAIR_NEXT_B = re.compile(PAIR_NEXT.pattern.encode())
@@ -336,6 +346,10 @@ def _h_token(rule: Rule, sp, data: bytes):
         return
     if rule.options.get("needs_digit") and not any(ch.isdigit() for ch in value):
         return
+    if rule.options.get("not_words") and shapes.is_wordy(value):
+        return  # `https://build-artifacts-reader-2024@ci.example.com`: a user name made of words
+    if rule.options.get("needs_mixed_case") and (value.lower() == value or value.upper() == value):
+        return  # `AKIA...` then a git SHA: hex is one case, a base64 key is both
     after = rule.options.get("needs_digit_after")
     if after and not any(ch.isdigit() for ch in value.partition(after)[2]):
         return  # "95552:AgencyIdentificationCodeContentType": a name, not a random secret
@@ -450,6 +464,8 @@ def _keyed_value(data: bytes, key: tuple[int, int], s: int, e: int, quoted: bool
 
 def _h_assign(rule: Rule, sp, data: bytes):
     sep = _s(data, sp[2][0], sp[2][1])
+    if sep == ":" and data[sp[1][0] - 2:sp[1][0]] == b"${":
+        return  # `${DB_PASSWORD:-default}`: a shell expansion (rule env-default reads its default)
     s, e, quoted = _value_group(sp, 3)
     if not quoted and sep in (",", "==", "===", "!=", "!=="):
         return
@@ -704,6 +720,10 @@ _HANDLERS = {
     "jprop": _h_jprop,
     "kwvalue": _h_kwvalue,
     "phrase": _h_phrase,
+    "envdefault": arguments.h_env_default,
+    "call": arguments.h_call,
+    "printed": arguments.h_printed,
+    "piped": arguments.h_piped,
 }
 
 

@@ -359,11 +359,12 @@ _SETUP = "".join(f"apt-get install -y pkg{i:03d} >/dev/null\n" for i in range(15
 
 def test_long_tool_input_is_clipped_only_after_redaction(tmp_path, reverie_home):
     """A Bash command longer than the index's cap (a deploy script) sets DB_PASSWORD=<value> in its
-    middle and pipes the same value to `docker login` at its end. Redacted whole, both copies go (the
-    engine replaces every occurrence of a detected value); the block is clipped only afterwards, so
-    the tail copy is never stored verbatim, even though the clip cuts away its context."""
+    middle and writes the same value to a file at its end, where nothing says it is a secret.
+    Redacted whole, both copies go (the engine replaces every occurrence of a detected value); the
+    block is clipped only afterwards, so the tail copy is never stored verbatim, even though the clip
+    cuts away its context."""
     cmd = ("set -euo pipefail\n" + _SETUP + "export DB_PASSWORD=" + DB_PW + "\n" + _SETUP +
-           "echo " + DB_PW + " | docker login registry.internal -u deploy --password-stdin\n")
+           "echo " + DB_PW + " | base64 > /run/deploy/db.b64\n")
     from reverie.redact.engine import Redactor
 
     assert DB_PW not in Redactor(None).redact(cmd).text     # the engine alone would remove it
@@ -380,8 +381,7 @@ def test_long_tool_input_is_clipped_only_after_redaction(tmp_path, reverie_home)
     shown = _invoke("show", "conversation", S1, "--agent", AGENT, "--json").output
     (block,) = [b for m in json.loads(shown)["messages"] for b in m["blocks"] if b["type"] == "tool_use"]
     assert len(cmd) > 8000 and block["clipped"] == 1 and "characters clipped ...]" in block["text"]
-    assert block["text"].endswith("\necho [REDACTED:remembered] | docker login registry.internal -u deploy "
-                                  "--password-stdin\n")
+    assert block["text"].endswith("\necho [REDACTED:remembered] | base64 > /run/deploy/db.b64\n")
     assert (_printed(shown, {"DB_PW": DB_PW}), _scan_home(reverie_home, {"DB_PW": DB_PW})) == ([], [])
 
 

@@ -77,6 +77,16 @@ CASES = [
     ("discord-webhook", "webhook", "https://discord.com/api/webhooks/{}", "1" + g(17, "0123456789") + "/" + g(68, ALNUM + "_-")),
     ("teams-webhook", "webhook", "https://contoso.webhook.office.com/webhookb2/{}",
      "%s-%s@%s/IncomingWebhook/%s/%s" % (g(8, HEX), g(12, HEX), g(8, HEX), g(32, HEX), g(8, HEX))),
+    ("notion-token", "notion_token", "NOTION_TOKEN={}", "ntn_" + g(46)),
+    ("notion-token", "notion_token", "notion = Client(auth=\"{}\")", "ntn_" + g(11, "0123456789") + g(35)),
+    # a session cookie set by a call, as a field, in a browser's stored cookies
+    ("session-cookie", "token", 'req.Header.Set("Cookie", "connect.sid={}; theme=dark")', "s%3A" + g(32) + "." + g(43)),
+    ("session-cookie-field", "token", 'requests.get(url, cookies={{"sessionid": "{}", "theme": "dark"}})', g(32, LOWER + "0123456789")),
+    ("session-cookie-field", "token", '{{"cookies": [{{"name": "sessionid", "value": "{}", "domain": ".acme.example"}}]}}',
+     g(32, LOWER + "0123456789")),
+    # an Authorization header set by a call, by nginx or Apache
+    ("authorization-header", "basic_auth", 'proxy_set_header Authorization "Basic {}";', "U1z" + g(25, ALNUM + "/+")),
+    ("authorization-header", "bearer", 'conn.setRequestProperty("Authorization", "Bearer {}");', g(40, ALNUM + "_-")),
 ]
 
 
@@ -104,6 +114,11 @@ NEAR_MISSES = [
     "sha256:" + g(64, HEX),                                                         # an image digest
     "docker run -p 8080:80 nginx && mkdir -p build/out && ssh -p 2222 me@host",
     "the cache key " + g(12, HEX) + " was stale",
+    'cookies={"theme": "dark-mode-solarized", "lang": "en-GB-oxford"}',          # no session cookie
+    '{"name": "theme", "value": "dark-mode-solarized-x"}',
+    '{"type": "user", "sessionId": "550e8400-e29b-41d4-a716-446655440000"}',     # a transcript's session
+    'xhr.setRequestHeader("Authorization", authorizationHeaderValue);',           # a variable
+    'proxy_set_header Authorization $http_authorization;',
 ]
 
 
@@ -111,3 +126,25 @@ NEAR_MISSES = [
 def test_near_misses_survive(redactor, text):
     out = redactor.redact(text)
     assert (out.text, out.findings) == (text, [])
+
+
+AWS_ID = "AKIA" + "QX7MZ2RT5KVW3NPA"
+
+
+@pytest.mark.parametrize("before,after", [
+    ("{id}\n", ""),                                                   # a pair pasted on two lines
+    ("User name,Access key ID,Secret access key\nci,{id},", "\n"),     # `aws iam create-access-key` CSV
+    ("key {id} / ", " (rotate it)"),
+])
+def test_the_secret_half_of_an_aws_pair_goes_with_its_id(redactor, before, after):
+    secret = "Nk1" + g(37, ALNUM + "/+")
+    out = redactor.redact(before.format(id=AWS_ID) + secret + after)
+    assert out.text == before.format(id="[REDACTED:aws_access_key]") + "[REDACTED:aws_secret_key]" + after
+    assert sorted(f.rule for f in out.findings) == ["aws-access-key-id", "aws-secret-after-id"]
+
+
+@pytest.mark.parametrize("follower", [g(40, HEX), g(40, HEX).upper(), "ab" * 20, "x" * 40])
+def test_after_an_aws_id_a_hash_or_filler_stays(redactor, follower):
+    """A git SHA (one case), a run of filler: no base64 key."""
+    out = redactor.redact(f"{AWS_ID}\ncommit {follower}")
+    assert out.text == f"[REDACTED:aws_access_key]\ncommit {follower}"

@@ -1,0 +1,164 @@
+"""Secrets that code and commands pass by position, with no key beside them:
+  * the default of a secret-named environment variable (`os.getenv("DB_PASSWORD", "v")`,
+    `${DB_PASSWORD:-v}`: rule `env-default`);
+  * an argument that a credential call takes by its API (`smtp.login(user, "v")`,
+    `jwt.sign(payload, "v")`, `new PDO(dsn, user, "v")`: rule `credential-call`);
+  * what a command prints when asked for one secret (`kubectl ... jsonpath='{.data.X}'`, `vault kv
+    get -field=...`: rule `printed-secret`), and a literal piped into a command that stores a
+    secret (`echo "v" | wrangler secret put K`: rule `piped-secret`).
+
+All are credential contexts (issue 14, `shapes.context_secret`): the value is redacted unless it is
+clearly not a secret (a reference, a placeholder, empty). In code only string literals count: a
+variable, a call or an attribute in that place is code, and stays. The handlers take the RE2 match
+spans of those rules (`redact.rules`) over the UTF-8 bytes of the text and yield byte spans.
+"""
+
+from __future__ import annotations
+
+from . import shapes
+from .keys import classify_key, value_ok
+
+#: The credential calls (`rules.CREDENTIAL_CALL`'s group 1, lower-cased, `_` and the namespace
+#: dropped): which argument is the secret, and its label. The argument is a position (1-based), or
+#: `LAST`: the last of two or more string literals (`smtp.login(user, "pw")`, `login(page, "admin",
+#: "pw")` in a test helper).
+LAST = 0
+SECRET_ARGUMENT = {
+    "login": (LAST, "password"), "authenticate": (LAST, "password"), "basicauth": (LAST, "password"),
+    "withbasicauth": (LAST, "password"), "setbasicauth": (LAST, "password"),
+    "httpbasicauth": (LAST, "password"), "httpdigestauth": (LAST, "password"),
+    "credentialsbasic": (2, "password"), "bearerauth": (1, "bearer"),
+    "jwtsign": (2, "secret"), "jwtencode": (2, "secret"), "jwtdecode": (2, "secret"), "jwtverify": (2, "secret"),
+    "pdo": (3, "password"), "mysqliconnect": (3, "password"), "mysqlconnect": (3, "password"),
+    "twilioclient": (2, "token"),
+}
+
+#: How far after a call's opening parenthesis its arguments are read (bytes).
+ARGUMENTS_SPAN = 400
+
+
+def _text(data: bytes, s: int, e: int) -> str:
+    return data[s:e].decode("utf-8", "surrogatepass")
+
+
+def _literal(data: bytes, s: int, e: int) -> tuple[int, int] | None:
+    """The inside of the string literal that [s, e) holds, whitespace aside; None if it holds
+    anything else (a name, a call, a concatenation)."""
+    while s < e and data[s:s + 1] in (b" ", b"\t", b"\n", b"\r"):
+        s += 1
+    while e > s and data[e - 1:e] in (b" ", b"\t", b"\n", b"\r"):
+        e -= 1
+    if e - s < 2:
+        return None
+    q = data[s:s + 1]
+    if q not in (b'"', b"'", b"`") or data[e - 1:e] != q:
+        return None
+    inner = data[s + 1:e - 1]
+    if q in inner.replace(b"\\" + q, b""):
+        return None  # `"a" + "b"`: two literals
+    return s + 1, e - 1
+
+
+def arguments(data: bytes, start: int) -> list[tuple[int, int]]:
+    """Byte spans of the top-level arguments of the call whose opening parenthesis is just before
+    `start`, read up to `ARGUMENTS_SPAN` bytes: every argument that ends within them (a call that
+    runs on gives the arguments before its last)."""
+    out: list[tuple[int, int]] = []
+    depth, quote, i, arg = 0, None, start, start
+    end = min(len(data), start + ARGUMENTS_SPAN)
+    while i < end:
+        c = data[i:i + 1]
+        if quote is not None:
+            if c == b"\\":
+                i += 2
+                continue
+            if c == quote:
+                quote = None
+        elif c in (b'"', b"'", b"`"):
+            quote = c
+        elif c in (b"(", b"[", b"{"):
+            depth += 1
+        elif c in (b")", b"]", b"}"):
+            if depth == 0:
+                out.append((arg, i))
+                return out
+            depth -= 1
+        elif c == b"," and depth == 0:
+            out.append((arg, i))
+            arg = i + 1
+        i += 1
+    return out
+
+
+def _call_name(raw: str) -> str:
+    name = raw.lower().replace("_", "").replace("::", ".")
+    if name.startswith("new"):
+        name = name[3:].strip()
+    parts = [p for p in name.replace(" ", "").split(".") if p and p != "new"]
+    if parts and parts[-1] == "client" and any("twilio" in p for p in parts):
+        return "twilioclient"
+    if len(parts) >= 2 and parts[-2] in ("jwt", "credentials"):
+        return parts[-2] + parts[-1]
+    return parts[-1] if parts else ""
+
+
+def h_call(rule, sp, data: bytes):
+    """The literal a credential call takes as its secret (`SECRET_ARGUMENT`)."""
+    which = SECRET_ARGUMENT.get(_call_name(_text(data, sp[1][0], sp[1][1])))
+    if which is None:
+        return
+    position, label = which
+    args = arguments(data, sp[0][1])
+    if position == LAST:
+        literals = [lit for lit in (_literal(data, *a) for a in args) if lit is not None]
+        if len(literals) < 2:
+            return
+        lit = literals[-1]
+    elif len(args) < position:
+        return
+    else:
+        lit = _literal(data, *args[position - 1])
+        if lit is None:
+            return
+    value = _text(data, *lit)
+    if shapes.context_secret(value, quoted=True):
+        yield lit[0], lit[1], label
+
+
+#: The (key group, value group) pairs of `rules.ENV_DEFAULT`'s alternatives.
+_ENV_GROUPS = ((1, 2), (3, 5), (4, 5), (6, 7), (8, 9))
+
+
+def h_env_default(rule, sp, data: bytes):
+    """The default of an environment variable whose name says it holds a secret."""
+    for k, v in _ENV_GROUPS:
+        if sp[k][0] >= 0 and sp[v][0] >= 0:
+            break
+    else:
+        return
+    cls = classify_key(_text(data, *sp[k]))
+    if cls is None:
+        return
+    s, e = sp[v]
+    value = _text(data, s, e)
+    if value.startswith("$") or not value.strip():
+        return  # `${A:-$B}`: another variable
+    if value_ok(cls[0], value, quoted=True):
+        yield s, e, cls[1]
+
+
+def h_printed(rule, sp, data: bytes):
+    """The one line a command printed when asked for one secret."""
+    s, e = sp[1]
+    if shapes.context_secret(_text(data, s, e), quoted=False):
+        yield s, e, rule.label
+
+
+def h_piped(rule, sp, data: bytes):
+    """The literal piped into a command that stores it as a secret."""
+    for g in (1, 2, 3):
+        if sp[g][0] >= 0:
+            s, e = sp[g]
+            if shapes.context_secret(_text(data, s, e), quoted=g != 3):
+                yield s, e, rule.label
+            return

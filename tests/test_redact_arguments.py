@@ -1,0 +1,115 @@
+"""Secrets with no key beside them (redact/arguments.py and the rules around it): the default of a
+secret-named environment variable, the argument a credential call takes by its API, what a
+command prints when asked for one secret, a literal piped into a secret store; and the shapes
+found with them (a token as a URL's user, SMTP AUTH, a glued environment name, a Redis password,
+a value inside a quoted value that is no secret). Each is tested in context, and with the code or
+text around it that must stay."""
+
+from __future__ import annotations
+
+import random
+import string
+
+import pytest
+
+from reverie.redact.engine import Redactor
+
+_rng = random.Random(1414)
+ALNUM = string.ascii_letters + string.digits
+
+
+def g(n: int, alphabet: str = ALNUM) -> str:
+    return "".join(_rng.choice(alphabet) for _ in range(n))
+
+
+@pytest.fixture(scope="module")
+def redactor():
+    return Redactor(None)
+
+
+PW = "Xk29-pq!mR7" + g(4)
+TOKEN = g(32)
+
+# (text with {} where the secret goes, the secret, its label)
+FOUND = [
+    # env-default: a secret-named variable's default
+    ('DB_PASSWORD = os.getenv("DB_PASSWORD", "{}")', PW, "password"),
+    ("SECRET_KEY = os.environ.get('DJANGO_SECRET_KEY', '{}')", TOKEN, "secret"),
+    ('password: <%= ENV.fetch("SHOP_DATABASE_PASSWORD") {{ "{}" }} %>', PW, "password"),
+    ("const key = process.env.STRIPE_SECRET_KEY || '{}'", TOKEN, "secret"),
+    ("const key = process.env['API_TOKEN'] ?? \"{}\"", TOKEN, "token"),
+    ("'password' => env('DB_PASSWORD', '{}'),", PW, "password"),
+    ("psql -h db -U app -W ${{PGPASSWORD:-{}}}", PW, "password"),
+    ('token = ENV["GITHUB_TOKEN"] || "{}"', TOKEN, "token"),
+    # credential-call: the argument a call takes as its secret
+    ('server.login("alerts@acme.dev", "{}")', "y3u1 tmv6 919x mazc", "password"),
+    ("await login(page, 'admin', '{}')", PW, "password"),
+    ('requests.get(url, auth=HTTPBasicAuth("deploy", "{}"))', PW, "password"),
+    ('String c = Credentials.basic("AC123", "{}");', TOKEN, "password"),
+    ('    .bearer_auth("{}")', TOKEN, "bearer"),
+    ("return jwt.sign({{ sub: user.id }}, '{}', {{\n  expiresIn: '1h',\n}});", "purple-monkey-dishwasher-42", "secret"),
+    ("$pdo = new PDO('mysql:host=db;dbname=shop', 'shop', '{}');", PW, "password"),
+    ("$db = mysqli_connect('localhost', 'shop', '{}', 'shop');", PW, "password"),
+    # printed-secret: a command asked for one secret, and its output line
+    ("$ kubectl get secret api -o jsonpath='{{.data.DB_PASSWORD}}'\n{}\n$ ls", g(24, ALNUM + "+/") + "==", "secret"),
+    ("$ vault kv get -field=password secret/db\n{}", PW, "secret"),
+    ("$ aws secretsmanager get-secret-value --secret-id prod/db --query SecretString --output text\n{}", PW, "secret"),
+    ("$ cat config/master.key\n{}\n$ git status", g(32, "0123456789abcdef"), "secret"),
+    # piped-secret: a literal piped into a secret store
+    ('echo "{}" | npx wrangler secret put SIGNING_KEY', g(64, "0123456789abcdef"), "secret"),
+    ("printf '%s' '{}' | gh secret set NPM_TOKEN", g(36), "secret"),
+    ("echo {} | docker login -u me --password-stdin ghcr.io", g(36), "secret"),
+    # the shapes found with them
+    ("sentry_sdk.init(dsn='https://{}@o871254.ingest.us.sentry.io/57036')", g(32, "0123456789abcdef"), "token"),
+    ("git clone https://{}@git.example.com/acme/app.git", g(24), "token"),
+    ("send: 'AUTH PLAIN {}\\r\\n'", g(44, ALNUM + "+/"), "password"),
+    ("$ PGPASSWORD='{}' psql -h pg.internal -U reporting", "my cat is named 7am3ivx", "password"),
+    ("1036:requirepass {}", g(20), "password"),
+    ("and the openai one is {} (old style)", "sk-" + g(48), "openai_key"),
+]
+
+
+@pytest.mark.parametrize("template,secret,label", FOUND, ids=[f"{i}-{t[:30]}" for i, (t, _, _) in enumerate(FOUND)])
+def test_a_secret_passed_by_position_goes(redactor, template, secret, label):
+    out = redactor.redact(template.format(secret))
+    assert out.text == template.format(f"[REDACTED:{label}]")
+
+
+KEPT = [
+    'DEBUG = os.getenv("DEBUG", "false")',                                    # no secret name
+    'x = os.getenv("DB_PASSWORD", "changeme")',                               # a placeholder
+    'x = os.getenv("API_TOKEN", "")',                                         # empty
+    'url = os.getenv("DATABASE_URL", "sqlite:///local.db")',                  # not a secret name
+    "psql -U app ${PGPASSWORD:-$FALLBACK_PW}",                                # another variable
+    "await login(page, user.email, user.password)",                           # names, not literals
+    'login("admin")',                                                         # one literal: a user
+    "jwt.decode(token, SECRET_KEY, algorithms=['HS256'])",                     # a name
+    'smtp.login(user, password)',
+    "$ kubectl get secret api -o jsonpath='{.data.DB_PASSWORD}' | wc -c\n42 bytes counted",
+    "$ cat README.md\n# Acme",
+    'echo "$TOKEN" | gh secret set NPM_TOKEN',                                # a reference
+    "echo hello-world | tee out.txt",                                         # no secret store
+    "ssh://git@github.com/acme/app.git",                                      # a short user
+    "https://build-artifacts-reader-2024@ci.example.com/x",                   # a user made of words
+    "https://john.doe@example.com/calendar",
+    "SOMETHING_PASSWORDLESS='no words here'" .replace("'no words here'", "true"),
+    "the " + "sk-" + "proj" + " settings page",
+    "requirepass\n",
+    "API_KEY=my-api-key",                                                     # a stand-in
+    "client_secret: your_client_secret",
+    "admin:\n  existingSecret: grafana-admin\n",                              # names a secret
+]
+
+
+@pytest.mark.parametrize("text", KEPT, ids=[t[:30] for t in KEPT])
+def test_code_and_text_around_them_stay(redactor, text):
+    out = redactor.redact(text)
+    assert (out.text, out.findings) == (text, [])
+
+
+def test_a_pair_inside_a_quoted_value_that_is_no_secret_is_found():
+    """`"AzureWebJobsStorage": "...;AccountKey=..."`: the outer value is no secret, the pair in it is."""
+    key = g(86, ALNUM + "+/") + "=="
+    text = ('"AzureWebJobsStorage": "DefaultEndpointsProtocol=https;AccountName=stfunc01;AccountKey='
+            + key + ';EndpointSuffix=core.windows.net"')
+    assert Redactor(None).redact(text).text == text.replace(key, "[REDACTED:api_key]")
