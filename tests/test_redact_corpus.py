@@ -38,6 +38,19 @@ def test_corpus_loads_deterministically(bench):
             assert c["values"] == []
 
 
+def test_the_independent_corpus_loads_with_both_splits(bench):
+    """bench/secret_corpus_indep: the same format; `b_*` files are the held-out split."""
+    cases = bench.load_corpus(bench.INDEP_DIR)
+    assert cases == bench.load_corpus(bench.INDEP_DIR)
+    assert {bench.indep_split(c) for c in cases} == {"dev", "held"}
+    for split in ("dev", "held"):
+        labels = {c["label"] for c in cases if bench.indep_split(c) == split}
+        assert labels == {"secret", "not_secret"}
+    for c in cases:
+        assert "\u27e6" not in c["text"] and "\u27e7" not in c["text"] and "{alnum:" not in c["text"]
+        assert (bool(c["values"]) and all(v in c["text"] for v in c["values"])) == (c["label"] == "secret")
+
+
 def test_corpus_meets_the_goal(bench):
     r = Redactor(None)
     cases = bench.load_corpus()

@@ -1,6 +1,6 @@
 """The prefilter never misses a rule (redact/prefilter.py): on every text we have (the gitleaks and
-detect-secrets cases, the own corpus, the real transcripts' blocks), every rule whose regex matches
-a text is among the rules the prefilter names for it."""
+detect-secrets cases, the own and the independent corpus, the real transcripts' blocks), every rule
+whose regex matches a text is among the rules the prefilter names for it."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def texts() -> list[bytes]:
     import sys
     saved = list(sys.path)     # redact_bench puts bench/ and the checkout on the path: not beyond this test
     try:
-        out += [c["text"] for c in _module("redact_bench").load_corpus()]
+        rb = _module("redact_bench")
+        out += [c["text"] for c in rb.load_corpus()] + [c["text"] for c in rb.load_corpus(rb.INDEP_DIR)]
         blocks = _module("redact_read_once").block_texts([SHARED / "fixtures" / "claude-code",
                                                          SHARED / "fixtures" / "real-sessions"])
     finally:
