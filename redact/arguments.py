@@ -3,6 +3,10 @@
     `${DB_PASSWORD:-v}`: rule `env-default`);
   * an argument that a credential call takes by its API (`smtp.login(user, "v")`,
     `jwt.sign(payload, "v")`, `new PDO(dsn, user, "v")`: rule `credential-call`);
+  * a name and its value given as two fields (`- name: DB_PASSWORD` / `value: v` of a Kubernetes
+    container's env: rule `name-value`);
+  * credentials someone types in a chat after a creds/login word (`admin / v`: rule
+    `chat-credentials`, password shaped, with letters and digits);
   * what a command prints when asked for one secret (`kubectl ... jsonpath='{.data.X}'`, `vault kv
     get -field=...`: rule `printed-secret`), and a literal piped into a command that stores a
     secret (`echo "v" | wrangler secret put K`: rule `piped-secret`).
@@ -30,7 +34,8 @@ SECRET_ARGUMENT = {
     "credentialsbasic": (2, "password"), "bearerauth": (1, "bearer"),
     "jwtsign": (2, "secret"), "jwtencode": (2, "secret"), "jwtdecode": (2, "secret"), "jwtverify": (2, "secret"),
     "pdo": (3, "password"), "mysqliconnect": (3, "password"), "mysqlconnect": (3, "password"),
-    "twilioclient": (2, "token"),
+    "twilioclient": (2, "token"), "dbiconnect": (3, "password"),
+    "usernamepasswordcredentialsimpl": (5, "password"),
 }
 
 #: How far after a call's opening parenthesis its arguments are read (bytes).
@@ -99,6 +104,8 @@ def _call_name(raw: str) -> str:
         return "twilioclient"
     if len(parts) >= 2 and parts[-2] in ("jwt", "credentials"):
         return parts[-2] + parts[-1]
+    if name.replace(" ", "") == "dbi->connect":
+        return "dbiconnect"
     return parts[-1] if parts else ""
 
 
@@ -162,3 +169,29 @@ def h_piped(rule, sp, data: bytes):
             if shapes.context_secret(_text(data, s, e), quoted=g != 3):
                 yield s, e, rule.label
             return
+
+
+def h_name_value(rule, sp, data: bytes):
+    """The value field of a name field that names a secret."""
+    cls = classify_key(_text(data, *sp[1]))
+    if cls is None:
+        return
+    for g in (2, 3, 4):
+        if sp[g][0] >= 0:
+            s, e = sp[g]
+            value = _text(data, s, e)
+            if value.startswith("$") or (g == 4 and value.rstrip() != value):
+                return
+            if value_ok(cls[0], value, quoted=g != 4):
+                yield s, e, cls[1]
+            return
+
+
+def h_chat(rule, sp, data: bytes):
+    """The password of `user / password` typed after a creds or login word: prose, so it must look
+    like one (password shaped, letters and digits)."""
+    s, e = sp[1]
+    value = _text(data, s, e).rstrip(".,;)!?")
+    if (shapes.password_shaped(value, min_len=8) and any(c.isdigit() for c in value)
+            and any(c.isalpha() for c in value) and not shapes.is_reference(value)):
+        yield s, s + len(value.encode("utf-8", "surrogatepass")), rule.label

@@ -73,7 +73,8 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
     "CONNECTION_STRING": ("userinfo", "query"),
     "AUTH_HEADER": ("header", "bearer", "header_kv", "curl_user", "cookie"),
     "ASSIGNMENT": ("assign", "xml", "cli", "is", "k8s", "reverse", "kwquoted", "pwvalue", "jprop",
-                   "kwvalue", "phrase", "envdefault", "call", "printed", "piped"),
+                   "kwvalue", "phrase", "envdefault", "call", "printed", "piped",
+                   "namevalue", "chat"),
 }
 
 

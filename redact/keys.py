@@ -34,7 +34,8 @@ _EXCLUDED_LAST = frozenset(
     strategy rotation rotated at created updated issued reset lifetime duration window
     rate threshold ratio percent max min used remaining left total cost price spent
     failed fail error errors message messages msg prompt title text success succeeded stored saved
-    found missing invalid changed cleared removed
+    found missing invalid changed cleared removed sha sha1 sha256 sha512 md5 hash digest checksum
+    etag commit revision rev fingerprint
     ts tsx js jsx mjs cjs py go rs rb java kt swift md json yaml yml toml txt sh lock log html
     css scss vue svelte""".split()
 )

@@ -135,12 +135,22 @@ ENV_DEFAULT = (
     r"|\$\{([A-Za-z0-9_]{1,100}):?[-=]([^}\s\"'$]{1,200})\}"
     r"|\bENV\[[ \t]*[\"']([A-Za-z0-9_]{1,100})[\"'][ \t]*\][ \t]*\|\|[ \t]*[\"']([^\"'\n]{1,200})[\"']"
 )
+#: A name and its value given as two fields (`redact.arguments.h_name_value`; groups: the name, then
+#: the value double-quoted, single-quoted or bare): a Kubernetes container's `env` (`- name: K` then
+#: `value: v` on the next line), Terraform's and Helm's `set { name = "K" value = "v" }`, JSON
+#: `{"name": "K", "value": "v"}` (a HAR file's headers, an API's settings).
+NAME_VALUE = (
+    r"(?i)\bname\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?([A-Za-z0-9_.\-]{1,100})\\?[\"']?[ \t]*,?[ \t]*"
+    r"(?:\r?\n[ \t]*(?:[\-+~][ \t]+)?)?\\?[\"']?value\\?[\"']?[ \t]*[:=][ \t]*"
+    r"(?:\\?\"((?:[^\"\\\n]|\\[^\"\n]){1,400})\\?\"|'([^'\n]{1,400})'|([^\s\"',;{}\[\]][^\s\"',;{}\[\]]{0,400}))"
+)
 #: The head of a call that takes a credential by position, up to its opening parenthesis (group 1:
 #: the call's name; `redact.arguments.SECRET_ARGUMENT` says which argument).
 CREDENTIAL_CALL = (
     r"(?:^|[^A-Za-z0-9_])((?i:login|authenticate|basic_?auth|with_?basic_?auth|set_?basic_?auth|http_?basic_?auth"
     r"|http_?digest_?auth|bearer_?auth|mysqli?_connect)|(?i:jwt)\.(?:sign|encode|decode|verify)|Credentials\.basic"
-    r"|new[ \t]+PDO|Twilio(?:::REST)?::Client\.new|twilio\.rest\.Client)[ \t]*\("
+    r"|new[ \t]+PDO|Twilio(?:::REST)?::Client\.new|twilio\.rest\.Client|DBI->connect"
+    r"|new[ \t]+UsernamePasswordCredentialsImpl)[ \t]*\("
 )
 
 
@@ -282,6 +292,9 @@ RULES: tuple[Rule, ...] = (
     _tok("openai-legacy-key", "openai_key", r"\b(sk-[A-Za-z0-9]{48})\b", min_entropy=4.0, needs_digit=True,
          needs_mixed_case=True),
     _tok("google-api-key", "google_api_key", r"\b(AIza[0-9A-Za-z_\-]{35})"),
+    # a Google OAuth refresh token (`1//0g...`: gsutil's `.boto`, gcloud's credentials)
+    _tok("google-refresh-token", "google_oauth", r"(?:^|[^A-Za-z0-9/])(1//[0-9A-Za-z_\-]{40,})", min_entropy=3.5,
+         needs_digit=True),
     _tok("google-oauth", "google_oauth",
          r"\b(GOCSPX-[0-9A-Za-z_\-]{20,40}|ya29\.[0-9A-Za-z_\-]{20,})"),
     # API key SID (SK) and account SID (AC): 32 hex; `ACxxxx...` is the documentation's own form
@@ -480,7 +493,7 @@ RULES: tuple[Rule, ...] = (
          r"""[A-Za-z0-9+/_\-]{23,119}={0,2})\\?["']""", "entropy", 4.5, {"exact_in_set": True}),
     # a secret keyword, then the value with no operator: `pdfshift-KEY 4f1c...`, `api key 9Xk...`
     Rule("keyword-value", "api_key",
-         r"(?i)(?:^|[^A-Za-z0-9_.\-])([A-Za-z0-9_.\-]*(?:api[ _\-]?key|token|secret|passw(?:or)?d|key))"
+         r"(?i)(?:^|[^A-Za-z0-9_.\-])([A-Za-z0-9_.\-]*(?:api[ _\-]?key|token|secret|passw(?:or)?d|key|auth))"
          r"[ \t]+([A-Za-z0-9_\-+/=.]{24,200})(?:[^A-Za-z0-9_\-+/=.]|$)", "kwvalue"),
     # a passphrase with spaces, unquoted, after a password key on its own line (YAML, INI)
     Rule("passphrase-line", "password",
@@ -520,6 +533,16 @@ RULES: tuple[Rule, ...] = (
     Rule("netrc-password", "password",
          r"(?:^|[ \t\r\n])(?:machine[ \t]+[^\s]+|default)(?:[ \t\r\n]+(?:login|account|port)[ \t]+[^\s]+)*"
          r"[ \t\r\n]+password[ \t]+([^\s]+)", "pwvalue"),
+    # the Erlang distribution cookie (`vm.args`, `erl -setcookie`), HAProxy's userlist and stats
+    # passwords, PowerShell's plain text turned into a SecureString
+    Rule("erlang-cookie", "password", r"(?m)(?:^|[ \t])-setcookie[ \t]+((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'])+)", "pwvalue"),
+    Rule("haproxy-password", "password",
+         r"\b(?:insecure-password|stats[ \t]+auth[ \t]+[^\s:]+:)[ \t]*((?:\"[^\"\n]*\"|[^\s\"])+)", "pwvalue"),
+    Rule("securestring-plaintext", "password",
+         r"(?i)\bConvertTo-SecureString(?:[ \t]+-String)?[ \t]+(\"[^\"\n]*\"|'[^'\n]*')[^\n]*-AsPlainText", "pwvalue"),
+    # credentials someone types in a chat: `creds for the box: admin / v`, `login: admin:v`
+    Rule("chat-credentials", "password",
+         r"(?i)\b(?:creds?|credentials|login)\b[^\n]{0,40}?:[ \t]*[A-Za-z0-9._@\-]{2,40}[ \t]*(?:/|:)[ \t]*([^\s/:]{8,64})", "chat"),
     # Redis: `requirepass` / `masterauth` in redis.conf (a `grep -n` line number before it too)
     Rule("redis-conf-password", "password",
          r"(?m)^[ \t]*(?:\d+:)?(?:requirepass|masterauth)[ \t]+((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'])+)", "pwvalue"),
@@ -530,12 +553,15 @@ RULES: tuple[Rule, ...] = (
     # (`kubectl get secret ... -o jsonpath='{.data.X}'`, `vault kv get -field=password`, `aws
     # secretsmanager get-secret-value ... --output text`, `gcloud secrets versions access`, `az
     # keyvault secret show --query value`, `op read`, `doppler secrets get --plain`, `heroku
-    # config:get`, `cat config/master.key`)
+    # config:get`, `elasticsearch-keystore show`, `cat config/master.key`, `cat` of a file whose
+    # name says pass, secret or token: `~/.ansible/vault_pass.txt`, not `/etc/passwd`)
     Rule("printed-secret", "secret",
          r"(?m)(?:\bkubectl[ \t][^\n]*jsonpath=[^\n]*\.data\.[^\n]*|\bvault[ \t][^\n]*-field[= ][^\n]*"
          r"|\baws[ \t]+secretsmanager[ \t]+get-secret-value[^\n]*|\bgcloud[ \t]+secrets[ \t]+versions[ \t]+access[^\n]*"
          r"|\baz[ \t]+keyvault[ \t]+secret[ \t]+show[^\n]*|\bop[ \t]+read[ \t][^\n]*|\bdoppler[ \t]+secrets[ \t]+get[^\n]*"
-         r"|\bheroku[ \t]+config:get[^\n]*|\bcat[ \t]+[^\n|;&]*(?:master\.key|credentials\.key|\.secret|secret\.txt|token\.txt|\.token))"
+         r"|\bheroku[ \t]+config:get[^\n]*|\belasticsearch-keystore[ \t]+show[^\n]*"
+         r"|\bcat[ \t]+[^\n|;&]*(?:master\.key|credentials\.key|\.secret|secret\.txt|token\.txt|\.token"
+         r"|[/ ][^\s/|;&]*(?:pass[_.]|[_\-]pass|secret|token)[^\s/|;&]*))"
          r"\r?\n[ \t]*([^\s]{8,400})[ \t]*\r?$", "printed"),
     # a literal piped into a command that stores it as a secret (`echo "v" | wrangler secret put K`,
     # `gh secret set`, `vercel env add`, `docker secret create`, `docker login --password-stdin`)
@@ -547,7 +573,7 @@ RULES: tuple[Rule, ...] = (
          r"|kubectl[ \t]+create[ \t]+secret)", "piped"),
     # MySQL / MariaDB clients: `-pVALUE` glued to its flag (`-p VALUE` prompts, VALUE is the database)
     Rule("mysql-dash-p", "password",
-         r"(?:^|[\s;&|(`\"'])(?i:mysql[a-z_\-]*|mariadb[a-z_\-]*)(?:[ \t]+[^\s|;&<>]+)*?[ \t]+-p"
+         r"(?:^|[\s;&|(`\"'/])(?i:mysql[a-z_\-]*|mariadb[a-z_\-]*)(?:[ \t]+[^\s|;&<>]+)*?[ \t]+-p"
          r"((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'|;&<>])+)", "pwvalue"),
     # session cookies in a Cookie / Set-Cookie header (`"Cookie", "..."` set by a call too), a JSON
     # `cookie` field, `curl -b` / `--cookie`
@@ -565,9 +591,16 @@ RULES: tuple[Rule, ...] = (
     # --- secrets code passes by position (redact.arguments) ---------------------------------
     Rule("env-default", "secret", ENV_DEFAULT, "envdefault"),
     Rule("credential-call", "password", CREDENTIAL_CALL, "call"),
+    Rule("name-value", "secret", NAME_VALUE, "namevalue"),
     # --- KEY = value, in every syntax -------------------------------------------------------
     Rule("assignment", "secret",
-         r"(?i)" + KEY_RE + r"""(?:\\?["']\]?|\])?(?:[ \t]+(?:string|str|int|var|const|char\*?|\[\]byte|secret|password))?[ \t]*""" + SEP_RE + r"[ \t]*" + VALUE_RE, "assign"),
+         r"(?i)" + KEY_RE + r"""(?:\\?["']\]?|\]|\[\])?(?:[ \t]+(?:string|str|int|var|const|char\*?|\[\]byte|secret|password))?[ \t]*""" + SEP_RE + r"[ \t]*" + VALUE_RE, "assign"),
+    # a key and its value with no operator: C's `#define KEY "v"`, a Dockerfile's `ENV KEY v` / `ARG`
+    Rule("declaration", "secret",
+         r"(?im)^[ \t]*(?:#[ \t]*define|ENV|ARG)[ \t]+" + KEY_RE + r"([ \t]+)" + VALUE_RE, "assign"),
+    # an Erlang / Elixir term: `{password, "v"}`, `{api_key, <<"v">>}`
+    Rule("erlang-tuple", "secret",
+         r"(?i)\{[ \t]*" + KEY_RE + r"[ \t]*,[ \t]*(?:<<)?\"([^\"\n]{6,400})\"(?:>>)?[ \t]*\}", "xml"),
     Rule("xml-element", "secret",
          r"(?i)<" + KEY_RE + r">[ \t\r\n]*([^<>\s]{6,})[ \t\r\n]*</", "xml"),
     Rule("add-key-value", "secret",
@@ -584,6 +617,6 @@ RULES: tuple[Rule, ...] = (
          r"""(?i)\b([A-Za-z0-9_]*(?:passw|pwd|secret)[A-Za-z0-9_]*)[ \t]+(?:"((?:[^"\\\n]|\\.)*)"|'([^'\n]*)')""",
          "kwquoted"),
     Rule("prose-is", "secret",
-         r"(?i)\b(password|passwd|passphrase|pwd|secret|token|api[ _\-]?key|secret[ _\-]?key|access[ _\-]?key)"
+         r"(?i)\b(password|passwd|passphrase|pwd|pass|secret|token|api[ _\-]?key|secret[ _\-]?key|access[ _\-]?key)"
          r"[ \t]+(?:is|was)[ \t]*:?[ \t]+" + VALUE_RE, "is"),
 )

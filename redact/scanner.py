@@ -237,12 +237,18 @@ class Scanner:
                     glued = _PAIR_NEXT_B.search(data, s0 + 1, e0)
                     if glued:
                         nxt = glued.start() + 1
-                    elif len(raw) == found and rule.kind == "assign":
-                        # a quoted value that is no secret may hold pairs of its own:
-                        # `"AzureWebJobsStorage": "...;AccountKey=..."` (a connection string), a query
-                        # string, JSON in a string (a bare one, `K=NAME:latest`, is read as it is)
+                    elif rule.kind == "assign":
                         inner, end, quoted = _value_group(sp, 3)
-                        if quoted and inner > pos and _PAIRS_INSIDE.search(data, inner, end):
+                        brk = None if quoted or inner < 0 else _ESCAPED_BREAK.search(data, inner, end)
+                        if brk:
+                            # a bare value in JSON-escaped text ran on over `\n` into the next lines
+                            # (`K=v\nDB_PASSWORD=...`: an env file inside a tool result): they are
+                            # matched anew (`keys._clean_bare` cut the value there)
+                            nxt = brk.end()
+                        elif len(raw) == found and quoted and inner > pos and _PAIRS_INSIDE.search(data, inner, end):
+                            # a quoted value that is no secret may hold pairs of its own:
+                            # `"AzureWebJobsStorage": "...;AccountKey=..."` (a connection string), a
+                            # query string, JSON in a string (a bare one, `K=NAME:latest`, is read as is)
                             nxt = inner
                 pos = nxt
         if not raw:
@@ -250,6 +256,8 @@ class Scanner:
         return _to_char_spans(text, data, raw)
 
 
+#: A JSON-escaped line break.
+_ESCAPED_BREAK = re.compile(rb"\\[nr]")
 #: What a quoted value holds when it holds pairs of its own (`a=1;b=2`, `a=1&b=2`, `{"a": 1, ...}`).
 _PAIRS_INSIDE = re.compile(rb"[;&,\s]")
 #: Rules whose bare values may hold a comma (`rules.VALUE_RE`), and a next pair inside such a value.
@@ -568,8 +576,8 @@ def _h_phrase(rule: Rule, sp, data: bytes):
     words = value.split()
     if not 2 <= len(words) <= 8 or any(len(w) > 24 for w in words) or value.endswith((".", ":", "?", "!")):
         return  # a sentence about a password, not a passphrase
-    if any(shapes.is_reference(w) or shapes.is_placeholder(w) for w in words):
-        return
+    if any(shapes.is_reference(w) or shapes.is_placeholder(w) for w in words) or shapes.not_a_value(value):
+        return  # also `password:  24 bytes` (`kubectl describe secret`)
     yield s, _end(s, value), "password"
 
 
@@ -723,6 +731,8 @@ _HANDLERS = {
     "envdefault": arguments.h_env_default,
     "call": arguments.h_call,
     "printed": arguments.h_printed,
+    "namevalue": arguments.h_name_value,
+    "chat": arguments.h_chat,
     "piped": arguments.h_piped,
 }
 

@@ -366,7 +366,10 @@ STATUS_WORDS = frozenset(
 _RE_YAML_TAG = re.compile(r"^![A-Za-z][\w:!]*$")
 _IDENT_PART = r"[A-Za-z_$][A-Za-z_$]*[0-9]*"
 _RE_CALL_OR_INDEX = re.compile(
-    r"^[A-Za-z_$][\w$]*(?:(?:\.|\?\.|::|->)[A-Za-z_$][\w$]*)*[ \t]*[(\[]")
+    r"^[A-Za-z_$][\w$]*(?:(?:\.|\?\.|::|->)[A-Za-z_$][\w$]*)*!?[ \t]*[(\[]")  # `env!(`, `fetch_env!(`
+# A PowerShell cmdlet (an approved verb, a dash, a noun): `Get-Credential`, `Get-Secret -Name X`.
+_RE_CMDLET = re.compile(r"^(?:Get|Read|ConvertTo|ConvertFrom|Import|Export|Invoke|New|Select|Resolve|Unprotect"
+                        r"|Find|Test|Join|Split|Format|Out)-[A-Z][A-Za-z]+$")
 _RE_ATTR_PATH = re.compile(r"^" + _IDENT_PART + r"(?:(?:\.|\?\.|::|->)" + _IDENT_PART + r")+$")
 _RE_SNAKE = re.compile(r"^_*[A-Za-z]+(?:_+[A-Za-z]+)+_*[0-9]*$")
 # camelCase and PascalCase with a hump (`signerCToken`, `SignerAuthLinkToken`, `Pubkey` is one word)
@@ -396,6 +399,8 @@ def is_code_reference(value: str, quoted: bool = False) -> bool:
     v = value.strip()
     if _RE_CALL_OR_INDEX.match(v) or _RE_ATTR_PATH.match(v) or v.startswith(("(", "!!", "=>")):
         return True  # also `(user) => ...`, `!!process.env.X`
+    if not quoted and _RE_CMDLET.match(v):
+        return True
     if _RE_GENERIC.match(v) or (")" in v and "(" not in v and v.rstrip("):;,").isidentifier()):
         return True  # a generic type `Set<string>`, the end of a signature `AuthToken):`
     if quoted:
@@ -410,11 +415,28 @@ def is_code_reference(value: str, quoted: bool = False) -> bool:
     return False
 
 
+# A password's hash, not the password: crypt(3) (`$6$salt$...`, `$y$`, `$apr1$`), bcrypt, argon2,
+# LDAP's `{SHA}` / `{SSHA}`.
+_RE_PASSWORD_HASH = re.compile(r"^(?:\$(?:1|2[abxy]?|5|6|y|7|gy|apr1|argon2(?:id|i|d)|scrypt|pbkdf2[\w\-]*)\$[^\s]{8,}"
+                               r"|\{(?:S?SHA(?:256|512)?|CRYPT|PBKDF2[\w\-]*|ARGON2)\}[A-Za-z0-9+/.$=]{8,})$")
+# A size (`kubectl describe secret`: `password:  24 bytes`) or a credential's id and file
+# (systemd's `LoadCredential=db-password:/run/secrets/db`).
+_RE_NOT_A_VALUE = re.compile(r"^\d+ bytes?$|^[\w.\-]+:/[\w./\-]+$")
+
+
+def not_a_value(value: str) -> bool:
+    """A password's hash, a size or a credential's id and file (`_RE_PASSWORD_HASH`,
+    `_RE_NOT_A_VALUE`): what a credential context holds when it holds no secret."""
+    return bool(_RE_PASSWORD_HASH.match(value) or _RE_NOT_A_VALUE.match(value))
+
+
 def context_secret(value: str, *, quoted: bool = False) -> bool:
     """Whether `value`, found in a credential context, is redacted (the rule in the module
     docstring): yes unless it is clearly not a secret."""
     v = value.strip()
     if len(v) < 6 or len(v) > 1024:
+        return False
+    if not_a_value(v):
         return False
     if is_reference(v) or is_code_reference(v, quoted) or is_placeholder(v):
         return False

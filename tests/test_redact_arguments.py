@@ -66,6 +66,28 @@ FOUND = [
     ("$ PGPASSWORD='{}' psql -h pg.internal -U reporting", "my cat is named 7am3ivx", "password"),
     ("1036:requirepass {}", g(20), "password"),
     ("and the openai one is {} (old style)", "sk-" + g(48), "openai_key"),
+    # name-value: a name field, then its value field
+    ("        env:\n        - name: DB_PASSWORD\n          value: \"{}\"\n", PW, "password"),
+    ('  + set {{\n      + name  = "adminPassword"\n      + value = "{}"\n    }}', PW, "password"),
+    ('{{ "name": "api_key", "value": "{}" }}', TOKEN, "api_key"),
+    # declarations with no operator, terms, other tools' password slots
+    ('#define OTA_HMAC_KEY   "{}"', g(64, "0123456789abcdef"), "api_key"),
+    ("ENV SECRET_KEY_BASE {}", g(128, "0123456789abcdef"), "secret"),
+    ('static constexpr const char kDatadogApiKey[] = "{}";', g(32, "0123456789abcdef"), "api_key"),
+    ('   {{password, "{}"}},', PW, "password"),
+    ("-name acme@10.0.4.7\n-setcookie {}\n", g(20, string.ascii_uppercase + string.digits), "password"),
+    ("    user ops insecure-password {}", g(16), "password"),
+    ("    stats auth admin:{}", g(18), "password"),
+    ("$pw = ConvertTo-SecureString '{}' -AsPlainText -Force", g(16), "password"),
+    ("user> creds for the grafana box: admin / {}", "1QFlJJQ57I3f", "password"),
+    ("gs_oauth2_refresh_token = {}", "1//0" + g(90, ALNUM + "_-"), "google_oauth"),
+    ("30 2 * * * /usr/bin/mysqldump -u root -p{} --all-databases", g(16), "password"),
+    ("$ cat ~/.ansible/vault_pass.txt\n{}\n", g(32), "secret"),
+    ("$ sudo elasticsearch-keystore show s3.client.default.secret_key\n{}", g(40, ALNUM + "/"), "secret"),
+    ("the redis pass is {}", g(24), "password"),
+    ("header_up X-Internal-Auth {}", g(32), "token"),
+    # JSON-escaped env files: every line of it
+    ('"text":"NEXT_PUBLIC_STRIPE_KEY=pk_live_4P23OqRQYVJ9h7ela8mJg6yR\\nJWT_SECRET={}\\nLOG=info\\n"', g(48), "secret"),
 ]
 
 
@@ -98,6 +120,18 @@ KEPT = [
     "API_KEY=my-api-key",                                                     # a stand-in
     "client_secret: your_client_secret",
     "admin:\n  existingSecret: grafana-admin\n",                              # names a secret
+    "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef:\n      name: db\n      key: password",
+    "- name: API_TOKEN\n  value: $(TOKEN)",                                 # a Kubernetes reference
+    "- name: LOG_LEVEL\n  value: debug",
+    "GITHUB_SHA=95e8ed208464615c2eb2ec84c3ba22c76c25ef7f",                   # a commit, named so
+    "password:  24 bytes",                                                  # `kubectl describe secret`
+    '$cred = Get-Credential -UserName "CONTOSO\\svc-backup"',                # a cmdlet
+    'secret_key_base: System.fetch_env!("SECRET_KEY_BASE")',                 # a call
+    'users.users.deploy.hashedPassword = "$6$rounds=65536$abcdefgh$' + g(86, ALNUM + "./") + '";',
+    "admin:$apr1$Qx7f3kLm$" + g(22, ALNUM + "./"),
+    "LoadCredential=db-password:/run/secrets/db.pass",                       # a credential's file
+    "$ cat /etc/passwd\nroot:x:0:0:root:/root:/bin/bash",
+    "user> the login page: GET / POST only",
 ]
 
 
