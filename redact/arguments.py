@@ -19,24 +19,31 @@ spans of those rules (`redact.rules`) over the UTF-8 bytes of the text and yield
 
 from __future__ import annotations
 
+import re
+
 from . import shapes
 from .keys import classify_key, value_ok
 
 #: The credential calls (`rules.CREDENTIAL_CALL`'s group 1, lower-cased, `_` and the namespace
-#: dropped): which argument is the secret, and its label. The argument is a position (1-based), or
-#: `LAST`: the last of two or more string literals (`smtp.login(user, "pw")`, `login(page, "admin",
-#: "pw")` in a test helper).
-LAST = 0
+#: dropped): which argument (1-based) is the secret, and its label. `USER_THEN` means the argument
+#: right after the user: the second, or the third when the first is no string literal and the
+#: second is (`login(page, "admin", "pw")`, a test helper's form).
+USER_THEN = 0
 SECRET_ARGUMENT = {
-    "login": (LAST, "password"), "authenticate": (LAST, "password"), "basicauth": (LAST, "password"),
-    "withbasicauth": (LAST, "password"), "setbasicauth": (LAST, "password"),
-    "httpbasicauth": (LAST, "password"), "httpdigestauth": (LAST, "password"),
-    "credentialsbasic": (2, "password"), "bearerauth": (1, "bearer"),
+    "login": (USER_THEN, "password"), "authenticate": (USER_THEN, "password"),
+    "basicauth": (USER_THEN, "password"), "withbasicauth": (USER_THEN, "password"),
+    "setbasicauth": (USER_THEN, "password"), "httpbasicauth": (USER_THEN, "password"),
+    "httpdigestauth": (USER_THEN, "password"), "credentialsbasic": (2, "password"), "bearerauth": (1, "bearer"),
     "jwtsign": (2, "secret"), "jwtencode": (2, "secret"), "jwtdecode": (2, "secret"), "jwtverify": (2, "secret"),
     "pdo": (3, "password"), "mysqliconnect": (3, "password"), "mysqlconnect": (3, "password"),
     "twilioclient": (2, "token"), "dbiconnect": (3, "password"),
     "usernamepasswordcredentialsimpl": (5, "password"),
 }
+
+#: How many credential-call matches one text gets read for: past it (no real file has that many),
+#: the rest of the text is not searched for them, so crafted text (`login("` repeated) stays linear
+#: in cost with a small factor.
+CALLS_PER_TEXT = 500
 
 #: How far after a call's opening parenthesis its arguments are read (bytes).
 ARGUMENTS_SPAN = 400
@@ -47,21 +54,22 @@ def _text(data: bytes, s: int, e: int) -> str:
 
 
 def _literal(data: bytes, s: int, e: int) -> tuple[int, int] | None:
-    """The inside of the string literal that [s, e) holds, whitespace aside; None if it holds
-    anything else (a name, a call, a concatenation)."""
+    """The inside of the string literal that [s, e) holds, whitespace aside, JSON-escaped too
+    (`\\"v\\"` in a tool call's JSON); None if it holds anything else (a name, a call, a
+    concatenation)."""
     while s < e and data[s:s + 1] in (b" ", b"\t", b"\n", b"\r"):
         s += 1
     while e > s and data[e - 1:e] in (b" ", b"\t", b"\n", b"\r"):
         e -= 1
-    if e - s < 2:
-        return None
     q = data[s:s + 1]
-    if q not in (b'"', b"'", b"`") or data[e - 1:e] != q:
+    if q == b"\\" and data[s + 1:s + 2] in (b'"', b"'"):
+        q = data[s:s + 2]  # a JSON-escaped literal: it ends with the same escaped quote
+    if q not in (b'"', b"'", b"`", b'\\"', b"\\'") or e - s < 2 * len(q) or data[e - len(q):e] != q:
         return None
-    inner = data[s + 1:e - 1]
-    if q in inner.replace(b"\\" + q, b""):
+    inner = data[s + len(q):e - len(q)]
+    if q[-1:] in inner.replace(b"\\" + q[-1:], b""):
         return None  # `"a" + "b"`: two literals
-    return s + 1, e - 1
+    return s + len(q), e - len(q)
 
 
 def arguments(data: bytes, start: int) -> list[tuple[int, int]]:
@@ -73,13 +81,18 @@ def arguments(data: bytes, start: int) -> list[tuple[int, int]]:
     end = min(len(data), start + ARGUMENTS_SPAN)
     while i < end:
         c = data[i:i + 1]
-        if quote is not None:
+        if c == b"\\" and quote in (None, b'\\"', b"\\'") and data[i + 1:i + 2] in (b'"', b"'"):
+            q = data[i:i + 2]  # a JSON-escaped quote opens or closes a JSON-escaped literal
+            quote = None if quote == q else (q if quote is None else quote)
+            i += 2
+            continue
+        if quote is not None and len(quote) == 1:
             if c == b"\\":
                 i += 2
                 continue
             if c == quote:
                 quote = None
-        elif c in (b'"', b"'", b"`"):
+        elif quote is None and c in (b'"', b"'", b"`"):
             quote = c
         elif c in (b"(", b"[", b"{"):
             depth += 1
@@ -109,26 +122,38 @@ def _call_name(raw: str) -> str:
     return parts[-1] if parts else ""
 
 
+_CALLS_SEEN: list = [None, 0]   # [the text, how many call matches were read in it]
+
+
+def _password_like(value: str) -> bool:
+    """A call's literal reads as a password, not as a label or a route (`"Sign in"`,
+    `'failureRedirect'`, `"submit-form"`): digits, or three kinds of characters."""
+    kinds = (any(c.islower() for c in value), any(c.isupper() for c in value),
+             any(not c.isalnum() and not c.isspace() for c in value))
+    return any(c.isdigit() for c in value) or sum(kinds) == 3
+
+
 def h_call(rule, sp, data: bytes):
     """The literal a credential call takes as its secret (`SECRET_ARGUMENT`)."""
+    if _CALLS_SEEN[0] is not data:
+        _CALLS_SEEN[0], _CALLS_SEEN[1] = data, 0
+    _CALLS_SEEN[1] += 1
+    if _CALLS_SEEN[1] > CALLS_PER_TEXT:
+        return
     which = SECRET_ARGUMENT.get(_call_name(_text(data, sp[1][0], sp[1][1])))
     if which is None:
         return
     position, label = which
     args = arguments(data, sp[0][1])
-    if position == LAST:
-        literals = [lit for lit in (_literal(data, *a) for a in args) if lit is not None]
-        if len(literals) < 2:
-            return
-        lit = literals[-1]
-    elif len(args) < position:
+    if position == USER_THEN:
+        position = 3 if len(args) >= 3 and _literal(data, *args[0]) is None and _literal(data, *args[1]) else 2
+    if len(args) < position:
         return
-    else:
-        lit = _literal(data, *args[position - 1])
-        if lit is None:
-            return
+    lit = _literal(data, *args[position - 1])
+    if lit is None:
+        return
     value = _text(data, *lit)
-    if shapes.context_secret(value, quoted=True):
+    if shapes.context_secret(value, quoted=True) and _password_like(value):
         yield lit[0], lit[1], label
 
 
@@ -147,22 +172,59 @@ def h_env_default(rule, sp, data: bytes):
     if cls is None:
         return
     s, e = sp[v]
+    lit = _literal(data, s, e) if data[s:s + 1] in (b'"', b"'") else None
+    if lit is not None:
+        s, e = lit  # `${DB_PASSWORD:-"v"}`
     value = _text(data, s, e)
-    if value.startswith("$") or not value.strip():
-        return  # `${A:-$B}`: another variable
+    if (value.startswith("$") and not value.startswith("$$")) or not value.strip():
+        return  # `${A:-$B}`: another variable (`$$` is a compose file's escaped `$`)
     if value_ok(cls[0], value, quoted=True):
         yield s, e, cls[1]
 
 
+#: The commands of rule printed-secret that print any field or variable asked for, and how the
+#: name asked for is found in the command line: it must name a secret.
+_ASKED_NAME = (
+    (re.compile(r"\bheroku[ \t]+config:get\b"), re.compile(r"config:get[ \t]+(?:-\S+[ \t]+)*([A-Za-z0-9_.\-]+)")),
+    (re.compile(r"\bvault[ \t]"), re.compile(r"-field[= ]([A-Za-z0-9_.\-]+)")),
+    (re.compile(r"\bop[ \t]+read\b"), re.compile(r"op://\S*/([A-Za-z0-9_.\-]+)")),
+    (re.compile(r"\bdoppler[ \t]+secrets[ \t]+get\b"), re.compile(r"get[ \t]+(?:-\S+[ \t]+)*([A-Za-z0-9_.\-]+)")),
+)
+_QUERY = re.compile(r"--query[ \t=]+[\"']?([A-Za-z.]+)")
+
+
+def _asks_for_a_secret(command: str) -> bool:
+    """Whether the printing command asks for a secret: a name that names one (`heroku
+    config:get DB_PASSWORD`, `vault kv get -field=password`), the value of a Key Vault secret or
+    the SecretString of AWS Secrets Manager; the other commands print only secrets."""
+    for cmd, name in _ASKED_NAME:
+        if cmd.search(command):
+            m = name.search(command)
+            return m is not None and classify_key(m.group(1)) is not None
+    if "secretsmanager" in command:
+        m = _QUERY.search(command)
+        return m is None or "SecretString" in m.group(1)
+    if "keyvault" in command:
+        m = _QUERY.search(command)
+        return m is not None and m.group(1) == "value"
+    return True
+
+
 def h_printed(rule, sp, data: bytes):
     """The one line a command printed when asked for one secret."""
-    s, e = sp[1]
+    if not _asks_for_a_secret(_text(data, *sp[1])):
+        return
+    s, e = sp[2]
     if shapes.context_secret(_text(data, s, e), quoted=False):
         yield s, e, rule.label
 
 
 def h_piped(rule, sp, data: bytes):
-    """The literal piped into a command that stores it as a secret."""
+    """The literal piped into a command that stores it as a secret (or as an environment
+    variable whose name says secret: group 4, `vercel env add K`)."""
+    target = _text(data, *sp[4]) if sp[4][0] >= 0 else ""
+    if target.startswith(("vercel", "netlify")) and classify_key(target.split()[-1]) is None:
+        return
     for g in (1, 2, 3):
         if sp[g][0] >= 0:
             s, e = sp[g]

@@ -124,7 +124,7 @@ def classify_key(key: str) -> tuple[str, str] | None:
         return None
     if any(s in _NOT_REAL for s in segs[:-1]):
         return None  # `fake_token`, `dummy_password`, `nonMatchingToken`: the key says it is no secret
-    if "existing" in segs[:-1]:
+    if segs[-1] == "secret" and "existing" in segs[:-1]:
         return None  # `existingSecret: grafana-admin` (a Helm chart's convention): the name of a secret
     if any(s in _EXCLUDED_SEGMENTS for s in segs):
         # "public_key", "cache_key", "max_tokens", "next_page_token": metadata or code, never the

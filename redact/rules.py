@@ -126,13 +126,14 @@ _SESSION_COOKIE = (r"[a-z0-9_\-]*sessid|[a-z0-9_\-]*session(?:_?id)?|asp\.net_se
 
 #: The default of an environment variable (`redact.arguments.h_env_default`; groups: key, value):
 #: `os.getenv("K", "v")`, `environ.get`, `config("K", default="v")`, `env('K', 'v')`,
-#: `ENV.fetch("K") { "v" }`, `getenv('K') ?: 'v'`; `process.env.K || "v"`; `${K:-v}`; `ENV["K"] || "v"`.
+#: `ENV.fetch("K") { "v" }`, `getenv('K') ?: 'v'`; `process.env.K || "v"`; `${K:-v}` and Spring's
+#: `${K:v}` (not `${K:?message}` or `${K:+alternative}`); `ENV["K"] || "v"`.
 ENV_DEFAULT = (
     r"\b(?i:getenv\w*|get_?env|environ\.get|env\.(?:str|get)|env\.fetch|env|config)\([ \t]*[\"']([A-Za-z0-9_.\-]{1,100})[\"'][ \t]*"
-    r"(?:,[ \t]*(?:default[ \t]*[=:][ \t]*)?|\)[ \t]*(?:\{[ \t]*|\?:[ \t]*|\|\|[ \t]*|\?\?[ \t]*|or[ \t]+))[\"']([^\"'\n]{1,200})[\"']"
+    r"(?:,\s*(?:default[ \t]*[=:]\s*)?|\)[ \t]*(?:\{\s*|\?:[ \t]*|\|\|[ \t]*|\?\?[ \t]*|or[ \t]+))[\"']([^\"'\n]{1,200})[\"']"
     r"|\bprocess\.env(?:\.([A-Za-z0-9_]{1,100})|\[[ \t]*[\"']([A-Za-z0-9_]{1,100})[\"'][ \t]*\])[ \t]*(?:\|\||\?\?)[ \t]*"
     r"[\"'`]([^\"'`\n]{1,200})[\"'`]"
-    r"|\$\{([A-Za-z0-9_]{1,100}):?[-=]([^}\s\"'$]{1,200})\}"
+    r"|\$\{([A-Za-z0-9_]{1,100})(?::[-=]?|[-=])([^}?+\n][^}\n]{0,199})\}"
     r"|\bENV\[[ \t]*[\"']([A-Za-z0-9_]{1,100})[\"'][ \t]*\][ \t]*\|\|[ \t]*[\"']([^\"'\n]{1,200})[\"']"
 )
 #: A name and its value given as two fields (`redact.arguments.h_name_value`; groups: the name, then
@@ -370,7 +371,7 @@ RULES: tuple[Rule, ...] = (
     _tok("newrelic-key", "newrelic_key",
          r"\b(NRJS-[a-f0-9]{19}|NRII-[A-Za-z0-9\-]{32}|NRAK-[A-Za-z0-9]{27}|NRAL-[A-Za-z0-9]{27,40})"),
     _tok("notion-token", "notion_token",
-         r"\b(ntn_[0-9A-Za-z]{46}|secret_[A-Za-z0-9]{43})\b", min_entropy=3.5, needs_digit=True),
+         r"\b(ntn_[0-9A-Za-z]{46}|secret_[A-Za-z0-9]{43})\b", min_entropy=3.5),
     _tok("octopus-key", "token", r"\b(API-[A-Z0-9]{26})\b", min_entropy=3.0),
     _tok("openshift-token", "token", r"\b(sha256~[\w\-]{43})"),
     _tok("perplexity-key", "perplexity_key", r"\b(pplx-[A-Za-z0-9]{40,64})\b", min_entropy=3.5),
@@ -556,19 +557,22 @@ RULES: tuple[Rule, ...] = (
     # config:get`, `elasticsearch-keystore show`, `cat config/master.key`, `cat` of a file whose
     # name says pass, secret or token: `~/.ansible/vault_pass.txt`, not `/etc/passwd`)
     Rule("printed-secret", "secret",
-         r"(?m)(?:\bkubectl[ \t][^\n]*jsonpath=[^\n]*\.data\.[^\n]*|\bvault[ \t][^\n]*-field[= ][^\n]*"
+         r"(?m)(\bkubectl[ \t][^\n]*jsonpath=[^\n]*\.data\.[^\n]*|\bvault[ \t][^\n]*-field[= ][^\n]*"
          r"|\baws[ \t]+secretsmanager[ \t]+get-secret-value[^\n]*|\bgcloud[ \t]+secrets[ \t]+versions[ \t]+access[^\n]*"
          r"|\baz[ \t]+keyvault[ \t]+secret[ \t]+show[^\n]*|\bop[ \t]+read[ \t][^\n]*|\bdoppler[ \t]+secrets[ \t]+get[^\n]*"
          r"|\bheroku[ \t]+config:get[^\n]*|\belasticsearch-keystore[ \t]+show[^\n]*"
          r"|\bcat[ \t]+[^\n|;&]*(?:master\.key|credentials\.key|\.secret|secret\.txt|token\.txt|\.token"
          r"|[/ ][^\s/|;&]*(?:pass[_.]|[_\-]pass|secret|token)[^\s/|;&]*))"
-         r"\r?\n[ \t]*([^\s]{8,400})[ \t]*\r?$", "printed"),
+         r"\r?\n[ \t]*([^\s]{8,1000})[ \t]*\r?$", "printed"),
     # a literal piped into a command that stores it as a secret (`echo "v" | wrangler secret put K`,
-    # `gh secret set`, `vercel env add`, `docker secret create`, `docker login --password-stdin`)
+    # `gh secret set`, `docker secret create`, `docker login --password-stdin`), or into an
+    # environment variable whose name says secret (`vercel env add K`, `netlify env:set K`)
     Rule("piped-secret", "secret",
-         r"\b(?:echo|printf)(?:[ \t]+-[a-zA-Z]+)*[ \t]+(?:\"([^\"\n]{6,400})\"|'([^'\n]{6,400})'|([^\s\"'|;&]{6,400}))"
-         r"[ \t]*\|[ \t]*(?:sudo[ \t]+)?(?:npx[ \t]+|bunx[ \t]+)?(?:wrangler[ \t]+(?:pages[ \t]+)?secret[ \t]+put|gh[ \t]+secret[ \t]+set"
-         r"|vercel[ \t]+env[ \t]+add|netlify[ \t]+env:set|docker[ \t]+secret[ \t]+create|fly(?:ctl)?[ \t]+secrets[ \t]+(?:set|import)"
+         r"\b(?:echo|printf)(?:[ \t]+-[a-zA-Z]+)*(?:[ \t]+(?:'%s(?:\\n)?'|\"%s(?:\\n)?\"))?[ \t]+"
+         r"(?:\"([^\"\n]{6,400})\"|'([^'\n]{6,400})'|([^\s\"'|;&]{6,400}))"
+         r"[ \t]*\|[ \t]*(?:sudo[ \t]+)?(?:npx[ \t]+|bunx[ \t]+)?((?:vercel[ \t]+env[ \t]+add|netlify[ \t]+env:set)[ \t]+[^\s|;&]+"
+         r"|wrangler[ \t]+(?:pages[ \t]+)?secret[ \t]+put|gh[ \t]+secret[ \t]+set"
+         r"|docker[ \t]+secret[ \t]+create|fly(?:ctl)?[ \t]+secrets[ \t]+(?:set|import)"
          r"|supabase[ \t]+secrets[ \t]+set|(?:docker|podman|helm[ \t]+registry|nerdctl)[ \t]+login[^\n|]*--password-stdin"
          r"|kubectl[ \t]+create[ \t]+secret)", "piped"),
     # MySQL / MariaDB clients: `-pVALUE` glued to its flag (`-p VALUE` prompts, VALUE is the database)

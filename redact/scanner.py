@@ -256,6 +256,9 @@ class Scanner:
         return _to_char_spans(text, data, raw)
 
 
+#: The rest of `${KEY:` as rule env-default reads it (`-v}`, `=v}`, Spring's `v}`), or an error
+#: message or an alternative (`?set it in .env}`, `+x}`): no value either way.
+_SHELL_DEFAULT = re.compile(rb"[-=]?[^}?+\n][^}\n]{0,199}\}|[?+][^}\n]{0,200}\}")
 #: A JSON-escaped line break.
 _ESCAPED_BREAK = re.compile(rb"\\[nr]")
 #: What a quoted value holds when it holds pairs of its own (`a=1;b=2`, `a=1&b=2`, `{"a": 1, ...}`).
@@ -472,8 +475,8 @@ def _keyed_value(data: bytes, key: tuple[int, int], s: int, e: int, quoted: bool
 
 def _h_assign(rule: Rule, sp, data: bytes):
     sep = _s(data, sp[2][0], sp[2][1])
-    if sep == ":" and data[sp[1][0] - 2:sp[1][0]] == b"${":
-        return  # `${DB_PASSWORD:-default}`: a shell expansion (rule env-default reads its default)
+    if sep == ":" and data[sp[1][0] - 2:sp[1][0]] == b"${" and _SHELL_DEFAULT.match(data, sp[2][1]):
+        return  # `${DB_PASSWORD:-v}`: a shell expansion, whose default rule env-default reads
     s, e, quoted = _value_group(sp, 3)
     if not quoted and sep in (",", "==", "===", "!=", "!=="):
         return
@@ -625,8 +628,8 @@ def _h_header(rule: Rule, sp, data: bytes):
         return
     if len(value) < 8 or shapes.is_code_like(value) and len(value) < 20:
         return
-    if len(set(value)) < 5:
-        return
+    if len(set(value)) < 5 or (not scheme and shapes.is_wordy(value)):
+        return  # also `Authorization 'required-for-admin-endpoints'`: words
     label = {"bearer": "bearer", "basic": "basic_auth", "digest": "authorization"}.get(scheme, "authorization")
     yield s, _end(s, value), label
 

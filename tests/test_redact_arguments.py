@@ -30,71 +30,72 @@ def redactor():
 PW = "Xk29-pq!mR7" + g(4)
 TOKEN = g(32)
 
-# (text with {} where the secret goes, the secret, its label)
+# (text with {} where the secret goes, the secret, its label, the rule that finds it)
 FOUND = [
     # env-default: a secret-named variable's default
-    ('DB_PASSWORD = os.getenv("DB_PASSWORD", "{}")', PW, "password"),
-    ("SECRET_KEY = os.environ.get('DJANGO_SECRET_KEY', '{}')", TOKEN, "secret"),
-    ('password: <%= ENV.fetch("SHOP_DATABASE_PASSWORD") {{ "{}" }} %>', PW, "password"),
-    ("const key = process.env.STRIPE_SECRET_KEY || '{}'", TOKEN, "secret"),
-    ("const key = process.env['API_TOKEN'] ?? \"{}\"", TOKEN, "token"),
-    ("'password' => env('DB_PASSWORD', '{}'),", PW, "password"),
-    ("psql -h db -U app -W ${{PGPASSWORD:-{}}}", PW, "password"),
-    ('token = ENV["GITHUB_TOKEN"] || "{}"', TOKEN, "token"),
+    ('DB_PASSWORD = os.getenv("DB_PASSWORD", "{}")', PW, "password", "env-default"),
+    ("SECRET_KEY = os.environ.get('DJANGO_SECRET_KEY', '{}')", TOKEN, "secret", "env-default"),
+    ('password: <%= ENV.fetch("SHOP_DATABASE_PASSWORD") {{ "{}" }} %>', PW, "password", "env-default"),
+    ("const key = process.env.STRIPE_SECRET_KEY || '{}'", TOKEN, "secret", "env-default"),
+    ("const key = process.env['API_TOKEN'] ?? \"{}\"", TOKEN, "token", "env-default"),
+    ("'password' => env('DB_PASSWORD', '{}'),", PW, "password", "env-default"),
+    ("psql -h db -U app -W ${{PGPASSWORD:-{}}}", PW, "password", "env-default"),
+    ("spring.datasource.password=${{DB_PASSWORD:{}}}", PW, "password", "env-default"),
+    ('token = ENV["GITHUB_TOKEN"] || "{}"', TOKEN, "token", "env-default"),
     # credential-call: the argument a call takes as its secret
-    ('server.login("alerts@acme.dev", "{}")', "y3u1 tmv6 919x mazc", "password"),
-    ("await login(page, 'admin', '{}')", PW, "password"),
-    ('requests.get(url, auth=HTTPBasicAuth("deploy", "{}"))', PW, "password"),
-    ('String c = Credentials.basic("AC123", "{}");', TOKEN, "password"),
-    ('    .bearer_auth("{}")', TOKEN, "bearer"),
-    ("return jwt.sign({{ sub: user.id }}, '{}', {{\n  expiresIn: '1h',\n}});", "purple-monkey-dishwasher-42", "secret"),
-    ("$pdo = new PDO('mysql:host=db;dbname=shop', 'shop', '{}');", PW, "password"),
-    ("$db = mysqli_connect('localhost', 'shop', '{}', 'shop');", PW, "password"),
+    ('server.login("alerts@acme.dev", "{}")', "y3u1 tmv6 919x mazc", "password", "credential-call"),
+    ("await login(page, 'admin', '{}')", PW, "password", "credential-call"),
+    ('requests.get(url, auth=HTTPBasicAuth("deploy", "{}"))', PW, "password", "credential-call"),
+    ('String c = Credentials.basic("AC123", "{}");', TOKEN, "password", "credential-call"),
+    ('    .bearer_auth("{}")', TOKEN, "bearer", "credential-call"),
+    ("return jwt.sign({{ sub: user.id }}, '{}', {{\n  expiresIn: '1h',\n}});", "purple-monkey-dishwasher-42", "secret", "credential-call"),
+    ("$pdo = new PDO('mysql:host=db;dbname=shop', 'shop', '{}');", PW, "password", "credential-call"),
+    ("$db = mysqli_connect('localhost', 'shop', '{}', 'shop');", PW, "password", "credential-call"),
     # printed-secret: a command asked for one secret, and its output line
-    ("$ kubectl get secret api -o jsonpath='{{.data.DB_PASSWORD}}'\n{}\n$ ls", g(24, ALNUM + "+/") + "==", "secret"),
-    ("$ vault kv get -field=password secret/db\n{}", PW, "secret"),
-    ("$ aws secretsmanager get-secret-value --secret-id prod/db --query SecretString --output text\n{}", PW, "secret"),
-    ("$ cat config/master.key\n{}\n$ git status", g(32, "0123456789abcdef"), "secret"),
+    ("$ kubectl get secret api -o jsonpath='{{.data.DB_PASSWORD}}'\n{}\n$ ls", g(24, ALNUM + "+/") + "==", "secret", "printed-secret"),
+    ("$ vault kv get -field=password secret/db\n{}", PW, "secret", "printed-secret"),
+    ("$ aws secretsmanager get-secret-value --secret-id prod/db --query SecretString --output text\n{}", PW, "secret", "printed-secret"),
+    ("$ cat config/master.key\n{}\n$ git status", g(32, "0123456789abcdef"), "secret", "printed-secret"),
     # piped-secret: a literal piped into a secret store
-    ('echo "{}" | npx wrangler secret put SIGNING_KEY', g(64, "0123456789abcdef"), "secret"),
-    ("printf '%s' '{}' | gh secret set NPM_TOKEN", g(36), "secret"),
-    ("echo {} | docker login -u me --password-stdin ghcr.io", g(36), "secret"),
+    ('echo "{}" | npx wrangler secret put SIGNING_KEY', g(64, "0123456789abcdef"), "secret", "piped-secret"),
+    ("printf '%s' '{}' | gh secret set NPM_TOKEN", g(36), "secret", "piped-secret"),
+    ("echo {} | docker login -u me --password-stdin ghcr.io", g(36), "secret", "piped-secret"),
     # the shapes found with them
-    ("sentry_sdk.init(dsn='https://{}@o871254.ingest.us.sentry.io/57036')", g(32, "0123456789abcdef"), "token"),
-    ("git clone https://{}@git.example.com/acme/app.git", g(24), "token"),
-    ("send: 'AUTH PLAIN {}\\r\\n'", g(44, ALNUM + "+/"), "password"),
-    ("$ PGPASSWORD='{}' psql -h pg.internal -U reporting", "my cat is named 7am3ivx", "password"),
-    ("1036:requirepass {}", g(20), "password"),
-    ("and the openai one is {} (old style)", "sk-" + g(48), "openai_key"),
+    ("sentry_sdk.init(dsn='https://{}@o871254.ingest.us.sentry.io/57036')", g(32, "0123456789abcdef"), "token", "url-user-token"),
+    ("git clone https://{}@git.example.com/acme/app.git", g(24), "token", "url-user-token"),
+    ("send: 'AUTH PLAIN {}\\r\\n'", g(44, ALNUM + "+/"), "password", "smtp-auth"),
+    ("$ PGPASSWORD='{}' psql -h pg.internal -U reporting", "my cat is named 7am3ivx", "password", "passphrase"),
+    ("1036:requirepass {}", g(20), "password", "redis-conf-password"),
+    ("and the openai one is {} (old style)", "sk-" + g(48), "openai_key", "openai-legacy-key"),
     # name-value: a name field, then its value field
-    ("        env:\n        - name: DB_PASSWORD\n          value: \"{}\"\n", PW, "password"),
-    ('  + set {{\n      + name  = "adminPassword"\n      + value = "{}"\n    }}', PW, "password"),
-    ('{{ "name": "api_key", "value": "{}" }}', TOKEN, "api_key"),
+    ("        env:\n        - name: DB_PASSWORD\n          value: \"{}\"\n", PW, "password", "name-value"),
+    ('  + set {{\n      + name  = "adminPassword"\n      + value = "{}"\n    }}', PW, "password", "name-value"),
+    ('{{ "name": "api_key", "value": "{}" }}', TOKEN, "api_key", "name-value"),
     # declarations with no operator, terms, other tools' password slots
-    ('#define OTA_HMAC_KEY   "{}"', g(64, "0123456789abcdef"), "api_key"),
-    ("ENV SECRET_KEY_BASE {}", g(128, "0123456789abcdef"), "secret"),
-    ('static constexpr const char kDatadogApiKey[] = "{}";', g(32, "0123456789abcdef"), "api_key"),
-    ('   {{password, "{}"}},', PW, "password"),
-    ("-name acme@10.0.4.7\n-setcookie {}\n", g(20, string.ascii_uppercase + string.digits), "password"),
-    ("    user ops insecure-password {}", g(16), "password"),
-    ("    stats auth admin:{}", g(18), "password"),
-    ("$pw = ConvertTo-SecureString '{}' -AsPlainText -Force", g(16), "password"),
-    ("user> creds for the grafana box: admin / {}", "1QFlJJQ57I3f", "password"),
-    ("gs_oauth2_refresh_token = {}", "1//0" + g(90, ALNUM + "_-"), "google_oauth"),
-    ("30 2 * * * /usr/bin/mysqldump -u root -p{} --all-databases", g(16), "password"),
-    ("$ cat ~/.ansible/vault_pass.txt\n{}\n", g(32), "secret"),
-    ("$ sudo elasticsearch-keystore show s3.client.default.secret_key\n{}", g(40, ALNUM + "/"), "secret"),
-    ("the redis pass is {}", g(24), "password"),
-    ("header_up X-Internal-Auth {}", g(32), "token"),
+    ('#define OTA_HMAC_KEY   "{}"', g(64, "0123456789abcdef"), "api_key", "declaration"),
+    ("ENV SECRET_KEY_BASE {}", g(128, "0123456789abcdef"), "secret", "declaration"),
+    ('static constexpr const char kDatadogApiKey[] = "{}";', g(32, "0123456789abcdef"), "api_key", "assignment"),
+    ('   {{password, "{}"}},', PW, "password", "erlang-tuple"),
+    ("-name acme@10.0.4.7\n-setcookie {}\n", g(20, string.ascii_uppercase + string.digits), "password", "erlang-cookie"),
+    ("    user ops insecure-password {}", g(16), "password", "haproxy-password"),
+    ("    stats auth admin:{}", g(18), "password", "haproxy-password"),
+    ("$pw = ConvertTo-SecureString '{}' -AsPlainText -Force", g(16), "password", "securestring-plaintext"),
+    ("user> creds for the grafana box: admin / {}", "1QFlJJQ57I3f", "password", "chat-credentials"),
+    ("gs_oauth2_refresh_token = {}", "1//0" + g(90, ALNUM + "_-"), "google_oauth", "google-refresh-token"),
+    ("30 2 * * * /usr/bin/mysqldump -u root -p{} --all-databases", g(16), "password", "mysql-dash-p"),
+    ("$ cat ~/.ansible/vault_pass.txt\n{}\n", g(32), "secret", "printed-secret"),
+    ("$ sudo elasticsearch-keystore show s3.client.default.secret_key\n{}", g(40, ALNUM + "/"), "secret", "printed-secret"),
+    ("the redis pass is {}", g(24), "password", "prose-is"),
+    ("header_up X-Internal-Auth {}", g(32), "token", "keyword-value"),
     # JSON-escaped env files: every line of it
-    ('"text":"NEXT_PUBLIC_STRIPE_KEY=pk_live_4P23OqRQYVJ9h7ela8mJg6yR\\nJWT_SECRET={}\\nLOG=info\\n"', g(48), "secret"),
+    ('"text":"NEXT_PUBLIC_STRIPE_KEY=pk_live_4P23OqRQYVJ9h7ela8mJg6yR\\nJWT_SECRET={}\\nLOG=info\\n"', g(48), "secret", "assignment"),
 ]
 
 
-@pytest.mark.parametrize("template,secret,label", FOUND, ids=[f"{i}-{t[:30]}" for i, (t, _, _) in enumerate(FOUND)])
-def test_a_secret_passed_by_position_goes(redactor, template, secret, label):
+@pytest.mark.parametrize("template,secret,label,rule", FOUND, ids=[f"{i}-{t[0][:30]}" for i, t in enumerate(FOUND)])
+def test_a_secret_passed_by_position_goes(redactor, template, secret, label, rule):
     out = redactor.redact(template.format(secret))
-    assert out.text == template.format(f"[REDACTED:{label}]")
+    assert (out.text, [f.rule for f in out.findings]) == (template.format(f"[REDACTED:{label}]"), [rule])
 
 
 KEPT = [
@@ -103,6 +104,8 @@ KEPT = [
     'x = os.getenv("API_TOKEN", "")',                                         # empty
     'url = os.getenv("DATABASE_URL", "sqlite:///local.db")',                  # not a secret name
     "psql -U app ${PGPASSWORD:-$FALLBACK_PW}",                                # another variable
+    "      POSTGRES_PASSWORD: ${POSTGRES_PASSWORD:?set it in .env}",           # an error message
+    "      DB_PASSWORD: ${DB_PASSWORD:+was-set-already}",                       # an alternative
     "await login(page, user.email, user.password)",                           # names, not literals
     'login("admin")',                                                         # one literal: a user
     "jwt.decode(token, SECRET_KEY, algorithms=['HS256'])",                     # a name
@@ -114,7 +117,19 @@ KEPT = [
     "ssh://git@github.com/acme/app.git",                                      # a short user
     "https://build-artifacts-reader-2024@ci.example.com/x",                   # a user made of words
     "https://john.doe@example.com/calendar",
-    "SOMETHING_PASSWORDLESS='no words here'" .replace("'no words here'", "true"),
+    'login("Sign in", "Welcome back")',                                       # labels, not a password
+    "passport.authenticate('local', 'failureRedirect')",
+    'i18n.login("button.label", "submit-form")',
+    'login(user, "abc" + suffix)',                                            # no literal alone
+    "$ heroku config:get APP_NAME -a foo\nmy-heroku-application",            # asked for no secret
+    "$ vault kv get -field=username secret/x\nreporting-svc-01",
+    "$ op read op://Private/GitHub/username\noctocat-dev-2",
+    "$ aws secretsmanager get-secret-value --secret-id x --query Name --output text\nprod/db-credentials",
+    "$ az keyvault secret show --vault-name v -n x --query attributes.expires -o tsv\n2025-01-01T00:00:00",
+    'echo production | vercel env add NODE_ENV production && echo "deployed to production"',
+    "$ kubectl get secret a -o jsonpath='{.data.key}'\n$ROTATED_VALUE_REF",       # a reference printed
+    "{\"existing_secret_name\": \"grafana-admin\"}",
+    "the Authorization 'required-for-admin-endpoints' note",                   # words after the header name
     "the " + "sk-" + "proj" + " settings page",
     "requirepass\n",
     "API_KEY=my-api-key",                                                     # a stand-in

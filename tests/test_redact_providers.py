@@ -143,8 +143,9 @@ def test_the_secret_half_of_an_aws_pair_goes_with_its_id(redactor, before, after
     assert sorted(f.rule for f in out.findings) == ["aws-access-key-id", "aws-secret-after-id"]
 
 
-@pytest.mark.parametrize("follower", [g(40, HEX), g(40, HEX).upper(), "ab" * 20, "x" * 40])
+@pytest.mark.parametrize("follower", [g(40, HEX), g(40, HEX).upper(), "ab" * 20, "x" * 40,
+                                      g(40, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")])   # base32: one case
 def test_after_an_aws_id_a_hash_or_filler_stays(redactor, follower):
-    """A git SHA (one case), a run of filler: no base64 key."""
+    """A git SHA, a base32 string (one case each), a run of filler: no base64 key."""
     out = redactor.redact(f"{AWS_ID}\ncommit {follower}")
     assert out.text == f"[REDACTED:aws_access_key]\ncommit {follower}"
