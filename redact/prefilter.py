@@ -97,7 +97,12 @@ _SET_CAP_DEFAULT = 64
 
 def set_pattern(rule: Rule) -> str:
     """The prefilter pattern of `rule`: loosened, or as it is when the rule asks (`exact_in_set`:
-    loosening would let back in what its counts leave out)."""
+    loosening would let back in what its counts leave out), or the rule's own (`set_pattern`: the
+    start of its pattern with the key word and the value left loose, which matches wherever the
+    rule does and keeps the key word alternation and the value's counts out of the Set)."""
+    own = rule.options.get("set_pattern")
+    if own:
+        return loosen(own, _SET_CAP_DEFAULT)
     if rule.options.get("exact_in_set"):
         return rule.pattern
     return loosen(rule.pattern, _SET_CAP.get(rule.kind, _SET_CAP_DEFAULT))

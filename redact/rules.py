@@ -595,16 +595,18 @@ RULES: tuple[Rule, ...] = (
     # --- secrets code passes by position (redact.arguments) ---------------------------------
     Rule("env-default", "secret", ENV_DEFAULT, "envdefault"),
     Rule("credential-call", "password", CREDENTIAL_CALL, "call"),
-    Rule("name-value", "secret", NAME_VALUE, "namevalue"),
+    Rule("name-value", "secret", NAME_VALUE, "namevalue", options={"set_pattern": NAME_VALUE.split("[ \\t]*[:=][ \\t]*(?:")[0]}),
     # --- KEY = value, in every syntax -------------------------------------------------------
     Rule("assignment", "secret",
          r"(?i)" + KEY_RE + r"""(?:\\?["']\]?|\]|\[\])?(?:[ \t]+(?:string|str|int|var|const|char\*?|\[\]byte|secret|password))?[ \t]*""" + SEP_RE + r"[ \t]*" + VALUE_RE, "assign"),
     # a key and its value with no operator: C's `#define KEY "v"`, a Dockerfile's `ENV KEY v` / `ARG`
     Rule("declaration", "secret",
-         r"(?im)^[ \t]*(?:#[ \t]*define|ENV|ARG)[ \t]+" + KEY_RE + r"([ \t]+)" + VALUE_RE, "assign"),
+         r"(?im)^[ \t]*(?:#[ \t]*define|ENV|ARG)[ \t]+" + KEY_RE + r"([ \t]+)" + VALUE_RE, "assign",
+         options={"set_pattern": r"(?im)^[ \t]*(?:#[ \t]*define|ENV|ARG)[ \t]+[A-Za-z0-9_.$\-]+[ \t]+[^\s]"}),
     # an Erlang / Elixir term: `{password, "v"}`, `{api_key, <<"v">>}`
     Rule("erlang-tuple", "secret",
-         r"(?i)\{[ \t]*" + KEY_RE + r"[ \t]*,[ \t]*(?:<<)?\"([^\"\n]{6,400})\"(?:>>)?[ \t]*\}", "xml"),
+         r"(?i)\{[ \t]*" + KEY_RE + r"[ \t]*,[ \t]*(?:<<)?\"([^\"\n]{6,400})\"(?:>>)?[ \t]*\}", "xml",
+         options={"set_pattern": r"\{[ \t]*[A-Za-z0-9_.$\-]+[ \t]*,[ \t]*(?:<<)?\""}),
     Rule("xml-element", "secret",
          r"(?i)<" + KEY_RE + r">[ \t\r\n]*([^<>\s]{6,})[ \t\r\n]*</", "xml"),
     Rule("add-key-value", "secret",
