@@ -129,7 +129,7 @@ _SESSION_COOKIE = (r"[a-z0-9_\-]*sessid|[a-z0-9_\-]*session(?:_?id)?|asp\.net_se
 #: `ENV.fetch("K") { "v" }`, `getenv('K') ?: 'v'`; `process.env.K || "v"`; `${K:-v}` and Spring's
 #: `${K:v}` (not `${K:?message}` or `${K:+alternative}`); `ENV["K"] || "v"`.
 ENV_DEFAULT = (
-    r"\b(?i:getenv\w*|get_?env|environ\.get|env\.(?:str|get)|env\.fetch|env|config)\([ \t]*[\"']([A-Za-z0-9_.\-]{1,100})[\"'][ \t]*"
+    r"\b(?i:getenv\w*|get_?env|environ\.get|env\.(?:str|get)|env\.fetch|env|config)\(\s*[\"']([A-Za-z0-9_.\-]{1,100})[\"'][ \t]*"
     r"(?:,\s*(?:default[ \t]*[=:]\s*)?|\)[ \t]*(?:\{\s*|\?:[ \t]*|\|\|[ \t]*|\?\?[ \t]*|or[ \t]+))[\"']([^\"'\n]{1,200})[\"']"
     r"|\bprocess\.env(?:\.([A-Za-z0-9_]{1,100})|\[[ \t]*[\"']([A-Za-z0-9_]{1,100})[\"'][ \t]*\])[ \t]*(?:\|\||\?\?)[ \t]*"
     r"[\"'`]([^\"'`\n]{1,200})[\"'`]"

@@ -42,18 +42,23 @@ FOUND = [
     ("psql -h db -U app -W ${{PGPASSWORD:-{}}}", PW, "password", "env-default"),
     ("spring.datasource.password=${{DB_PASSWORD:{}}}", PW, "password", "env-default"),
     ('token = ENV["GITHUB_TOKEN"] || "{}"', TOKEN, "token", "env-default"),
+    ('os.getenv(\n    "DB_PASSWORD",\n    "{}",\n)', PW, "password", "env-default"),
+    ("    environment:\n      DB_PASSWORD: ${{DB_PASSWORD:-{}}}", "Pa$$w0rd2024x", "password", "env-default"),
+    ('redis: ${{REDIS_PASSWORD:-"{}"}}', PW, "password", "env-default"),
     # credential-call: the argument a call takes as its secret
     ('server.login("alerts@acme.dev", "{}")', "y3u1 tmv6 919x mazc", "password", "credential-call"),
     ("await login(page, 'admin', '{}')", PW, "password", "credential-call"),
     ('requests.get(url, auth=HTTPBasicAuth("deploy", "{}"))', PW, "password", "credential-call"),
     ('String c = Credentials.basic("AC123", "{}");', TOKEN, "password", "credential-call"),
     ('    .bearer_auth("{}")', TOKEN, "bearer", "credential-call"),
+    ('{{"command": "s.login(\\"me@x.com\\", \\"{}\\")"}}', PW, "password", "credential-call"),  # JSON-escaped
     ("return jwt.sign({{ sub: user.id }}, '{}', {{\n  expiresIn: '1h',\n}});", "purple-monkey-dishwasher-42", "secret", "credential-call"),
     ("$pdo = new PDO('mysql:host=db;dbname=shop', 'shop', '{}');", PW, "password", "credential-call"),
     ("$db = mysqli_connect('localhost', 'shop', '{}', 'shop');", PW, "password", "credential-call"),
     # printed-secret: a command asked for one secret, and its output line
     ("$ kubectl get secret api -o jsonpath='{{.data.DB_PASSWORD}}'\n{}\n$ ls", g(24, ALNUM + "+/") + "==", "secret", "printed-secret"),
     ("$ vault kv get -field=password secret/db\n{}", PW, "secret", "printed-secret"),
+    ("$ kubectl get secret tls -o jsonpath='{{.data.tls\\.key}}'\n{}\n", g(900, ALNUM + "+/"), "secret", "printed-secret"),
     ("$ aws secretsmanager get-secret-value --secret-id prod/db --query SecretString --output text\n{}", PW, "secret", "printed-secret"),
     ("$ cat config/master.key\n{}\n$ git status", g(32, "0123456789abcdef"), "secret", "printed-secret"),
     # piped-secret: a literal piped into a secret store
@@ -162,3 +167,9 @@ def test_a_pair_inside_a_quoted_value_that_is_no_secret_is_found():
     text = ('"AzureWebJobsStorage": "DefaultEndpointsProtocol=https;AccountName=stfunc01;AccountKey='
             + key + ';EndpointSuffix=core.windows.net"')
     assert Redactor(None).redact(text).text == text.replace(key, "[REDACTED:api_key]")
+
+
+def test_an_existing_password_is_a_password(redactor):
+    """Only `existingSecret` names a secret; `existing_password` (a change-password form) holds one."""
+    out = redactor.redact('{"existing_password": "OldPassw0rd!23", "existingSecret": "grafana-admin"}')
+    assert out.text == '{"existing_password": "[REDACTED:password]", "existingSecret": "grafana-admin"}'
