@@ -112,15 +112,13 @@ def read_once_throughput(roots: list[Path], mode: str = "lines") -> tuple[float,
 def stages(roots: list[Path]) -> list[tuple[str, float]]:
     """(stage, MB/s) of redacting the stored blocks read once, split by stage (module docstring),
     each in a fresh interpreter: `redact()`, the prefilter, each of its Sets, and the empty Set."""
-    from reverie.redact.prefilter import _set_group
+    from reverie.redact.prefilter import set_group_members
     from reverie.redact.rules import RULES
 
-    groups = list(dict.fromkeys(_set_group(r) for r in RULES))   # the order `Prefilter` builds them
     out = [("redact()", read_once_throughput(roots, "blocks")[1]),
            ("prefilter (every Set)", read_once_throughput(roots, "stage:prefilter")[1])]
-    for k, name in enumerate(groups):
-        n = sum(1 for r in RULES if _set_group(r) == name)
-        out.append((f"Set {k}: {name} ({n} rules)", read_once_throughput(roots, f"stage:set {k}")[1]))
+    for k, (name, members) in enumerate(set_group_members(RULES).items()):
+        out.append((f"Set {k}: {name} ({len(members)} rules)", read_once_throughput(roots, f"stage:set {k}")[1]))
     out.append(("Set of the sentinel alone (a pass's least cost)", read_once_throughput(roots, "stage:empty set")[1]))
     return out
 

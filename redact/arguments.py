@@ -53,6 +53,14 @@ def _text(data: bytes, s: int, e: int) -> str:
     return data[s:e].decode("utf-8", "surrogatepass")
 
 
+def _first(sp, groups: tuple[int, ...]) -> tuple[int, int, int] | None:
+    """(group, start, end) of the first of `groups` that took part in the match `sp`."""
+    for g in groups:
+        if sp[g][0] >= 0:
+            return g, sp[g][0], sp[g][1]
+    return None
+
+
 def _literal(data: bytes, s: int, e: int) -> tuple[int, int] | None:
     """The inside of the string literal that [s, e) holds, whitespace aside, JSON-escaped too
     (`\\"v\\"` in a tool call's JSON); None if it holds anything else (a name, a call, a
@@ -225,28 +233,23 @@ def h_piped(rule, sp, data: bytes):
     target = _text(data, *sp[4]) if sp[4][0] >= 0 else ""
     if target.startswith(("vercel", "netlify")) and classify_key(target.split()[-1]) is None:
         return
-    for g in (1, 2, 3):
-        if sp[g][0] >= 0:
-            s, e = sp[g]
-            if shapes.context_secret(_text(data, s, e), quoted=g != 3):
-                yield s, e, rule.label
-            return
+    found = _first(sp, (1, 2, 3))
+    if found:
+        g, s, e = found
+        if shapes.context_secret(_text(data, s, e), quoted=g != 3):
+            yield s, e, rule.label
 
 
 def h_name_value(rule, sp, data: bytes):
     """The value field of a name field that names a secret."""
     cls = classify_key(_text(data, *sp[1]))
-    if cls is None:
+    found = _first(sp, (2, 3, 4))
+    if cls is None or found is None:
         return
-    for g in (2, 3, 4):
-        if sp[g][0] >= 0:
-            s, e = sp[g]
-            value = _text(data, s, e)
-            if value.startswith("$") or (g == 4 and value.rstrip() != value):
-                return
-            if value_ok(cls[0], value, quoted=g != 4):
-                yield s, e, cls[1]
-            return
+    g, s, e = found
+    value = _text(data, s, e)
+    if not value.startswith("$") and value_ok(cls[0], value, quoted=g != 4):
+        yield s, e, cls[1]
 
 
 def h_chat(rule, sp, data: bytes):

@@ -21,6 +21,8 @@ PROVIDERS = _KEY_PROVIDERS + PROVIDERS_CLASSIFY_ONLY
 
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _SEGSPLIT = re.compile(r"[_.\-\s:/\[\]$@\"']+")
+#: Words that say a value is a checksum or a hash of something (`GITHUB_SHA`, `content_digest`).
+_CHECKSUM_WORDS = frozenset("sha sha1 sha256 sha512 md5 hash digest checksum etag fingerprint".split())
 # A key whose last segment is one of these names metadata about a secret, not the secret.
 _EXCLUDED_LAST = frozenset(
     """id ids name names url urls uri uris endpoint endpoints file files path paths dir directory
@@ -34,11 +36,10 @@ _EXCLUDED_LAST = frozenset(
     strategy rotation rotated at created updated issued reset lifetime duration window
     rate threshold ratio percent max min used remaining left total cost price spent
     failed fail error errors message messages msg prompt title text success succeeded stored saved
-    found missing invalid changed cleared removed sha sha1 sha256 sha512 md5 hash digest checksum
-    etag commit revision rev fingerprint
+    found missing invalid changed cleared removed commit revision rev
     ts tsx js jsx mjs cjs py go rs rb java kt swift md json yaml yml toml txt sh lock log html
     css scss vue svelte""".split()
-)
+) | _CHECKSUM_WORDS
 # Segments that never name a secret even though they contain a keyword.
 _EXCLUDED_SEGMENTS = frozenset(
     """keyboard keyboards monkey turkey hockey donkey whiskey jockey hotkey hotkeys keyword keywords
@@ -163,8 +164,7 @@ def classify_key(key: str) -> tuple[str, str] | None:
 #: words of a web page (`nonce="..."`, `csrf_token`: bound to a session or a page, and public to
 #: whoever has the page). A `<meta ... content="...">` attribute is told by `scanner._h_entropy`:
 #: `content` alone is any JSON message's key, and says nothing of its value.
-_PUBLIC_WORDS = frozenset("""public publishable pub hash checksum digest etag sha sha1 sha256 sha512 md5
-    integrity fingerprint cache nonce csrf xsrf""".split())
+_PUBLIC_WORDS = frozenset("public publishable pub integrity cache nonce csrf xsrf".split()) | _CHECKSUM_WORDS
 
 
 def says_not_secret(key: str) -> bool:

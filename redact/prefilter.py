@@ -140,14 +140,19 @@ class SetGroup:
         self.nothing = [self.sentinel]
 
 
-def _set_groups(rules: tuple[Rule, ...]) -> list[SetGroup]:
-    import re2
-
+def set_group_members(rules: tuple[Rule, ...]) -> dict[str, list[int]]:
+    """Each RE2 Set's group name and its rules' indices, in the order the Sets are built and passed."""
     by_group: dict[str, list[int]] = {}
     for i, rule in enumerate(rules):
         by_group.setdefault(_set_group(rule), []).append(i)
+    return by_group
+
+
+def _set_groups(rules: tuple[Rule, ...]) -> list[SetGroup]:
+    import re2
+
     out: list[SetGroup] = []
-    for group in by_group.values():
+    for group in set_group_members(rules).values():
         opts = latin1_options()
         opts.max_mem = 256 << 20
         opts.log_errors = False

@@ -124,6 +124,8 @@ _SESSION_COOKIE = (r"[a-z0-9_\-]*sessid|[a-z0-9_\-]*session(?:_?id)?|asp\.net_se
                    r"|connect\.sid|_?sid|laravel_session|ci_session|rack\.session")
 
 
+#: A shell default after `${K:-`, `${K=` or Spring's `${K:` (not `${K:?message}`, `${K:+alt}`).
+SHELL_DEFAULT = r"[^}?+\n][^}\n]{0,199}"
 #: The default of an environment variable (`redact.arguments.h_env_default`; groups: key, value):
 #: `os.getenv("K", "v")`, `environ.get`, `config("K", default="v")`, `env('K', 'v')`,
 #: `ENV.fetch("K") { "v" }`, `getenv('K') ?: 'v'`; `process.env.K || "v"`; `${K:-v}` and Spring's
@@ -133,16 +135,19 @@ ENV_DEFAULT = (
     r"(?:,\s*(?:default[ \t]*[=:]\s*)?|\)[ \t]*(?:\{\s*|\?:[ \t]*|\|\|[ \t]*|\?\?[ \t]*|or[ \t]+))[\"']([^\"'\n]{1,200})[\"']"
     r"|\bprocess\.env(?:\.([A-Za-z0-9_]{1,100})|\[[ \t]*[\"']([A-Za-z0-9_]{1,100})[\"'][ \t]*\])[ \t]*(?:\|\||\?\?)[ \t]*"
     r"[\"'`]([^\"'`\n]{1,200})[\"'`]"
-    r"|\$\{([A-Za-z0-9_]{1,100})(?::[-=]?|[-=])([^}?+\n][^}\n]{0,199})\}"
+    r"|\$\{([A-Za-z0-9_]{1,100})(?::[-=]?|[-=])(" + SHELL_DEFAULT + r")\}"
     r"|\bENV\[[ \t]*[\"']([A-Za-z0-9_]{1,100})[\"'][ \t]*\][ \t]*\|\|[ \t]*[\"']([^\"'\n]{1,200})[\"']"
 )
 #: A name and its value given as two fields (`redact.arguments.h_name_value`; groups: the name, then
 #: the value double-quoted, single-quoted or bare): a Kubernetes container's `env` (`- name: K` then
 #: `value: v` on the next line), Terraform's and Helm's `set { name = "K" value = "v" }`, JSON
 #: `{"name": "K", "value": "v"}` (a HAR file's headers, an API's settings).
-NAME_VALUE = (
+NAME_VALUE_HEAD = (
     r"(?i)\bname\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?([A-Za-z0-9_.\-]{1,100})\\?[\"']?[ \t]*,?[ \t]*"
-    r"(?:\r?\n[ \t]*(?:[\-+~][ \t]+)?)?\\?[\"']?value\\?[\"']?[ \t]*[:=][ \t]*"
+    r"(?:\r?\n[ \t]*(?:[\-+~][ \t]+)?)?\\?[\"']?value\\?[\"']?"
+)
+NAME_VALUE = NAME_VALUE_HEAD + (
+    r"[ \t]*[:=][ \t]*"
     r"(?:\\?\"((?:[^\"\\\n]|\\[^\"\n]){1,400})\\?\"|'([^'\n]{1,400})'|([^\s\"',;{}\[\]][^\s\"',;{}\[\]]{0,400}))"
 )
 #: The head of a call that takes a credential by position, up to its opening parenthesis (group 1:
@@ -595,7 +600,7 @@ RULES: tuple[Rule, ...] = (
     # --- secrets code passes by position (redact.arguments) ---------------------------------
     Rule("env-default", "secret", ENV_DEFAULT, "envdefault"),
     Rule("credential-call", "password", CREDENTIAL_CALL, "call"),
-    Rule("name-value", "secret", NAME_VALUE, "namevalue", options={"set_pattern": NAME_VALUE.split("[ \\t]*[:=][ \\t]*(?:")[0]}),
+    Rule("name-value", "secret", NAME_VALUE, "namevalue", options={"set_pattern": NAME_VALUE_HEAD}),
     # --- KEY = value, in every syntax -------------------------------------------------------
     Rule("assignment", "secret",
          r"(?i)" + KEY_RE + r"""(?:\\?["']\]?|\]|\[\])?(?:[ \t]+(?:string|str|int|var|const|char\*?|\[\]byte|secret|password))?[ \t]*""" + SEP_RE + r"[ \t]*" + VALUE_RE, "assign"),

@@ -31,7 +31,7 @@ from . import arguments, shapes
 from .keys import (  # noqa: F401  (classify_key, _clean_bare re-exported)
     _ESCAPE_CUT, _RE_BARE_IDENT, _SPACE, _WELLFORMED_INTERP, PAIR_NEXT, _clean_bare, classify_key, says_not_secret, value_ok)
 from .prefilter import NO_RULES, Prefilter, latin1_options
-from .rules import RULES, Rule
+from .rules import RULES, SHELL_DEFAULT, Rule
 
 logger = logging.getLogger(__name__)
 
@@ -258,7 +258,7 @@ class Scanner:
 
 #: The rest of `${KEY:` as rule env-default reads it (`-v}`, `=v}`, Spring's `v}`), or an error
 #: message or an alternative (`?set it in .env}`, `+x}`): no value either way.
-_SHELL_DEFAULT = re.compile(rb"[-=]?[^}?+\n][^}\n]{0,199}\}|[?+][^}\n]{0,200}\}")
+_SHELL_DEFAULT = re.compile(rb"[-=]?(?:" + SHELL_DEFAULT.encode() + rb")\}|[?+][^}\n]{0,200}\}")
 #: A JSON-escaped line break.
 _ESCAPED_BREAK = re.compile(rb"\\[nr]")
 #: What a quoted value holds when it holds pairs of its own (`a=1;b=2`, `a=1&b=2`, `{"a": 1, ...}`).

@@ -67,7 +67,12 @@ exceptions are values that are clearly not a secret:
   * filler: one character holds most of the value (entropy under 1.5 bits per character over 12+
     characters: `glc_1111111111111`). A typed sequence (`abcdefghij12`) is a weak password:
     redacted, never remembered.
-  * a path or a URL (`/run/secrets/db`, `./key.pem`, `https://vault/...`): where the secret is.
+  * a path or a URL (`/run/secrets/db`, `./key.pem`, `https://vault/...`): where the secret is;
+    also a credential's id and its file (`LoadCredential=db-password:/run/secrets/db`);
+  * what a credential context holds when it holds no secret (`not_a_value`): a password's hash
+    (crypt `$6$...`, `$apr1$`, bcrypt, argon2, `{SSHA}`), a size (`password:  24 bytes` of
+    `kubectl describe secret`); and, as code, a PowerShell cmdlet (`Get-Credential`) or a call
+    with a bang (`System.fetch_env!(...)`).
 tests/test_redact_context_rule.py holds each exception and its redacted counterpart.
 """
 

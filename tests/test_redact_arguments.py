@@ -144,12 +144,6 @@ KEPT = [
     "- name: API_TOKEN\n  value: $(TOKEN)",                                 # a Kubernetes reference
     "- name: LOG_LEVEL\n  value: debug",
     "GITHUB_SHA=95e8ed208464615c2eb2ec84c3ba22c76c25ef7f",                   # a commit, named so
-    "password:  24 bytes",                                                  # `kubectl describe secret`
-    '$cred = Get-Credential -UserName "CONTOSO\\svc-backup"',                # a cmdlet
-    'secret_key_base: System.fetch_env!("SECRET_KEY_BASE")',                 # a call
-    'users.users.deploy.hashedPassword = "$6$rounds=65536$abcdefgh$' + g(86, ALNUM + "./") + '";',
-    "admin:$apr1$Qx7f3kLm$" + g(22, ALNUM + "./"),
-    "LoadCredential=db-password:/run/secrets/db.pass",                       # a credential's file
     "$ cat /etc/passwd\nroot:x:0:0:root:/root:/bin/bash",
     "user> the login page: GET / POST only",
 ]

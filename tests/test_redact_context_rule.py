@@ -104,6 +104,12 @@ KEPT = [
     "fake_api_key = 'Zx81Qm4Lp9Tt'", "nonMatchingToken := \"Zx81Qm4Lp9Tt\"",
     # a provider's name alone is no credential context: a typed sequence there is a docs example
     "meraki: abdefghjk0123456789mnopqrstuvwx12345678",
+    # no value: a password's hash, a size, a credential's file; code: a cmdlet, a bang call
+    'users.users.deploy.hashedPassword = "$6$rounds=65536$abcdefgh$' + "Qz7.x/" * 14 + 'Qz";',
+    "admin:$apr1$Qx7f3kLm$" + "Zx81Qm4Lp9Tt/.Ab7cD3eF",
+    "password:  24 bytes", "LoadCredential=db-password:/run/secrets/db.pass",
+    '$cred = Get-Credential -UserName "CONTOSO\\svc-backup"',
+    'secret_key_base: System.fetch_env!("SECRET_KEY_BASE")',
 ]
 
 
