@@ -163,7 +163,7 @@ class Injection:
         if not self.text:
             return
         if self.session and self._pending is not None:
-            from reverie.graph.recall import record_session
+            from reverie.graph.recall_sessions import record_session
 
             record_session(self.db, self.session, self._pending)
             self._pending = None
@@ -179,7 +179,8 @@ def recall_for_agent(home: str | Path, agent: str, kind: str, prompt: str = "", 
     (the context no longer holds what it got, whatever is shown now). Raises
     `ScrubberUnavailable` when the secret check cannot load, and on database errors."""
     from . import settings as settings_mod
-    from reverie.graph.recall import Budgets, recall, record_session
+    from reverie.graph.recall import Budgets, recall
+    from reverie.graph.recall_sessions import record_session
     from reverie.graph.recall_embed import prompt_embedder
 
     settings = settings if settings is not None else settings_mod.load_settings(home)

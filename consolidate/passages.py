@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ..sources.claude_code import WRITE_TOOLS as _CLAUDE_WRITE_TOOLS
+from ..sources.codex import WRITE_TOOLS as _CODEX_WRITE_TOOLS
 from ..sources.gemini import WRITE_TOOLS as _GEMINI_WRITE_TOOLS
 from ..sources.render import WRITTEN_FIELD as _WRITTEN_FIELD
 
@@ -227,7 +228,7 @@ def assistant_text(msg: Msg) -> str:
 #: Tool results that can carry durable knowledge (the others are plumbing: edits, globs, listings).
 #: Tools that write a file (Claude Code, Gemini CLI, Codex): into a documentation file, the readers
 #: keep what was written (`sources.render.written_doc`), and it becomes a ``written`` passage.
-WRITE_TOOLS = _CLAUDE_WRITE_TOOLS | _GEMINI_WRITE_TOOLS | {"apply_patch"}
+WRITE_TOOLS = _CLAUDE_WRITE_TOOLS | _GEMINI_WRITE_TOOLS | _CODEX_WRITE_TOOLS
 RESULT_TOOLS = frozenset({"Read", "Bash", "AskUserQuestion", "Task", "Agent"}) | WRITE_TOOLS
 #: Files whose content states rules and facts about the project: docs and manifests/configs (by
 #: name); source code is not one of them.

@@ -100,7 +100,7 @@ from .db import connect_readonly as _connect_readonly
 # set them on those modules.
 from .nearest import _CARD_COLS, _card, nearest_cards
 from .recall_query import MAX_PROMPT_CHARS, _fts_terms, _phrase  # noqa: F401  (_phrase: consolidate.search's)
-from .recall_sessions import SessionState, _sessions_dir, record_session  # noqa: F401  (record_session: the hook's)
+from .recall_sessions import SessionState, _sessions_dir
 from .text import NAME_SEP as _SEP
 from .text import NAME_STRIP as _STRIP
 from .text import name_tokens

@@ -130,6 +130,10 @@ _EXIT_CODE = re.compile(r"\A\s*Exit code:\s*(-?\d+)")
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.MULTILINE)
 
 
+
+#: Codex's tool that writes files (a patch naming each file it adds or updates).
+WRITE_TOOLS = frozenset({"apply_patch"})
+
 def default_root() -> Path:
     """Codex's sessions folder: `$CODEX_HOME/sessions`, else `~/.codex/sessions`."""
     base = os.environ.get("CODEX_HOME")
@@ -515,7 +519,7 @@ def _call(pt: str, p: dict) -> tuple[str, str]:
     if pt == "custom_tool_call":
         name = str_field(p, "name") or "?"
         raw = p.get("input")
-        if name == "apply_patch" and isinstance(raw, str):
+        if name in WRITE_TOOLS and isinstance(raw, str):
             return name, _patch_files(raw)
         args = _json_args(raw)
         if isinstance(args, dict):

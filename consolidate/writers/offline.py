@@ -564,22 +564,25 @@ class OfflineWriter:
         j, p = cand.judgement, cand.passage
         if j.keep < CODING_KEEP.get(p.kind, CODING_KEEP["assistant"]):
             return []
+        # the things the request named, which stand for "it" ("It depends on ledger-db")
+        context_named = (named_things(p.context, known)
+                         if p.kind in ("assistant", "summary", "report") and p.context else None)
         out = []
         for statement, source in coding_statements(p, j.correction):
-            fields = self._coding_card(cand, statement, source, known, user_turns)
+            fields = self._coding_card(cand, statement, source, known, user_turns, context_named)
             if fields is not None:
                 out.append(fields)
         return out
 
     def _coding_card(self, cand, statement: str, source: str, known: dict[str, str],
-                     user_turns: dict[int, str]) -> dict | None:
-        """The fields of one coding statement's card, or None when it leans on the transcript."""
+                     user_turns: dict[int, str], context_named: list[Named] | None) -> dict | None:
+        """The fields of one coding statement's card, or None when it leans on the transcript.
+        `context_named`: the named things of the passage's request, when "it" may stand for one."""
         j, p = cand.judgement, cand.passage
         evidence = [cand.label]
-        if p.kind in ("assistant", "summary", "report") and p.context:
-            # "It depends on ledger-db": the thing the request named stands for "it".
+        if context_named is not None:
             statement, drew = _self_contained(statement, speaker=None, correction=False,
-                                              context_named=named_things(p.context, known), user=False)
+                                              context_named=context_named, user=False)
             if drew and user_turns.get(p.exchange) not in (None, cand.label):
                 evidence.append(user_turns[p.exchange])
         if _BACK_REFERENCE.match(statement):

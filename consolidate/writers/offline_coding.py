@@ -60,7 +60,6 @@ _OPENER = re.compile(
 _FOUND_THAT = re.compile(r"^(?:(?:we|i|it was) )?(?:established|confirmed|found|discovered|determined|verified|"
                          r"learned|realized|noticed|clarified)(?: (?:out|again|here))?(?: that|,? yes,)\s+(?=\S)", re.I)
 _MARKDOWN = re.compile(r"(\*\*|__|\*)(?=\S)(.+?)(?<=\S)\1")
-_LABEL = re.compile(r"^\s*(?:[-*\u2022]\s*)?(?:\d{1,2}[.)]\s*)?(?:\*\*)?[A-Z][\w /&\-]{0,30}(?:\*\*)?:\s+(?=\S)")
 _TRAILING_NARRATION = re.compile(
     r"(?:[.;:,]|\s[-\u2013\u2014])\s*(?:now\s+)?(?:let me|let's|i'll|i will|i need to|i'm going to|we'll|next,? i)\b.*$",
     re.I)

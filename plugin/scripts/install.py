@@ -259,8 +259,8 @@ def _step(data: str, argv: list[str]) -> None:
 def run(data: str, plugin_root: str) -> int:
     started = time.monotonic()
     venv = os.path.join(data, "venv")
-    _write_lock(data, os.getpid())   # held by this process until it ends
     try:
+        _write_lock(data, os.getpid())   # held by this process until it ends (a failure to write it is logged)
         source, origin = find_source(plugin_root)
         uv = shutil.which("uv")
         python = find_python()
