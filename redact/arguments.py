@@ -252,11 +252,43 @@ def h_name_value(rule, sp, data: bytes):
         yield s, e, cls[1]
 
 
-def h_chat(rule, sp, data: bytes):
-    """The password of `user / password` typed after a creds or login word: prose, so it must look
-    like one (password shaped, letters and digits)."""
-    s, e = sp[1]
+def _looks_like_a_password(data: bytes, s: int, e: int):
+    """The span of the value at [s, e), trailing punctuation aside, when a word alone could stand
+    there (prose, a protocol's command): password shaped, letters and digits, no reference and no
+    password hash."""
     value = _text(data, s, e).rstrip(".,;)!?")
     if (shapes.password_shaped(value, min_len=8) and any(c.isdigit() for c in value)
-            and any(c.isalpha() for c in value) and not shapes.is_reference(value)):
-        yield s, s + len(value.encode("utf-8", "surrogatepass")), rule.label
+            and any(c.isalpha() for c in value) and not shapes.is_reference(value)
+            and not shapes.not_a_value(value)):
+        return s, s + len(value.encode("utf-8", "surrogatepass"))
+    return None
+
+
+def h_chat(rule, sp, data: bytes):
+    """The password of `user / password` typed after a creds or login word (`_looks_like_a_password`)."""
+    span = _looks_like_a_password(data, *sp[1])
+    if span:
+        yield *span, rule.label
+
+
+def h_generated(rule, sp, data: bytes):
+    """A password a tool printed as the one it generated: a credential context (its words say what
+    the value is, `shapes.context_secret`), with two kinds of characters (`New value: production`
+    stays)."""
+    s, e = sp[1]
+    value = _text(data, s, e)
+    if shapes.context_secret(value) and shapes.char_classes(value) >= 2:
+        yield s, e, rule.label
+
+
+#: `AUTH` arguments that are SMTP mechanisms, not a Redis user (rule smtp-auth reads those).
+_SMTP_MECHANISMS = frozenset({"PLAIN", "LOGIN", "XOAUTH2", "CRAM-MD5", "OAUTHBEARER"})
+
+
+def h_redis_auth(rule, sp, data: bytes):
+    """The password of Redis' `AUTH [user] password` (`_looks_like_a_password`: `AUTH` is prose too)."""
+    if sp[1][0] >= 0 and _text(data, *sp[1]).upper() in _SMTP_MECHANISMS:
+        return
+    span = _looks_like_a_password(data, *sp[2])
+    if span:
+        yield *span, rule.label

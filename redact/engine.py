@@ -71,10 +71,11 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
     "PROVIDER_TOKEN": ("token",),
     "HIGH_ENTROPY": ("entropy",),
     "CONNECTION_STRING": ("userinfo", "query"),
-    "AUTH_HEADER": ("header", "bearer", "header_kv", "curl_user", "cookie"),
+    "AUTH_HEADER": ("header", "bearer", "header_kv", "curl_user", "cookie",
+                    "cookie_header"),
     "ASSIGNMENT": ("assign", "xml", "cli", "is", "k8s", "reverse", "kwquoted", "pwvalue", "jprop",
                    "kwvalue", "phrase", "envdefault", "call", "printed", "piped",
-                   "namevalue", "chat"),
+                   "namevalue", "chat", "redis_auth", "generated"),
 }
 
 

@@ -124,6 +124,12 @@ _SESSION_COOKIE = (r"[a-z0-9_\-]*sessid|[a-z0-9_\-]*session(?:_?id)?|asp\.net_se
                    r"|connect\.sid|_?sid|laravel_session|ci_session|rack\.session")
 
 
+#: Where a request's cookies start: a Cookie / Set-Cookie header (also set by a call: `"Cookie", "..."`,
+#: a HAR file's `"name": "Cookie", "value": "..."`), a JSON `cookie` field, `curl -b` / `--cookie`.
+COOKIE_HEADER = (r"(?i)(?:\b(?:set-)?cookie(?:\\?[\"'])?[ \t]*[:=,][ \t]*(?:\\?[\"'])?"
+                 r"|(?:^|[ \t])(?:-b|--cookie)(?:[ \t]+|=)[\"']?)")
+
+
 #: A shell default after `${K:-`, `${K=` or Spring's `${K:` (not `${K:?message}`, `${K:+alt}`).
 SHELL_DEFAULT = r"[^}?+\n][^}\n]{0,199}"
 #: The default of an environment variable (`redact.arguments.h_env_default`; groups: key, value):
@@ -518,6 +524,17 @@ RULES: tuple[Rule, ...] = (
     _tok("url-user-token", "token",
          r"\b[A-Za-z][A-Za-z0-9+.\-]*://([A-Za-z0-9_\-]{20,200})@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+",
          min_entropy=3.0, needs_digit=True, not_words=True),
+    # a NuGet.org API key (`oy2` and 43 lower-case letters and digits), as `nuget push -k` and
+    # NuGet.Config's `<apikeys>` hold it
+    _tok("nuget-api-key", "api_key", r"\b(oy2[a-z0-9]{43})\b", min_entropy=3.0, needs_digit=True),
+    # Caddy's DNS challenge credentials: `acme_dns cloudflare <token>`, `dns cloudflare <token>`
+    _tok("caddy-dns-token", "token",
+         r"(?m)^[ \t]*(?:acme_)?dns[ \t]+[a-z0-9_]{2,32}[ \t]+([A-Za-z0-9_\-]{20,200})[ \t]*\r?$",
+         min_entropy=3.5, needs_digit=True),
+    # an Anaconda token in a channel URL's path (`https://conda.anaconda.org/t/<token>/<channel>`)
+    _tok("anaconda-channel-token", "token",
+         r"\b(?:conda\.|repo\.)?anaconda\.(?:org|com|cloud)/t/([A-Za-z0-9][A-Za-z0-9_\-]{15,200})/",
+         min_entropy=3.0, needs_digit=True),
     Rule("url-query-secret", "password",
          r"(?i)[?&;]((?:[a-z0-9_]*(?:password|passwd|pwd|secret|token)|api[_\-]?key|apikey|access[_\-]?key|client[_\-]?secret|signature|sig))"
          r"=([^&\s\"'<>#;]{4,})", "query"),
@@ -552,6 +569,23 @@ RULES: tuple[Rule, ...] = (
     # Redis: `requirepass` / `masterauth` in redis.conf (a `grep -n` line number before it too)
     Rule("redis-conf-password", "password",
          r"(?m)^[ \t]*(?:\d+:)?(?:requirepass|masterauth)[ \t]+((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'])+)", "pwvalue"),
+    # a password a tool generated and printed: Elasticsearch's `elasticsearch-reset-password`
+    # (`New value: v`) and `elasticsearch-setup-passwords` (`PASSWORD elastic = v`), MySQL's first
+    # start (`A temporary password is generated for root@localhost: v`), `Generated password: v`
+    Rule("generated-password", "password",
+         r"(?m)(?:^New value:|^PASSWORD [\w.\-]{1,64} =|temporary password is generated for [^\s:]{1,100}:"
+         r"|^Generated password(?: for [^\s:]{1,64})?:)[ \t]*([^\s]{8,200})", "generated",
+         options={"set_pattern": r"New value:|PASSWORD [\w.\-]+ =|temporary password is generated|Generated password",
+                  "set_group": "keyed"}),
+    # PgBouncer's auth file (`userlist.txt`): a line of `"user" "password"`
+    Rule("pgbouncer-userlist", "password",
+         r"(?m)^\"[A-Za-z0-9_.@\-]{1,64}\" \"([^\"\s]{8,200})\"[ \t]*\r?$", "chat",
+         options={"set_pattern": r"[A-Za-z0-9_.@\-]\" \"[^\"\s]", "set_group": "keyed"}),
+    # Redis' `AUTH [user] password` command: at a redis-cli prompt, in a health check's script
+    # (HAProxy's `tcp-check send AUTH\ v\r\n`), in a client's log
+    Rule("redis-auth", "password",
+         r"(?:^|[\s>\"'`(,])AUTH2?(?:\\ |[ \t])+(?:([A-Za-z0-9_.@\-]{1,64})(?:\\ |[ \t])+)?([^\s\\\"'`]{8,200})",
+         "redis_auth", options={"set_pattern": r"AUTH2?(?:\\ |[ \t])", "set_group": "keyed"}),
     # SMTP's AUTH PLAIN / AUTH LOGIN: base64 of the user and password, as a client's debug log shows it
     _tok("smtp-auth", "password", r"\bAUTH[ \t]+(?:PLAIN|LOGIN)[ \t]+([A-Za-z0-9+/]{12,}={0,2})(?:[^A-Za-z0-9+/=]|$)",
          min_entropy=3.0),
@@ -586,10 +620,12 @@ RULES: tuple[Rule, ...] = (
          r"((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'|;&<>])+)", "pwvalue"),
     # session cookies in a Cookie / Set-Cookie header (`"Cookie", "..."` set by a call too), a JSON
     # `cookie` field, `curl -b` / `--cookie`
-    Rule("session-cookie", "token",
-         r"(?i)(?:\b(?:set-)?cookie(?:\\?[\"'])?[ \t]*[:=,][ \t]*(?:\\?[\"'])?|(?:^|[ \t])(?:-b|--cookie)(?:[ \t]+|=)[\"']?)"
-         r"(?:[^\n]*?[;,][ \t]*)?"
+    Rule("session-cookie", "token", COOKIE_HEADER + r"(?:[^\n]*?[;,][ \t]*)?"
          r"((?:" + _SESSION_COOKIE + r")=)([^;\s,\"'\\]{8,})", "cookie"),
+    # any long cookie in a Cookie / Set-Cookie header, whatever its name (`.AspNetCore.Cookies`,
+    # `auth0`, `__Secure-next-auth.session-token`): a request's cookies are its session
+    Rule("cookie-header", "token", COOKIE_HEADER + r"([^\n]{24}[^\n]*)", "cookie_header",
+         options={"set_pattern": COOKIE_HEADER + r"[^\n]"}),
     # a session cookie as a field of its own: `cookies={"sessionid": "..."}` (a cookies word earlier
     # on the line), a browser's stored cookie (`{"name": "sessionid", "value": "..."}`: Playwright's
     # storage state, a devtools export)
@@ -603,7 +639,7 @@ RULES: tuple[Rule, ...] = (
     Rule("name-value", "secret", NAME_VALUE, "namevalue", options={"set_pattern": NAME_VALUE_HEAD}),
     # --- KEY = value, in every syntax -------------------------------------------------------
     Rule("assignment", "secret",
-         r"(?i)" + KEY_RE + r"""(?:\\?["']\]?|\]|\[\])?(?:[ \t]+(?:string|str|int|var|const|char\*?|\[\]byte|secret|password))?[ \t]*""" + SEP_RE + r"[ \t]*" + VALUE_RE, "assign"),
+         r"(?i)" + KEY_RE + r"""(?:\\?["']\]?|\]|\[\])?(?:[ \t]+(?:string|str|int|var|const|char\*?|\[\]byte|secret|password))?(?:,[ \t]*(?:_|err))?[ \t]*""" + SEP_RE + r"[ \t]*" + VALUE_RE, "assign"),
     # a key and its value with no operator: C's `#define KEY "v"`, a Dockerfile's `ENV KEY v` / `ARG`
     Rule("declaration", "secret",
          r"(?im)^[ \t]*(?:#[ \t]*define|ENV|ARG)[ \t]+" + KEY_RE + r"([ \t]+)" + VALUE_RE, "assign",

@@ -473,6 +473,38 @@ def _keyed_value(data: bytes, key: tuple[int, int], s: int, e: int, quoted: bool
         yield s, _end(s, value), cls[1]
 
 
+#: Calls that turn the literal they are given into the key they return, and so hold a secret as
+#: their argument: `[]byte("v")`, `hex.DecodeString("v")`, `bytes.fromhex("v")`, `b64decode("v")`,
+#: `Buffer.from("v", "hex")`, `Encoding.UTF8.GetBytes("v")`, `Keys.hmacShaKeyFor(`, `SecretStr("v")`,
+#: `String::from("v")`, nested (`SymmetricSecurityKey(Encoding.UTF8.GetBytes("v"))`). A bare value
+#: that is a chain of them, right before a quote, is read as the literal after it. (`new X(` is not
+#: read: a bare value ends at the space.)
+_LITERAL_WRAPPER = (
+    r"\[\](?:byte|rune)|hex\.DecodeString|base64\.(?:Raw)?(?:Std|URL)Encoding\.DecodeString|bytes\.fromhex"
+    r"|bytes|bytearray|(?:base64\.)?(?:b64decode|urlsafe_b64decode|standard_b64decode|b32decode|b16decode)"
+    r"|(?:binascii\.)?(?:unhexlify|a2b_hex|a2b_base64)|Secret(?:Str|Bytes)|Buffer\.from"
+    r"|Base64\.get(?:Url|Mime)?Decoder\(\)\.decode|Base64\.(?:decode64|strict_decode64|urlsafe_decode64)"
+    r"|Hex\.decodeHex|DatatypeConverter\.parse(?:HexBinary|Base64Binary)|Encoding\.(?:UTF8|ASCII|Unicode|Default)\.GetBytes"
+    r"|Convert\.From(?:Base64|Hex)String|String::from|hex::decode|Secret(?:String|Box|Vec)?::new|base64_decode|hex2bin"
+    r"|Keys?\.hmacShaKeyFor|SymmetricSecurityKey|TextEncoder\(\)\.encode"
+)
+_WRAPPER_CHAIN = re.compile(rb"(?:(?:" + _LITERAL_WRAPPER.encode() + rb")\([ \t]*)+")
+#: The literal after a wrapper chain: one quote kind, on one line, at most 1,024 characters.
+_WRAPPED_LITERAL = re.compile(rb""""([^"\n]{1,1024})"|'([^'\n]{1,1024})'|`([^`\n]{1,1024})`""")
+
+
+def _wrapped_literal(data: bytes, s: int, e: int) -> tuple[int, int] | None:
+    """The span of the literal a bare value [s, e) wraps (`_LITERAL_WRAPPER`), or None."""
+    m = _WRAPPER_CHAIN.match(data, s)
+    if m is None or m.end() != e:
+        return None
+    lit = _WRAPPED_LITERAL.match(data, e)
+    if lit is None:
+        return None
+    g = lit.lastindex or 1
+    return lit.start(g), lit.end(g)
+
+
 def _h_assign(rule: Rule, sp, data: bytes):
     sep = _s(data, sp[2][0], sp[2][1])
     if sep == ":" and data[sp[1][0] - 2:sp[1][0]] == b"${" and _SHELL_DEFAULT.match(data, sp[2][1]):
@@ -490,6 +522,9 @@ def _h_assign(rule: Rule, sp, data: bytes):
         if data[sp[1][0] - 1:sp[1][0]] not in (b'"', b"'") or b"]" in data[sp[1][1]:sp[2][0]]:
             return
         context = False
+    wrapped = _wrapped_literal(data, s, e) if not quoted and s >= 0 else None
+    if wrapped:
+        (s, e), quoted = wrapped, True
     if not quoted and s >= 0:
         after = data[e:e + 2]
         if sep == ":" and len(after) == 2 and after[:1] == b" " and after[1:].isalpha():
@@ -587,6 +622,23 @@ def _h_phrase(rule: Rule, sp, data: bytes):
 def _h_cookie(rule: Rule, sp, data: bytes):
     """The value of a session cookie (group 2), secret shaped."""
     return _secret_shaped_value(sp, data, 2, 8, rule.label)
+
+
+#: One cookie of a header: its name, then a value of at least 24 characters (up to `;`, a quote,
+#: whitespace, a comma, `\\` or cmd's `^` escape).
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_COOKIE_PAIR = re.compile(rb"""(?:^|[;,\s"'])[ \t]*[A-Za-z0-9_.!#$%&*+|~\-]{1,100}=([^;\s,"'\\^]{24,1024})""")
+
+
+def _h_cookie_header(rule: Rule, sp, data: bytes):
+    """Every long cookie value of a Cookie / Set-Cookie header (the rest of its line, group 1),
+    whatever its name: secret shaped, three kinds of characters, not a UUID (a device id)."""
+    s, e = sp[1]
+    for m in _COOKIE_PAIR.finditer(data, max(0, s - 1), e):   # the byte before may start the first pair
+        value = _s(data, m.start(1), m.end(1))
+        if (shapes.secret_shaped(value, min_len=24) and shapes.char_classes(value) >= 3
+                and not _UUID.match(value)):
+            yield m.start(1), m.end(1), rule.label
 
 
 def _h_is(rule: Rule, sp, data: bytes):
@@ -728,6 +780,7 @@ _HANDLERS = {
     "curl_user": _h_curl_user,
     "pwvalue": _h_pwvalue,
     "cookie": _h_cookie,
+    "cookie_header": _h_cookie_header,
     "jprop": _h_jprop,
     "kwvalue": _h_kwvalue,
     "phrase": _h_phrase,
@@ -736,6 +789,8 @@ _HANDLERS = {
     "printed": arguments.h_printed,
     "namevalue": arguments.h_name_value,
     "chat": arguments.h_chat,
+    "redis_auth": arguments.h_redis_auth,
+    "generated": arguments.h_generated,
     "piped": arguments.h_piped,
 }
 

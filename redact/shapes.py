@@ -371,7 +371,7 @@ STATUS_WORDS = frozenset(
 _RE_YAML_TAG = re.compile(r"^![A-Za-z][\w:!]*$")
 _IDENT_PART = r"[A-Za-z_$][A-Za-z_$]*[0-9]*"
 _RE_CALL_OR_INDEX = re.compile(
-    r"^[A-Za-z_$][\w$]*(?:(?:\.|\?\.|::|->)[A-Za-z_$][\w$]*)*!?[ \t]*[(\[]")  # `env!(`, `fetch_env!(`
+    r"^(?:\[\])?[A-Za-z_$][\w$]*(?:(?:\.|\?\.|::|->)[A-Za-z_$][\w$]*)*!?[ \t]*[(\[]")  # `env!(`, Go's `[]byte(`
 # A PowerShell cmdlet (an approved verb, a dash, a noun): `Get-Credential`, `Get-Secret -Name X`.
 _RE_CMDLET = re.compile(r"^(?:Get|Read|ConvertTo|ConvertFrom|Import|Export|Invoke|New|Select|Resolve|Unprotect"
                         r"|Find|Test|Join|Split|Format|Out)-[A-Z][A-Za-z]+$")
@@ -423,7 +423,9 @@ def is_code_reference(value: str, quoted: bool = False) -> bool:
 # A password's hash, not the password: crypt(3) (`$6$salt$...`, `$y$`, `$apr1$`), bcrypt, argon2,
 # LDAP's `{SHA}` / `{SSHA}`.
 _RE_PASSWORD_HASH = re.compile(r"^(?:\$(?:1|2[abxy]?|5|6|y|7|gy|apr1|argon2(?:id|i|d)|scrypt|pbkdf2[\w\-]*)\$[^\s]{8,}"
-                               r"|\{(?:S?SHA(?:256|512)?|CRYPT|PBKDF2[\w\-]*|ARGON2)\}[A-Za-z0-9+/.$=]{8,})$")
+                               r"|\{(?:S?SHA(?:256|512)?|CRYPT|PBKDF2[\w\-]*|ARGON2)\}[A-Za-z0-9+/.$=]{8,}"
+                               # PostgreSQL's stored forms (pg_authid, PgBouncer's auth file)
+                               r"|md5[0-9a-f]{32}|SCRAM-SHA-256\$\d+:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+)$")
 # A size (`kubectl describe secret`: `password:  24 bytes`) or a credential's id and file
 # (systemd's `LoadCredential=db-password:/run/secrets/db`).
 _RE_NOT_A_VALUE = re.compile(r"^\d+ bytes?$|^[\w.\-]+:/[\w./\-]+$")

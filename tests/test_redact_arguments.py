@@ -92,6 +92,22 @@ FOUND = [
     ("$ sudo elasticsearch-keystore show s3.client.default.secret_key\n{}", g(40, ALNUM + "/"), "secret", "printed-secret"),
     ("the redis pass is {}", g(24), "password", "prose-is"),
     ("header_up X-Internal-Auth {}", g(32), "token", "keyword-value"),
+    # a key-named variable set from a call that turns a literal into the key
+    ('var jwtKey = []byte("{}")', TOKEN, "api_key", "assignment"),
+    ("aesKey, _ := hex.DecodeString(\"{}\")", g(64, "0123456789abcdef"), "api_key", "assignment"),
+    ("SECRET_KEY = base64.b64decode('{}')", g(40, ALNUM + "+/") + "==", "secret", "assignment"),
+    ('const signingKey = Buffer.from("{}", "hex");', g(64, "0123456789abcdef"), "api_key", "assignment"),
+    ('var key = SymmetricSecurityKey(Encoding.UTF8.GetBytes("{}"));', PW + g(12), "api_key", "assignment"),
+    ('settings.api_key = SecretStr("{}")', TOKEN, "api_key", "assignment"),
+    # a Cookie header's long cookies, whatever their names; a HAR file's Cookie header
+    ('curl ^"https://x.example/^" -H ^"cookie: .AspNetCore.Cookies={}^" ^', g(120, ALNUM + "_-"), "token", "cookie-header"),
+    ('{{ "name": "Cookie", "value": "auth0={}" }}', g(64, ALNUM + "_-"), "token", "cookie-header"),
+    # commands and outputs that carry one password
+    ("    tcp-check send AUTH\\ {}\\r\\n", g(24), "password", "redis-auth"),
+    ("127.0.0.1:6379> AUTH default {}", PW, "password", "redis-auth"),
+    ("Password for the [elastic] user successfully reset.\nNew value: {}\n", g(20, ALNUM + "_*=+"), "password", "generated-password"),
+    ("[Server] A temporary password is generated for root@localhost: {}", PW, "password", "generated-password"),
+    ('"app" "{}"\n"reporting" "md5a1b2c3d4e5f60718293a4b5c6d7e8f90"', PW, "password", "pgbouncer-userlist"),
     # JSON-escaped env files: every line of it
     ('"text":"NEXT_PUBLIC_STRIPE_KEY=pk_live_4P23OqRQYVJ9h7ela8mJg6yR\\nJWT_SECRET={}\\nLOG=info\\n"', g(48), "secret", "assignment"),
 ]
@@ -146,6 +162,17 @@ KEPT = [
     "GITHUB_SHA=95e8ed208464615c2eb2ec84c3ba22c76c25ef7f",                   # a commit, named so
     "$ cat /etc/passwd\nroot:x:0:0:root:/root:/bin/bash",
     "user> the login page: GET / POST only",
+    'secret := []byte(os.Getenv("JWT_SECRET"))',                            # a call, not a literal
+    "hmacKey := []byte(secretFromVault)",
+    'token, _ := jwt.Parse(tokenString, keyFunc)',
+    'x := []byte("hello-world-2024")',                                        # no secret name
+    "Set-Cookie: id=a3fWa; Expires=Wed, 21 Oct 2015 07:28:00 GMT; Secure; HttpOnly",
+    "Cookie: theme=dark; did=098c4f7b-0f80-bfea-b75b-2caf0f00e03b",         # a device id
+    "(error) NOAUTH Authentication required.",
+    "The AUTH command failed: WRONGPASS invalid username-password pair",
+    "New value: production",
+    '"app" "SCRAM-SHA-256$4096:c2FsdA==$abc=:def="',                          # a stored hash
+    '"AppID"\t\t"730"',
 ]
 
 

@@ -87,6 +87,11 @@ CASES = [
     # an Authorization header set by a call, by nginx or Apache
     ("authorization-header", "basic_auth", 'proxy_set_header Authorization "Basic {}";', "U1z" + g(25, ALNUM + "/+")),
     ("authorization-header", "bearer", 'conn.setRequestProperty("Authorization", "Bearer {}");', g(40, ALNUM + "_-")),
+    # NuGet.org keys, Caddy's DNS challenge token, an Anaconda channel token
+    ("nuget-api-key", "api_key", "{}", "oy2" + g(43, LOWER + "0123456789")),   # alone on a line
+    ("nuget-api-key", "api_key", '<add key="https://www.nuget.org" value="{}" />', "oy2" + g(43, LOWER + "0123456789")),
+    ("caddy-dns-token", "token", "{{\n\temail ops@example.com\n\tacme_dns cloudflare {}\n}}", g(40, ALNUM + "_")),
+    ("anaconda-channel-token", "token", "channels:\n  - https://conda.anaconda.org/t/{}/acme-private", "u2-" + g(36, LOWER + "0123456789")),
 ]
 
 
@@ -102,6 +107,8 @@ def test_provider_rule_in_context(redactor, rule, label, template, secret):
 NEAR_MISSES = [
     "commit " + g(40, HEX) + " (HEAD -> main)",                                   # a git SHA
     "request id 550e8400-e29b-41d4-a716-446655440000",                           # a UUID
+    "https://conda.anaconda.org/conda-forge/linux-64/repodata.json",             # a public channel
+    "tls {\n  dns cloudflare {env.CF_API_TOKEN}\n}",                             # a Caddy placeholder
     '"integrity": "sha512-' + g(86, ALNUM + "+/") + '=="',                        # a lockfile hash
     "resolved \"https://registry.yarnpkg.com/x/-/x-1.2.3.tgz#" + g(40, HEX) + "\"",
     "see sk-proj-settings-page-for-the-organisation-admins",                       # words after a prefix
