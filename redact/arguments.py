@@ -281,14 +281,38 @@ def h_generated(rule, sp, data: bytes):
         yield s, e, rule.label
 
 
-#: `AUTH` arguments that are SMTP mechanisms, not a Redis user (rule smtp-auth reads those).
-_SMTP_MECHANISMS = frozenset({"PLAIN", "LOGIN", "XOAUTH2", "CRAM-MD5", "OAUTHBEARER"})
+#: `AUTH` arguments that are SMTP / SASL mechanisms, not a Redis user (what follows them is a
+#: mechanism's message: rule smtp-auth reads PLAIN and LOGIN).
+_SMTP_MECHANISMS = frozenset({"PLAIN", "LOGIN", "XOAUTH2", "XOAUTH", "CRAM-MD5", "DIGEST-MD5", "OAUTHBEARER",
+                              "SCRAM-SHA-1", "SCRAM-SHA-256", "SCRAM-SHA-1-PLUS", "SCRAM-SHA-256-PLUS",
+                              "GSSAPI", "NTLM", "EXTERNAL", "ANONYMOUS"})
+
+
+#: How far before a PgBouncer auth file's line its name or PgBouncer's is looked for (bytes).
+USERLIST_CONTEXT = 4096
+_USERLIST_NAMES = re.compile(rb"(?i)userlist|pgbouncer|auth_file")
+
+
+def h_userlist(rule, sp, data: bytes):
+    """A PgBouncer auth file's password (`"user" "password"`), when the text before it names the
+    file or PgBouncer (`_USERLIST_NAMES`), password shaped with letters and digits, no hash."""
+    s, e = sp[1]
+    if not _USERLIST_NAMES.search(data, max(0, s - USERLIST_CONTEXT), s):
+        return
+    span = _looks_like_a_password(data, s, e)
+    if span:
+        yield *span, rule.label
 
 
 def h_redis_auth(rule, sp, data: bytes):
-    """The password of Redis' `AUTH [user] password` (`_looks_like_a_password`: `AUTH` is prose too)."""
+    """The password of Redis' `AUTH [user] password`: `_looks_like_a_password`, or a long one
+    (16+ characters, two kinds) with no digit; `AUTH` at a line's start is prose too."""
     if sp[1][0] >= 0 and _text(data, *sp[1]).upper() in _SMTP_MECHANISMS:
         return
-    span = _looks_like_a_password(data, *sp[2])
+    s, e = sp[2]
+    span = _looks_like_a_password(data, s, e)
+    value = _text(data, s, e)
+    if span is None and len(value) >= 16 and shapes.char_classes(value) >= 2 and shapes.context_secret(value):
+        span = s, e
     if span:
         yield *span, rule.label

@@ -75,7 +75,8 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
                     "cookie_header"),
     "ASSIGNMENT": ("assign", "xml", "cli", "is", "k8s", "reverse", "kwquoted", "pwvalue", "jprop",
                    "kwvalue", "phrase", "envdefault", "call", "printed", "piped",
-                   "namevalue", "chat", "redis_auth", "generated"),
+                   "namevalue", "chat", "redis_auth", "generated",
+                   "userlist"),
 }
 
 

@@ -130,6 +130,12 @@ COOKIE_HEADER = (r"(?i)(?:\b(?:set-)?cookie(?:\\?[\"'])?[ \t]*[:=,][ \t]*(?:\\?[
                  r"|(?:^|[ \t])(?:-b|--cookie)(?:[ \t]+|=)[\"']?)")
 
 
+#: Caddy's DNS provider modules that take a token as their one argument (caddy-dns/*).
+CADDY_DNS_PROVIDERS = ("cloudflare|duckdns|digitalocean|hetzner|godaddy|gandi|linode|vultr|netlify|dnsimple"
+                       "|desec|ionos|njalla|porkbun|ovh|dynv6|inwx|bunny|netcup|scaleway|dnspod|infomaniak"
+                       "|namedotcom|easydns|acmedns|powerdns|mailinabox|metaname|he")
+
+
 #: A shell default after `${K:-`, `${K=` or Spring's `${K:` (not `${K:?message}`, `${K:+alt}`).
 SHELL_DEFAULT = r"[^}?+\n][^}\n]{0,199}"
 #: The default of an environment variable (`redact.arguments.h_env_default`; groups: key, value):
@@ -529,7 +535,7 @@ RULES: tuple[Rule, ...] = (
     _tok("nuget-api-key", "api_key", r"\b(oy2[a-z0-9]{43})\b", min_entropy=3.0, needs_digit=True),
     # Caddy's DNS challenge credentials: `acme_dns cloudflare <token>`, `dns cloudflare <token>`
     _tok("caddy-dns-token", "token",
-         r"(?m)^[ \t]*(?:acme_)?dns[ \t]+[a-z0-9_]{2,32}[ \t]+([A-Za-z0-9_\-]{20,200})[ \t]*\r?$",
+         r"(?m)^[ \t]*(?:acme_)?dns[ \t]+(?:" + CADDY_DNS_PROVIDERS + r")[ \t]+([A-Za-z0-9_\-]{20,200})[ \t]*(?:#[^\n]*)?\r?$",
          min_entropy=3.5, needs_digit=True),
     # an Anaconda token in a channel URL's path (`https://conda.anaconda.org/t/<token>/<channel>`)
     _tok("anaconda-channel-token", "token",
@@ -570,22 +576,27 @@ RULES: tuple[Rule, ...] = (
     Rule("redis-conf-password", "password",
          r"(?m)^[ \t]*(?:\d+:)?(?:requirepass|masterauth)[ \t]+((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'])+)", "pwvalue"),
     # a password a tool generated and printed: Elasticsearch's `elasticsearch-reset-password`
-    # (`New value: v`) and `elasticsearch-setup-passwords` (`PASSWORD elastic = v`), MySQL's first
-    # start (`A temporary password is generated for root@localhost: v`), `Generated password: v`
+    # (`... user successfully reset.` then `New value: v`, a compose service's `name | ` prefix
+    # allowed) and `elasticsearch-setup-passwords` (`PASSWORD elastic = v`), MySQL's first start
+    # (`A temporary password is generated for root@localhost: v`). A line may also break
+    # JSON-escaped (`\n`: the output stored inside a JSON string).
     Rule("generated-password", "password",
-         r"(?m)(?:^New value:|^PASSWORD [\w.\-]{1,64} =|temporary password is generated for [^\s:]{1,100}:"
-         r"|^Generated password(?: for [^\s:]{1,64})?:)[ \t]*([^\s]{8,200})", "generated",
-         options={"set_pattern": r"New value:|PASSWORD [\w.\-]+ =|temporary password is generated|Generated password",
+         r"(?m)(?:user successfully reset\.[ \t]*(?:\r?\n|(?:\\r)?\\n)(?:[\w.\-]{1,40}[ \t]+\|[ \t]+)?New value:"
+         r"|(?:^|\\n)PASSWORD [\w.\-]{1,64} =|temporary password is generated for [^\s:]{1,100}:)"
+         r"[ \t]*([^\s\\]{8,200})", "generated",
+         options={"set_pattern": r"successfully reset\.|PASSWORD [\w.\-]+ =|temporary password is generated",
                   "set_group": "keyed"}),
-    # PgBouncer's auth file (`userlist.txt`): a line of `"user" "password"`
+    # PgBouncer's auth file (`userlist.txt`, `auth_file`): lines of `"user" "password"`, in a text
+    # that names the file or PgBouncer (the same shape is a Valve KeyValues line)
     Rule("pgbouncer-userlist", "password",
-         r"(?m)^\"[A-Za-z0-9_.@\-]{1,64}\" \"([^\"\s]{8,200})\"[ \t]*\r?$", "chat",
-         options={"set_pattern": r"[A-Za-z0-9_.@\-]\" \"[^\"\s]", "set_group": "keyed"}),
-    # Redis' `AUTH [user] password` command: at a redis-cli prompt, in a health check's script
-    # (HAProxy's `tcp-check send AUTH\ v\r\n`), in a client's log
+         r"(?m)(?:^|\\n)\\?\"[A-Za-z0-9_.@\-]{1,64}\\?\"[ \t]+\\?\"([^\"\s\\]{8,200})\\?\"", "userlist",
+         options={"set_pattern": r"[A-Za-z0-9_.@\-]\\?\"[ \t]+\\?\"[^\"\s]", "set_group": "keyed"}),
+    # Redis' `AUTH [user] password` command: at a redis-cli prompt (`6379> auth v`), a line's start,
+    # in a health check's script (HAProxy's `tcp-check send AUTH\ v\r\n`)
     Rule("redis-auth", "password",
-         r"(?:^|[\s>\"'`(,])AUTH2?(?:\\ |[ \t])+(?:([A-Za-z0-9_.@\-]{1,64})(?:\\ |[ \t])+)?([^\s\\\"'`]{8,200})",
-         "redis_auth", options={"set_pattern": r"AUTH2?(?:\\ |[ \t])", "set_group": "keyed"}),
+         r"(?m)(?:(?:^|\\n)[ \t]*AUTH2?|>[ \t]*(?i:auth2?)|\bsend[ \t]+AUTH2?)(?:\\ |[ \t])+"
+         r"(?:([A-Za-z0-9_.@\-]{1,64})(?:\\ |[ \t])+)?([^\s\\\"'`]{8,200})",
+         "redis_auth", options={"set_pattern": r"(?i:auth)2?(?:\\ |[ \t])", "set_group": "keyed"}),
     # SMTP's AUTH PLAIN / AUTH LOGIN: base64 of the user and password, as a client's debug log shows it
     _tok("smtp-auth", "password", r"\bAUTH[ \t]+(?:PLAIN|LOGIN)[ \t]+([A-Za-z0-9+/]{12,}={0,2})(?:[^A-Za-z0-9+/=]|$)",
          min_entropy=3.0),
@@ -639,7 +650,7 @@ RULES: tuple[Rule, ...] = (
     Rule("name-value", "secret", NAME_VALUE, "namevalue", options={"set_pattern": NAME_VALUE_HEAD}),
     # --- KEY = value, in every syntax -------------------------------------------------------
     Rule("assignment", "secret",
-         r"(?i)" + KEY_RE + r"""(?:\\?["']\]?|\]|\[\])?(?:[ \t]+(?:string|str|int|var|const|char\*?|\[\]byte|secret|password))?(?:,[ \t]*(?:_|err))?[ \t]*""" + SEP_RE + r"[ \t]*" + VALUE_RE, "assign"),
+         r"(?i)" + KEY_RE + r"""(?:\\?["']\]?|\]|\[\])?(?:[ \t]+(?:string|str|int|var|const|char\*?|\[\]byte|secret|password))?(?:,[ \t]*(?:_|err))?[ \t]*""" + SEP_RE + r"[ \t]*(?:new[ \t]+)?" + VALUE_RE, "assign"),
     # a key and its value with no operator: C's `#define KEY "v"`, a Dockerfile's `ENV KEY v` / `ARG`
     Rule("declaration", "secret",
          r"(?im)^[ \t]*(?:#[ \t]*define|ENV|ARG)[ \t]+" + KEY_RE + r"([ \t]+)" + VALUE_RE, "assign",

@@ -343,7 +343,8 @@ def _h_token(rule: Rule, sp, data: bytes):
     s, e = sp[g][0], sp[g][1]
     value = _s(data, s, e)
     if shapes.is_placeholder(value) or shapes.is_typed_sequence(value):
-        if rule.options.get("placeholder_ok"):  # an unmistakable slot: redacted (never remembered)
+        if rule.options.get("placeholder_ok") and not shapes.is_label(value):
+            # an unmistakable slot: redacted (never remembered); a label (`My API Key`) is none
             yield s, e, rule.label
         return  # `AIzaSyabcdefghijklmnop...`: a provider's documentation example
     if _MASK_AFTER.match(data, e):
@@ -476,33 +477,36 @@ def _keyed_value(data: bytes, key: tuple[int, int], s: int, e: int, quoted: bool
 #: Calls that turn the literal they are given into the key they return, and so hold a secret as
 #: their argument: `[]byte("v")`, `hex.DecodeString("v")`, `bytes.fromhex("v")`, `b64decode("v")`,
 #: `Buffer.from("v", "hex")`, `Encoding.UTF8.GetBytes("v")`, `Keys.hmacShaKeyFor(`, `SecretStr("v")`,
-#: `String::from("v")`, nested (`SymmetricSecurityKey(Encoding.UTF8.GetBytes("v"))`). A bare value
-#: that is a chain of them, right before a quote, is read as the literal after it. (`new X(` is not
-#: read: a bare value ends at the space.)
+#: `String::from("v")`, nested (`new SymmetricSecurityKey(Encoding.UTF8.GetBytes("v"))`: the
+#: assignment rule reads past `new`). A bare value that is a chain of them, right before a quote,
+#: is read as the literal after it.
 _LITERAL_WRAPPER = (
     r"\[\](?:byte|rune)|hex\.DecodeString|base64\.(?:Raw)?(?:Std|URL)Encoding\.DecodeString|bytes\.fromhex"
     r"|bytes|bytearray|(?:base64\.)?(?:b64decode|urlsafe_b64decode|standard_b64decode|b32decode|b16decode)"
     r"|(?:binascii\.)?(?:unhexlify|a2b_hex|a2b_base64)|Secret(?:Str|Bytes)|Buffer\.from"
     r"|Base64\.get(?:Url|Mime)?Decoder\(\)\.decode|Base64\.(?:decode64|strict_decode64|urlsafe_decode64)"
-    r"|Hex\.decodeHex|DatatypeConverter\.parse(?:HexBinary|Base64Binary)|Encoding\.(?:UTF8|ASCII|Unicode|Default)\.GetBytes"
-    r"|Convert\.From(?:Base64|Hex)String|String::from|hex::decode|Secret(?:String|Box|Vec)?::new|base64_decode|hex2bin"
-    r"|Keys?\.hmacShaKeyFor|SymmetricSecurityKey|TextEncoder\(\)\.encode"
+    r"|Decoders\.BASE64(?:URL)?\.decode|Hex\.decodeHex|DatatypeConverter\.parse(?:HexBinary|Base64Binary)"
+    r"|Encoding\.(?:UTF8|ASCII|Unicode|Default)\.GetBytes|Convert\.From(?:Base64|Hex)String|String::from"
+    r"|hex::decode|Secret(?:String|Box|Vec)?::new|base64_decode|hex2bin|Keys?\.hmacShaKeyFor"
+    r"|SymmetricSecurityKey|SecretKeySpec|TextEncoder\(\)\.encode"
 )
 _WRAPPER_CHAIN = re.compile(rb"(?:(?:" + _LITERAL_WRAPPER.encode() + rb")\([ \t]*)+")
-#: The literal after a wrapper chain: one quote kind, on one line, at most 1,024 characters.
-_WRAPPED_LITERAL = re.compile(rb""""([^"\n]{1,1024})"|'([^'\n]{1,1024})'|`([^`\n]{1,1024})`""")
+#: The literal after a wrapper chain: a string prefix (`b"..."`), then one quote kind (JSON-escaped
+#: too: `\"v\"`), on one line, at most 1,024 characters.
+_WRAPPED_LITERAL = re.compile(
+    rb"""[bBrRuU]{0,2}(?:\\"([^"\\\n]{1,1024})\\"|"([^"\n]{1,1024})"|'([^'\n]{1,1024})'|`([^`\n]{1,1024})`)""")
 
 
 def _wrapped_literal(data: bytes, s: int, e: int) -> tuple[int, int] | None:
-    """The span of the literal a bare value [s, e) wraps (`_LITERAL_WRAPPER`), or None."""
+    """The span of the literal a bare value [s, e) wraps (`_LITERAL_WRAPPER`), or None. The bare
+    value ends at the literal's quote, or before its string prefix or JSON escape (`b"`, `\\"`)."""
     m = _WRAPPER_CHAIN.match(data, s)
-    if m is None or m.end() != e:
+    if m is None or not e - 3 <= m.end() <= e:
         return None
-    lit = _WRAPPED_LITERAL.match(data, e)
+    lit = _WRAPPED_LITERAL.match(data, m.end())
     if lit is None:
         return None
-    g = lit.lastindex or 1
-    return lit.start(g), lit.end(g)
+    return lit.start(lit.lastindex), lit.end(lit.lastindex)
 
 
 def _h_assign(rule: Rule, sp, data: bytes):
@@ -624,16 +628,33 @@ def _h_cookie(rule: Rule, sp, data: bytes):
     return _secret_shaped_value(sp, data, 2, 8, rule.label)
 
 
-#: One cookie of a header: its name, then a value of at least 24 characters (up to `;`, a quote,
-#: whitespace, a comma, `\\` or cmd's `^` escape).
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
-_COOKIE_PAIR = re.compile(rb"""(?:^|[;,\s"'])[ \t]*[A-Za-z0-9_.!#$%&*+|~\-]{1,100}=([^;\s,"'\\^]{24,1024})""")
+#: One cookie of a header: a separator (or the header's `:` / `=`), its name, then a value of at
+#: least 24 characters (up to `;`, a quote, whitespace, a comma, `\\` or cmd's `^` escape).
+_COOKIE_PAIR = re.compile(rb"""[;,\s"':=][A-Za-z0-9_.!#$%&*+|~\-]{1,100}=([^;\s,"'\\^]{24,1024})""")
+#: Where a header's cookies end: a quote (the header was one argument or one JSON string), a
+#: JSON-escaped line break (the header was a line of text stored as JSON).
+_COOKIES_END = re.compile(rb"""["']|\\[nr]""")
+#: A HAR file's header: `"name": "Cookie", "value": "..."`, whose cookies start after `"value": "`.
+_HAR_VALUE = re.compile(rb'value\\?"[ \t]*:[ \t]*\\?"')
 
 
 def _h_cookie_header(rule: Rule, sp, data: bytes):
-    """Every long cookie value of a Cookie / Set-Cookie header (the rest of its line, group 1),
-    whatever its name: secret shaped, three kinds of characters, not a UUID (a device id)."""
+    """Every long cookie value of one Cookie / Set-Cookie header (group 1 to `_COOKIES_END`),
+    whatever its name: secret shaped, three kinds of characters, not a UUID (a device id). `-b`
+    opens a header only in a curl command (`sort -b`, `git checkout -b` are other flags)."""
     s, e = sp[1]
+    head = data[sp[0][0]:s].lstrip()
+    if head.startswith(b"-b"):
+        line_start = data.rfind(b"\n", 0, sp[0][0]) + 1
+        if b"curl" not in data[line_start:sp[0][0]]:
+            return
+    har = _HAR_VALUE.match(data, s)
+    if har:
+        s = har.end()
+    end = _COOKIES_END.search(data, s, e)
+    if end:
+        e = end.start()
     for m in _COOKIE_PAIR.finditer(data, max(0, s - 1), e):   # the byte before may start the first pair
         value = _s(data, m.start(1), m.end(1))
         if (shapes.secret_shaped(value, min_len=24) and shapes.char_classes(value) >= 3
@@ -791,6 +812,7 @@ _HANDLERS = {
     "chat": arguments.h_chat,
     "redis_auth": arguments.h_redis_auth,
     "generated": arguments.h_generated,
+    "userlist": arguments.h_userlist,
     "piped": arguments.h_piped,
 }
 

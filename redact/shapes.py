@@ -56,7 +56,9 @@ exceptions are values that are clearly not a secret:
     value is a literal. After `:`, an unquoted word followed by more words is prose
     (`password: Override the config`), and gets the shape checks of weaker evidence;
   * a documented placeholder (`is_placeholder`): changeme, your-..., xxxx, ****, <token>,
-    example, dummy, `none`, `password`, ...; a run of one or two characters (`------`);
+    example, dummy, `none`, `password`, ...; a run of one or two characters (`------`); a label
+    made of nothing but a credential's words (`My API Key`, `Access token`, `Your password here`:
+    a form's label, an SDK's error message);
   * a word that states a status instead of a value (`invalid`, `expired`, `required`, ...), or
     a message: it ends in `...`, `…` or CJK sentence punctuation (`。`, `？`), or holds a format field
     (`{error}`, `%s`); a grep line number (`12:...` after `path/token.ts:`);
@@ -147,6 +149,11 @@ _RE_DIGITS = re.compile(r"^[0-9.,:\-+]+$")
 _RE_WORDY = re.compile(r"^[A-Za-z0-9_\-]+$")
 _BAD_CHARS = re.compile(r"[\s\"'<>`]")
 _RE_PLACEHOLDER_WORD = re.compile("|".join(re.escape(w) for w in PLACEHOLDER_WORDS))
+# A label: two to six of a credential's words, spaced (`My API Key`, `Access token`, `Your password
+# here`); lower-cased before matching.
+_LABEL_WORDS = ("my|your|the|an?|enter|insert|paste|new|current|old|confirm|personal|access|api|app|auth"
+                "|bearer|client|secret|token|key|password|passphrase|pass|pwd|credentials?|here|id|of")
+_RE_LABEL = re.compile(r"^(?:" + _LABEL_WORDS + r")(?: (?:" + _LABEL_WORDS + r")){1,5}$")
 _RE_LOWER = re.compile(r"[a-z]")
 _RE_UPPER = re.compile(r"[A-Z]")
 _RE_DIGIT = re.compile(r"[0-9]")
@@ -231,6 +238,11 @@ def is_typed_sequence(value: str) -> bool:
 
 
 @functools.lru_cache(maxsize=256)  # same: rule checks, then `credential_like`
+def is_label(value: str) -> bool:
+    """A form's or an SDK's label made of a credential's words (`My API Key`, `Access token`)."""
+    return bool(_RE_LABEL.match(value.strip().strip("\"'`").lower()))
+
+
 def is_placeholder(value: str) -> bool:
     """True for values that stand for a secret instead of being one (documented in the module)."""
     v = value.strip().strip("\"'`")
@@ -241,7 +253,7 @@ def is_placeholder(value: str) -> bool:
         return True
     if _RE_FILLER.match(v) or _RE_TEMPLATE.match(v):
         return True
-    if _RE_PLACEHOLDER_WORD.search(low) or _RE_CIPHERTEXT.match(v):
+    if _RE_PLACEHOLDER_WORD.search(low) or _RE_CIPHERTEXT.match(v) or _RE_LABEL.match(low):
         return True
     # A body dominated by filler characters after a short prefix: AKIAXXXXXXXXXXXXXXXX, fo1_xxxx...
     filler = v.count("x") + v.count("X") + v.count("*")

@@ -97,17 +97,24 @@ FOUND = [
     ("aesKey, _ := hex.DecodeString(\"{}\")", g(64, "0123456789abcdef"), "api_key", "assignment"),
     ("SECRET_KEY = base64.b64decode('{}')", g(40, ALNUM + "+/") + "==", "secret", "assignment"),
     ('const signingKey = Buffer.from("{}", "hex");', g(64, "0123456789abcdef"), "api_key", "assignment"),
-    ('var key = SymmetricSecurityKey(Encoding.UTF8.GetBytes("{}"));', PW + g(12), "api_key", "assignment"),
+    ('var key = new SymmetricSecurityKey(Encoding.UTF8.GetBytes("{}"));', PW + g(12), "api_key", "assignment"),
+    ('const secretKey = new TextEncoder().encode("{}");', PW + g(12), "secret", "assignment"),
+    ('AES_KEY = binascii.unhexlify(b"{}")', g(32, "0123456789abcdef"), "api_key", "assignment"),
+    ('SecretKey key = Keys.hmacShaKeyFor(Decoders.BASE64.decode("{}"));', g(44, ALNUM + "+/") + "==", "api_key", "assignment"),
+    ('{{"content":"aesKey, _ := hex.DecodeString(\\"{}\\")\\n"}}', g(64, "0123456789abcdef"), "api_key", "assignment"),
     ('settings.api_key = SecretStr("{}")', TOKEN, "api_key", "assignment"),
     # a Cookie header's long cookies, whatever their names; a HAR file's Cookie header
     ('curl ^"https://x.example/^" -H ^"cookie: .AspNetCore.Cookies={}^" ^', g(120, ALNUM + "_-"), "token", "cookie-header"),
     ('{{ "name": "Cookie", "value": "auth0={}" }}', g(64, ALNUM + "_-"), "token", "cookie-header"),
+    ('curl -H "Cookie:auth0={}" https://x.example', g(40, ALNUM + "_-"), "token", "cookie-header"),
     # commands and outputs that carry one password
     ("    tcp-check send AUTH\\ {}\\r\\n", g(24), "password", "redis-auth"),
     ("127.0.0.1:6379> AUTH default {}", PW, "password", "redis-auth"),
+    ("127.0.0.1:6379> auth {}", PW, "password", "redis-auth"),
     ("Password for the [elastic] user successfully reset.\nNew value: {}\n", g(20, ALNUM + "_*=+"), "password", "generated-password"),
+    ('{{"content":"Password for the [elastic] user successfully reset.\\nNew value: {}\\n"}}', PW, "password", "generated-password"),
     ("[Server] A temporary password is generated for root@localhost: {}", PW, "password", "generated-password"),
-    ('"app" "{}"\n"reporting" "md5a1b2c3d4e5f60718293a4b5c6d7e8f90"', PW, "password", "pgbouncer-userlist"),
+    ('$ cat /etc/pgbouncer/userlist.txt\n"app"\t"{}"\n"reporting" "md5a1b2c3d4e5f60718293a4b5c6d7e8f90"', PW, "password", "pgbouncer-userlist"),
     # JSON-escaped env files: every line of it
     ('"text":"NEXT_PUBLIC_STRIPE_KEY=pk_live_4P23OqRQYVJ9h7ela8mJg6yR\\nJWT_SECRET={}\\nLOG=info\\n"', g(48), "secret", "assignment"),
 ]
@@ -173,6 +180,12 @@ KEPT = [
     "New value: production",
     '"app" "SCRAM-SHA-256$4096:c2FsdA==$abc=:def="',                          # a stored hash
     '"AppID"\t\t"730"',
+    '"buildid" "a1b2c3d4e5"\n"SFUI_Map_de_dust2" "Dust2Map_v1"',                # Valve KeyValues, no PgBouncer
+    "Old value: 1\nNew value: 2024-11-06T10:00:00Z",                         # not a reset's output
+    "# AUTH required8 for all clients",                                        # prose
+    ">>> AUTH DIGEST-MD5 dXNlcm5hbWU9ImFsaWNlIixyZWFs",                        # a SASL message
+    "sort -b -t, -k2 data.csv | awk '{print $1, checksum=ABCdef1234567890ghijKLMN}'",   # -b of another tool
+    '{"content":"HTTP/1.1 200 OK\\nSet-Cookie: theme=dark; Path=/\\nnext: cursor=eyJwYWdlIjoyLCJzaXplIjo1MH0xNzEy\\n"}',
 ]
 
 

@@ -110,6 +110,11 @@ KEPT = [
     "password:  24 bytes", "LoadCredential=db-password:/run/secrets/db.pass",
     '$cred = Get-Credential -UserName "CONTOSO\\svc-backup"',
     'secret_key_base: System.fetch_env!("SECRET_KEY_BASE")',
+    # a label made of a credential's words: a form's, an SDK's error message
+    '{"apiKey": "API Key", "token": "Access token"}', "new OpenAI({ apiKey: 'My API Key' })",
+    'password: "Your password here"',
+    # a PostgreSQL stored hash
+    "password = 'md5a1b2c3d4e5f60718293a4b5c6d7e8f90'",
 ]
 
 

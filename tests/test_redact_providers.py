@@ -91,6 +91,7 @@ CASES = [
     ("nuget-api-key", "api_key", "{}", "oy2" + g(43, LOWER + "0123456789")),   # alone on a line
     ("nuget-api-key", "api_key", '<add key="https://www.nuget.org" value="{}" />', "oy2" + g(43, LOWER + "0123456789")),
     ("caddy-dns-token", "token", "{{\n\temail ops@example.com\n\tacme_dns cloudflare {}\n}}", g(40, ALNUM + "_")),
+    ("caddy-dns-token", "token", "tls {{\n\tdns duckdns {}  # home\n}}", g(36, LOWER + "0123456789")),
     ("anaconda-channel-token", "token", "channels:\n  - https://conda.anaconda.org/t/{}/acme-private", "u2-" + g(36, LOWER + "0123456789")),
 ]
 
@@ -109,6 +110,7 @@ NEAR_MISSES = [
     "request id 550e8400-e29b-41d4-a716-446655440000",                           # a UUID
     "https://conda.anaconda.org/conda-forge/linux-64/repodata.json",             # a public channel
     "tls {\n  dns cloudflare {env.CF_API_TOKEN}\n}",                             # a Caddy placeholder
+    "dns lookup 3f2a1b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a",                        # no Caddy provider
     '"integrity": "sha512-' + g(86, ALNUM + "+/") + '=="',                        # a lockfile hash
     "resolved \"https://registry.yarnpkg.com/x/-/x-1.2.3.tgz#" + g(40, HEX) + "\"",
     "see sk-proj-settings-page-for-the-organisation-admins",                       # words after a prefix
