@@ -651,6 +651,11 @@ RULES: tuple[Rule, ...] = (
     # --- KEY = value, in every syntax -------------------------------------------------------
     Rule("assignment", "secret",
          r"(?i)" + KEY_RE + r"""(?:\\?["']\]?|\]|\[\])?(?:[ \t]+(?:string|str|int|var|const|char\*?|\[\]byte|secret|password))?(?:,[ \t]*(?:_|err))?[ \t]*""" + SEP_RE + r"[ \t]*(?:new[ \t]+)?" + VALUE_RE, "assign"),
+    # Android's Gradle fields: `buildConfigField "String", "API_KEY", "\"v\""` (a Java literal
+    # inside a Groovy/Kotlin one), `resValue("string", "maps_api_key", "v")`
+    Rule("gradle-field", "secret",
+         r"\b(?:buildConfigField|resValue)[ \t]*\(?[ \t]*[\"'][\w.<>]+[\"'][ \t]*,[ \t]*[\"']([A-Za-z0-9_.]+)[\"'][ \t]*,"
+         r"[ \t]*[\"'](?:\\[\"'])?([^\"'\\\n]{6,300})(?:\\[\"'])?[\"']", "gradle"),
     # a key and its value with no operator: C's `#define KEY "v"`, a Dockerfile's `ENV KEY v` / `ARG`
     Rule("declaration", "secret",
          r"(?im)^[ \t]*(?:#[ \t]*define|ENV|ARG)[ \t]+" + KEY_RE + r"([ \t]+)" + VALUE_RE, "assign",

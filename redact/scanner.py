@@ -544,11 +544,32 @@ def _h_assign(rule: Rule, sp, data: bytes):
         if at < 0:
             return
         e = at
-    yield from _keyed_value(data, sp[1], s, e, quoted, context=context)
+    found = list(_keyed_value(data, sp[1], s, e, quoted, context=context))
+    yield from found
+    if found and not quoted:
+        yield from _continued(data, found[0][1], found[0][2])
+
+
+#: A `.properties` value continued on the next line: a `\` glued to the value's end, then an
+#: indented line holding one token (no `=` or `:`: Dockerfile's `ENV A=1 \` continues with pairs).
+_CONTINUED = re.compile(rb"\\\r?\n[ \t]+([^\s=:\\]{6,1024})\\?[ \t]*(?:\r?\n|$)")
+
+
+def _continued(data: bytes, e: int, label: str):
+    """The rest of a bare value ending at `e` that its line's last `\\` continues (`_CONTINUED`)."""
+    m = _CONTINUED.match(data, e) if data[e:e + 1] == b"\\" else None
+    if m and data[e - 1:e] not in (b" ", b"\t") and not m.group(1).startswith(b"-"):
+        if shapes.secret_shaped(_s(data, m.start(1), m.end(1)), min_len=6):   # not a path, a word, a flag
+            yield m.start(1), m.end(1), label
 
 
 def _h_xml(rule: Rule, sp, data: bytes):
     yield from _keyed_value(data, sp[1], sp[2][0], sp[2][1], rule.name == "add-key-value")
+
+
+def _h_gradle(rule: Rule, sp, data: bytes):
+    """A Gradle field's value (group 2, a literal) when its name (group 1) names a secret."""
+    yield from _keyed_value(data, sp[1], sp[2][0], sp[2][1], True)
 
 
 def _h_reverse(rule: Rule, sp, data: bytes):
@@ -813,6 +834,7 @@ _HANDLERS = {
     "redis_auth": arguments.h_redis_auth,
     "generated": arguments.h_generated,
     "userlist": arguments.h_userlist,
+    "gradle": _h_gradle,
     "piped": arguments.h_piped,
 }
 

@@ -103,6 +103,9 @@ FOUND = [
     ('SecretKey key = Keys.hmacShaKeyFor(Decoders.BASE64.decode("{}"));', g(44, ALNUM + "+/") + "==", "api_key", "assignment"),
     ('{{"content":"aesKey, _ := hex.DecodeString(\\"{}\\")\\n"}}', g(64, "0123456789abcdef"), "api_key", "assignment"),
     ('settings.api_key = SecretStr("{}")', TOKEN, "api_key", "assignment"),
+    # Android's Gradle fields
+    ('buildConfigField("String", "REVENUECAT_SECRET", "\\"{}\\"")', "sk_" + g(28), "secret", "gradle-field"),
+    ('resValue("string", "maps_api_key", "{}")', TOKEN, "api_key", "assignment"),   # a quoted key, then a comma
     # a Cookie header's long cookies, whatever their names; a HAR file's Cookie header
     ('curl ^"https://x.example/^" -H ^"cookie: .AspNetCore.Cookies={}^" ^', g(120, ALNUM + "_-"), "token", "cookie-header"),
     ('{{ "name": "Cookie", "value": "auth0={}" }}', g(64, ALNUM + "_-"), "token", "cookie-header"),
@@ -181,6 +184,9 @@ KEPT = [
     '"app" "SCRAM-SHA-256$4096:c2FsdA==$abc=:def="',                          # a stored hash
     '"AppID"\t\t"730"',
     '"buildid" "a1b2c3d4e5"\n"SFUI_Map_de_dust2" "Dust2Map_v1"',                # Valve KeyValues, no PgBouncer
+    'buildConfigField "String", "BASE_URL", "\\"https://api.example.com\\""',   # no secret name
+    'buildConfigField("String", "API_KEY", "\\"${apiKey}\\"")',                 # a reference
+    "ENV DB_USER=app-admin-2 \\\n    DB_NAME=shop",                           # Dockerfile pairs
     "Old value: 1\nNew value: 2024-11-06T10:00:00Z",                         # not a reset's output
     "# AUTH required8 for all clients",                                        # prose
     ">>> AUTH DIGEST-MD5 dXNlcm5hbWU9ImFsaWNlIixyZWFs",                        # a SASL message
@@ -207,3 +213,13 @@ def test_an_existing_password_is_a_password(redactor):
     """Only `existingSecret` names a secret; `existing_password` (a change-password form) holds one."""
     out = redactor.redact('{"existing_password": "OldPassw0rd!23", "existingSecret": "grafana-admin"}')
     assert out.text == '{"existing_password": "[REDACTED:password]", "existingSecret": "grafana-admin"}'
+
+
+def test_a_properties_value_continued_on_the_next_line_goes_whole(redactor):
+    """A `.properties` value whose line ends in a glued `\\` goes on the next, indented line; a flag
+    or a path there is a shell command's next argument, and stays."""
+    head, rest = g(20), g(40, ALNUM + "_")
+    text = f"paypal.client.secret={head}\\\n    {rest}\nnext=1\nexport TOKEN={head}\\\n    --verbose\n"
+    out = redactor.redact(text)
+    assert out.text == ("paypal.client.secret=[REDACTED:secret]\\\n    [REDACTED:secret]\nnext=1\n"
+                        "export TOKEN=[REDACTED:token]\\\n    --verbose\n")
