@@ -162,7 +162,7 @@ def classify_key(key: str) -> tuple[str, str] | None:
 
 #: Words of a key that say its value is public or a checksum, not a secret; and the anti-forgery
 #: words of a web page (`nonce="..."`, `csrf_token`: bound to a session or a page, and public to
-#: whoever has the page). A `<meta ... content="...">` attribute is told by `scanner._h_entropy`:
+#: whoever has the page). A `<meta ... content="...">` attribute is told by `handlers._h_entropy`:
 #: `content` alone is any JSON message's key, and says nothing of its value.
 _PUBLIC_WORDS = frozenset("public publishable pub integrity cache nonce csrf xsrf".split()) | _CHECKSUM_WORDS
 
@@ -200,7 +200,7 @@ def value_ok(tier: str, value: str, quoted: bool = False, context: bool = True) 
         return shapes.secret_shaped(value)
     # 'key' and 'provider' keys are weaker evidence than a secret word: a typed sequence there
     # (`meraki: abdefghjk0123456789...`) is a documentation example, as it is in a provider's own
-    # token format (`scanner._h_token`)
+    # token format (`handlers._h_token`)
     if shapes.is_typed_sequence(value):
         return False
     if tier == "key":

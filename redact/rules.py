@@ -14,7 +14,7 @@ Redacting and remembering are separate decisions (the product's policy):
     secret-key name, a PEM block, a quoted value of several words assigned to a key whose own
     word is a password, passphrase, secret or API key. Redacting a placeholder costs the reader
     nothing; leaving a real value in such a slot leaks it. Token rules opt in with the option
-    `placeholder_ok=True` (`redact.scanner._h_token` then yields a value that `shapes.is_placeholder`
+    `placeholder_ok=True` (`redact.handlers._h_token` then yields a value that `shapes.is_placeholder`
     or `shapes.is_typed_sequence` flags instead of dropping it; every other check still applies to
     values that are not placeholders). Rules without that option, and every generic
     `KEY=value` rule, still leave placeholders (`API_KEY=your-api-key`, `AKIAXXXXXXXXXXXXXXXX`,
@@ -28,7 +28,7 @@ Writing a pattern: avoid a broad character class with a bounded count in front o
 part (`[A-Za-z0-9]{14}` before `.atlasv1`): the prefilter loosens counts to `+`, but leading broad classes still
 multiply the states of the combined automaton. Prefer a literal prefix.
 
-Kinds (how `redact.scanner` turns a match into a span to redact):
+Kinds (how `redact.handlers` turns a match into a span to redact):
   token     group 1 (or the whole match) is the secret; dropped if it is a placeholder.
   pem       the whole match (a private key block) is the secret.
   assign    KEY <sep> VALUE; the key is classified (`classify_key`), the value shape-checked.
@@ -46,7 +46,7 @@ Kinds (how `redact.scanner` turns a match into a span to redact):
             the value (the credential-context rule).
   kwvalue   KEYWORD VALUE with no operator: the keyword classified, the value token shaped.
   phrase    a password key and an unquoted value with spaces to the end of its line.
-  entropy   a quoted random string with no key: group 1, checked by `scanner._h_entropy`.
+  entropy   a quoted random string with no key: group 1, checked by `handlers._h_entropy`.
 """
 
 from __future__ import annotations
@@ -501,7 +501,7 @@ RULES: tuple[Rule, ...] = (
     # a quoted string of random base64 with no key at all (detect-secrets' Base64HighEntropyString,
     # bounded): 32-128 characters of upper, lower and digits, as random as a random draw of that
     # length; never a path, an identifier of words, or a public base58 id (an address, an IPFS
-    # id); see `scanner._h_entropy`. A string prefix (`b"..."`, `f'...'`) may stand before it.
+    # id); see `handlers._h_entropy`. A string prefix (`b"..."`, `f'...'`) may stand before it.
     # The pattern leaves out what fills every transcript line: a leading `/` (a path), a `-` or `_`
     # among the first 9 characters (a UUID, a typed id: `msg_01...`, `toolu_01...`; a base64url
     # value is found 3 times in 4); the prefilter Set takes it as it is (loosened, its counts

@@ -13,7 +13,8 @@ from secret_values import generators
 
 from reverie.redact import engine
 from reverie.redact.engine import Redactor, _find_each, _find_many, _occurrences, _strip_ansi
-from reverie.redact.scanner import Span, _clean_bare, classify_key
+from reverie.redact.keys import _clean_bare, classify_key
+from reverie.redact.scanner import Span
 
 RNG = random.Random(424242)
 ESC = "\x1b"

@@ -1,0 +1,565 @@
+"""The per-kind handlers of the scanner: how a rule's match becomes the byte spans to redact.
+
+A handler takes `(rule, sp, data)`: the rule, its RE2 match's group spans (`sp[0]` the whole match,
+`-1` for a group that took no part) and the UTF-8 bytes of the text, and yields `(start, end,
+label)` byte spans. `HANDLERS` maps each rule kind (`redact.rules`) to its handler; the positional
+kinds' handlers live in `redact.arguments`. Handlers read the value's shape through `redact.shapes`
+and `redact.keys` (the credential-context rule is written there, once), never log, and are linear
+in the text.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from . import arguments, shapes
+from .keys import (
+    _ESCAPE_CUT, _RE_BARE_IDENT, _SPACE, _WELLFORMED_INTERP, _clean_bare, classify_key, says_not_secret, value_ok)
+from .rules import SHELL_DEFAULT, Rule
+
+#: The rest of `${KEY:` as rule env-default reads it (`-v}`, `=v}`, Spring's `v}`), or an error
+#: message or an alternative (`?set it in .env}`, `+x}`): no value either way.
+_SHELL_DEFAULT = re.compile(rb"[-=]?(?:" + SHELL_DEFAULT.encode() + rb")\}|[?+][^}\n]{0,200}\}")
+
+
+
+def _s(data: bytes, a: int, b: int) -> str:
+    return data[a:b].decode("utf-8", "surrogatepass") if a >= 0 else ""
+
+
+def _end(s: int, value: str) -> int:
+    """The byte offset where `value`, starting at byte offset `s`, ends."""
+    return s + len(value.encode("utf-8", "surrogatepass"))
+
+
+# A token followed by mask characters (`xoxp-1234-5678-####`, `ghp_ab12****`) was masked on purpose.
+_MASK_AFTER = re.compile(rb"[-_.]?(?:[#*]{3}|(?:\xe2\x80\xa2){3})")
+
+
+def _jwt_header_ok(value: str) -> bool:
+    """The first segment of a JWT decodes (base64url) to a JSON object, as every real header does."""
+    import base64
+    import binascii
+    import json
+
+    head = value.split(".", 1)[0]
+    try:
+        obj = json.loads(base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)))
+    except (ValueError, binascii.Error):
+        return False
+    return isinstance(obj, dict)
+
+
+def _dominant_over_half(value: str) -> bool:
+    """`shapes.dominant_char(value) > 0.5`, mostly answered from the (cached) entropy: when one
+    character holds a share p > 1/2 of n, the entropy is below h(p) + (1 - p) log2(n - 1) <
+    1 + log2(n - 1) / 2, so a value at or above that bound cannot have one (no count needed)."""
+    n = len(value)
+    if n > 2 and shapes.shannon(value) >= 1.0 + 0.5 * math.log2(n - 1) + 1e-9:
+        return False
+    return shapes.dominant_char(value) > 0.5
+
+
+def _h_token(rule: Rule, sp, data: bytes):
+    try:
+        g = 1 if sp[1][0] >= 0 else 0
+    except IndexError:  # a rule without a value group: the whole match is the value
+        g = 0
+    s, e = sp[g][0], sp[g][1]
+    value = _s(data, s, e)
+    if shapes.is_placeholder(value) or shapes.is_typed_sequence(value):
+        if rule.options.get("placeholder_ok") and not shapes.is_label(value):
+            # an unmistakable slot: redacted (never remembered); a label (`My API Key`) is none
+            yield s, e, rule.label
+        return  # `AIzaSyabcdefghijklmnop...`: a provider's documentation example
+    if _MASK_AFTER.match(data, e):
+        return
+    suffix = rule.options.get("exclude_suffix")
+    if suffix and value.endswith(suffix):
+        return
+    if rule.min_entropy and shapes.shannon(value) < rule.min_entropy:
+        return
+    if not rule.options.get("allow_filler") and len(value) >= 16 and _dominant_over_half(value):
+        return
+    if rule.options.get("needs_digit") and not any(ch.isdigit() for ch in value):
+        return
+    if rule.options.get("not_words") and shapes.is_wordy(value):
+        return  # `https://build-artifacts-reader-2024@ci.example.com`: a user name made of words
+    if rule.options.get("needs_mixed_case") and (value.lower() == value or value.upper() == value):
+        return  # `AKIA...` then a git SHA: hex is one case, a base64 key is both
+    after = rule.options.get("needs_digit_after")
+    if after and not any(ch.isdigit() for ch in value.partition(after)[2]):
+        return  # "95552:AgencyIdentificationCodeContentType": a name, not a random secret
+    if rule.options.get("jwt_header") and not _jwt_header_ok(value):
+        return
+    if rule.options.get("b64_private_key") and not _b64_private_key(value):
+        return
+    yield s, e, rule.label
+
+
+#: Two path segments in a row (`src/app/`): a path, not base64 (whose `/` comes one in 64).
+_PATH_SEGMENTS = re.compile(r"[a-z0-9._\-]{3,}/[a-z0-9._\-]{3,}/")
+#: The `content` attribute of an HTML `<meta>` tag, right before the value's opening quote: a page's
+#: metadata (`<meta name="csrf-token" content="...">`), public to whoever has the page.
+_META_CONTENT = re.compile(rb"""(?i)<meta\b[^<>]*\scontent=\\?["']$""")
+#: The key a quoted value is assigned to, right before the value's opening quote (and its string
+#: prefix, as the rule's pattern allows one: `key = b'...'`).
+_KEY_BEFORE = re.compile(rb"""([A-Za-z0-9_.$\-]+)\\?["']?\]?[ \t]*(?:=>|:=|=|:)[ \t]*(?:[bBfFrRuU]{1,2})?\\?["']$""")
+
+
+def _h_entropy(rule: Rule, sp, data: bytes):
+    """A quoted string with no key (`quoted-high-entropy`): redacted when it reads as random base64
+    (`shapes.random_base64`, at most `rule.min_entropy` bits asked), unless it is a path, a
+    placeholder or a typed sequence, a public base58 identifier (`shapes.public_address`: a
+    wallet or mint address, an IPFS id), the `content` of an HTML `<meta>` tag, or the value of a
+    key that says it is no secret (`keys.says_not_secret`: `public_key = "..."`, `fake_token:
+    "..."`)."""
+    s, e = sp[1]
+    value = _s(data, s, e)
+    if not shapes.random_base64(value, rule.min_entropy) or _PATH_SEGMENTS.search(value):
+        return
+    if shapes.is_placeholder(value) or shapes.is_typed_sequence(value) or shapes.public_address(value):
+        return
+    key = _KEY_BEFORE.search(data, max(0, s - 130), s)
+    if key and says_not_secret(key.group(1).decode("latin-1")):
+        return
+    if _META_CONTENT.search(data, max(0, s - 300), s):
+        return
+    yield s, e, rule.label
+
+
+def _b64_private_key(value: str) -> bool:
+    """The base64 blob starts with a PEM private key header ("-----BEGIN ... PRIVATE KEY")."""
+    import base64
+    import binascii
+
+    head = value[:96]
+    try:
+        text = base64.b64decode(head[: len(head) - len(head) % 4])
+    except (ValueError, binascii.Error):
+        return False
+    return b"PRIVATE KEY" in text
+
+
+_PEM_HEADERS = re.compile(rb"-----(?:BEGIN|END)[ A-Z0-9_-]{0,100}-----|PuTTY-User-Key-File-\d:|Private-MAC:")
+
+
+def _h_pem(rule: Rule, sp, data: bytes):
+    body = _PEM_HEADERS.sub(b"", data[sp[0][0]:sp[0][1]])
+    if len(re.sub(rb"[^A-Za-z0-9+/=]", b"", body)) < 20:
+        return  # "-----BEGIN PRIVATE KEY-----\nanything": a header, not a key
+    yield sp[0][0], sp[0][1], rule.label
+
+
+_K8S_CACHE: list = [None, False]
+_K8S_KIND = re.compile(rb"(?i)\bkind:[ \t]*[\"']?secret\b")
+_K8S_DATA = re.compile(rb"(?im)^[ \t]*(?:data|stringData):[ \t]*$")
+
+
+def _h_k8s(rule: Rule, sp, data: bytes):
+    """Values under `data:` of a Kubernetes Secret manifest (both markers must be in the text)."""
+    if _K8S_CACHE[0] is not data:
+        _K8S_CACHE[0] = data
+        _K8S_CACHE[1] = bool(_K8S_KIND.search(data) and _K8S_DATA.search(data))
+    if not _K8S_CACHE[1]:
+        return
+    s, e = sp[1][0], sp[1][1]
+    value = _s(data, s, e)
+    if shapes.is_placeholder(value) or shapes.shannon(value) < 3.0 or shapes.is_code_like(value):
+        return  # base64 data, not `kind: ReplicationController` of the next document
+    yield s, e, "secret"
+
+
+def value_group(sp, first: int):
+    """(start, end, quoted) of the first participating value group among 4 alternatives."""
+    for j in range(first, first + 4):
+        if sp[j][0] >= 0:
+            return sp[j][0], sp[j][1], j != first + 3
+    return -1, -1, False
+
+
+def _keyed_value(data: bytes, key: tuple[int, int], s: int, e: int, quoted: bool,
+                 tiers: tuple[str, ...] | None = None, context: bool = True):
+    """(start, end, label) of the value at [s, e) when the key at `key` names a secret (of one of
+    `tiers`, if given) and the value, cleaned (possibly shortened), passes that key's check."""
+    cls = classify_key(_s(data, key[0], key[1]))
+    if cls is None or s < 0 or (tiers is not None and cls[0] not in tiers):
+        return
+    value = _s(data, s, e)
+    if quoted:
+        # a JSON-escaped quote ends the value too: "TOKEN=\"abc\"" inside a JSON string
+        cut = _ESCAPE_CUT.search(value)
+        if cut:
+            value = value[: cut.start()]
+    else:
+        value = _clean_bare(value)
+    if not value or _SPACE.search(value) or _WELLFORMED_INTERP.search(value):
+        return
+    if value_ok(cls[0], value, quoted, context):
+        yield s, _end(s, value), cls[1]
+
+
+#: Calls that turn the literal they are given into the key they return, and so hold a secret as
+#: their argument: `[]byte("v")`, `hex.DecodeString("v")`, `bytes.fromhex("v")`, `b64decode("v")`,
+#: `Buffer.from("v", "hex")`, `Encoding.UTF8.GetBytes("v")`, `Keys.hmacShaKeyFor(`, `SecretStr("v")`,
+#: `String::from("v")`, nested (`new SymmetricSecurityKey(Encoding.UTF8.GetBytes("v"))`: the
+#: assignment rule reads past `new`). A bare value that is a chain of them, right before a quote,
+#: is read as the literal after it.
+_LITERAL_WRAPPER = (
+    r"\[\](?:byte|rune)|hex\.DecodeString|base64\.(?:Raw)?(?:Std|URL)Encoding\.DecodeString|bytes\.fromhex"
+    r"|bytes|bytearray|(?:base64\.)?(?:b64decode|urlsafe_b64decode|standard_b64decode|b32decode|b16decode)"
+    r"|(?:binascii\.)?(?:unhexlify|a2b_hex|a2b_base64)|Secret(?:Str|Bytes)|Buffer\.from"
+    r"|Base64\.get(?:Url|Mime)?Decoder\(\)\.decode|Base64\.(?:decode64|strict_decode64|urlsafe_decode64)"
+    r"|Decoders\.BASE64(?:URL)?\.decode|Hex\.decodeHex|DatatypeConverter\.parse(?:HexBinary|Base64Binary)"
+    r"|Encoding\.(?:UTF8|ASCII|Unicode|Default)\.GetBytes|Convert\.From(?:Base64|Hex)String|String::from"
+    r"|hex::decode|Secret(?:String|Box|Vec)?::new|base64_decode|hex2bin|Keys?\.hmacShaKeyFor"
+    r"|SymmetricSecurityKey|SecretKeySpec|TextEncoder\(\)\.encode"
+)
+_WRAPPER_CHAIN = re.compile(rb"(?:(?:" + _LITERAL_WRAPPER.encode() + rb")\([ \t]*)+")
+#: The literal after a wrapper chain: a string prefix (`b"..."`), then one quote kind (JSON-escaped
+#: too: `\"v\"`), on one line, at most 1,024 characters.
+_WRAPPED_LITERAL = re.compile(
+    rb"""[bBrRuU]{0,2}(?:\\"([^"\\\n]{1,1024})\\"|"([^"\n]{1,1024})"|'([^'\n]{1,1024})'|`([^`\n]{1,1024})`)""")
+
+
+def _wrapped_literal(data: bytes, s: int, e: int) -> tuple[int, int] | None:
+    """The span of the literal a bare value [s, e) wraps (`_LITERAL_WRAPPER`), or None. The bare
+    value ends at the literal's quote, or before its string prefix or JSON escape (`b"`, `\\"`)."""
+    m = _WRAPPER_CHAIN.match(data, s)
+    if m is None or not e - 3 <= m.end() <= e:
+        return None
+    lit = _WRAPPED_LITERAL.match(data, m.end())
+    if lit is None:
+        return None
+    return lit.start(lit.lastindex), lit.end(lit.lastindex)
+
+
+def _h_assign(rule: Rule, sp, data: bytes):
+    sep = _s(data, sp[2][0], sp[2][1])
+    if sep == ":" and data[sp[1][0] - 2:sp[1][0]] == b"${" and _SHELL_DEFAULT.match(data, sp[2][1]):
+        return  # `${DB_PASSWORD:-v}`: a shell expansion, whose default rule env-default reads
+    s, e, quoted = value_group(sp, 3)
+    if not quoted and sep in (",", "==", "===", "!=", "!=="):
+        return
+    # `MYSQL_PWD= mysqldump ...` is an empty shell variable, then a command: `KEY= value` (a space
+    # after `=` and none before) is weaker evidence, and the value needs a secret's shape
+    context = not (not quoted and sep == "=" and data[sp[2][1]:sp[2][1] + 1] in (b" ", b"\t")
+                   and data[sp[2][0] - 1:sp[2][0]] not in (b" ", b"\t"))
+    if sep == ",":
+        # `("DB_PASSWORD", "v")`, `os.environ.setdefault("API_KEY", "v")`: a pair only when the key
+        # itself is quoted and no list closes in between (`["bash", "-lc", "pwd"], "workdir"`)
+        if data[sp[1][0] - 1:sp[1][0]] not in (b'"', b"'") or b"]" in data[sp[1][1]:sp[2][0]]:
+            return
+        context = False
+    wrapped = _wrapped_literal(data, s, e) if not quoted and s >= 0 else None
+    if wrapped:
+        (s, e), quoted = wrapped, True
+    if not quoted and s >= 0:
+        after = data[e:e + 2]
+        if sep == ":" and len(after) == 2 and after[:1] == b" " and after[1:].isalpha():
+            context = False  # `password: Override the config ...`, `// First pass: collect ...`: prose
+        else:
+            m = _RE_BARE_IDENT.match(data, s)
+            if m and m.end(1) == e and (m.group(2) != b";" or sep == ":"):
+                return  # `{ tokenSymbol: ticker }`, `f(password=pw)`, `token_a: Pubkey;`: code
+    if not quoted and s >= 0 and data.endswith(b"//", 0, sp[1][0]):
+        # `https://x-access-token:VALUE@github.com/o/r`: the key is a URL's user, the value its
+        # password, which ends at `@host` (a raw `@` cannot be in it); no `@`: `host:port/path`
+        at = data.find(b"@", s, e)
+        if at < 0:
+            return
+        e = at
+    found = list(_keyed_value(data, sp[1], s, e, quoted, context=context))
+    yield from found
+    if found and not quoted:
+        yield from _continued(data, found[0][1], found[0][2])
+
+
+#: A `.properties` value continued on the next line: a `\` glued to the value's end, then an
+#: indented line holding one token (no `=` or `:`: Dockerfile's `ENV A=1 \` continues with pairs).
+_CONTINUED = re.compile(rb"\\\r?\n[ \t]+([^\s=:\\]{6,1024})\\?[ \t]*(?:\r?\n|$)")
+
+
+def _continued(data: bytes, e: int, label: str):
+    """The rest of a bare value ending at `e` that its line's last `\\` continues (`_CONTINUED`)."""
+    m = _CONTINUED.match(data, e) if data[e:e + 1] == b"\\" else None
+    if m and data[e - 1:e] not in (b" ", b"\t") and not m.group(1).startswith(b"-"):
+        if shapes.secret_shaped(_s(data, m.start(1), m.end(1)), min_len=6):   # not a path, a word, a flag
+            yield m.start(1), m.end(1), label
+
+
+def _h_xml(rule: Rule, sp, data: bytes):
+    yield from _keyed_value(data, sp[1], sp[2][0], sp[2][1], rule.name == "add-key-value")
+
+
+def _h_gradle(rule: Rule, sp, data: bytes):
+    """A Gradle field's value (group 2, a literal) when its name (group 1) names a secret."""
+    yield from _keyed_value(data, sp[1], sp[2][0], sp[2][1], True)
+
+
+def _h_reverse(rule: Rule, sp, data: bytes):
+    """"VALUE" == password: a literal compared with a secret-named variable."""
+    j = 1 if sp[1][0] >= 0 else 2
+    yield from _keyed_value(data, sp[3], sp[j][0], sp[j][1], True, context=False)
+
+
+def _h_kwquoted(rule: Rule, sp, data: bytes):
+    """password "VALUE": a quoted literal right after a password/secret word (no separator)."""
+    j = 2 if sp[2][0] >= 0 else 3
+    yield from _keyed_value(data, sp[1], sp[j][0], sp[j][1], True, ("pw", "secret"), context=False)
+
+
+def _h_cli(rule: Rule, sp, data: bytes):
+    s, e = sp[2][0], sp[2][1]
+    quoted = data[s:s + 1] in (b'"', b"'")
+    if quoted:
+        s, e = s + 1, e - 1
+    yield from _keyed_value(data, sp[1], s, e, quoted)
+
+
+def _h_pwvalue(rule: Rule, sp, data: bytes):
+    """A password in group 1 (`.netrc` `password VALUE`, `mysql -pVALUE`), quotes stripped."""
+    s, e = sp[1][0], sp[1][1]
+    if data[s:s + 1] in (b'"', b"'") and e - s >= 2 and data[e - 1:e] == data[s:s + 1]:
+        s, e = s + 1, e - 1
+    value = _clean_bare(_s(data, s, e))
+    if not value or value.startswith("$") or _WELLFORMED_INTERP.search(value):
+        return
+    if value_ok("pw", value):
+        yield s, _end(s, value), rule.label
+
+
+def _h_jprop(rule: Rule, sp, data: bytes):
+    """-DNAME=VALUE: NAME classified as a key (`sonar.login` names a token too), VALUE in context."""
+    name = _s(data, sp[1][0], sp[1][1])
+    s, e = sp[2][0], sp[2][1]
+    if data[s:s + 1] in (b'"', b"'"):
+        s, e = s + 1, e - 1
+    value = _clean_bare(_s(data, s, e))
+    if not value or _WELLFORMED_INTERP.search(value):
+        return
+    cls = classify_key(name) or (("secret", "token") if name.lower().endswith(".login") else None)
+    if cls is not None and value_ok(cls[0], value, False):
+        yield s, _end(s, value), cls[1]
+
+
+def _h_kwvalue(rule: Rule, sp, data: bytes):
+    """KEYWORD VALUE with no operator (`pdfshift-KEY 4f1c...`): the value must look random."""
+    cls = classify_key(_s(data, sp[1][0], sp[1][1]).replace(" ", "_"))
+    if cls is None:
+        return
+    s, e = sp[2][0], sp[2][1]
+    value = _clean_bare(_s(data, s, e))
+    if shapes.token_shaped(value, min_len=24, min_entropy=3.5) and not _dominant_over_half(value):
+        yield s, _end(s, value), cls[1]
+
+
+def _h_phrase(rule: Rule, sp, data: bytes):
+    """password: words with spaces, to the end of the line (YAML, INI): a passphrase."""
+    cls = classify_key(_s(data, sp[1][0], sp[1][1]))
+    if cls is None or cls[0] != "pw":
+        return
+    s, e = sp[2][0], sp[2][1]
+    value = _s(data, s, e).rstrip()
+    words = value.split()
+    if not 2 <= len(words) <= 8 or any(len(w) > 24 for w in words) or value.endswith((".", ":", "?", "!")):
+        return  # a sentence about a password, not a passphrase
+    if any(shapes.is_reference(w) or shapes.is_placeholder(w) for w in words) or shapes.not_a_value(value):
+        return  # also `password:  24 bytes` (`kubectl describe secret`)
+    yield s, _end(s, value), "password"
+
+
+def _h_cookie(rule: Rule, sp, data: bytes):
+    """The value of a session cookie (group 2), secret shaped."""
+    return _secret_shaped_value(sp, data, 2, 8, rule.label)
+
+
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+#: One cookie of a header: a separator (or the header's `:` / `=`), its name, then a value of at
+#: least 24 characters (up to `;`, a quote, whitespace, a comma, `\\` or cmd's `^` escape).
+_COOKIE_PAIR = re.compile(rb"""[;,\s"':=][A-Za-z0-9_.!#$%&*+|~\-]{1,100}=([^;\s,"'\\^]{24,1024})""")
+#: Where a header's cookies end: a quote (the header was one argument or one JSON string), a
+#: JSON-escaped line break (the header was a line of text stored as JSON).
+_COOKIES_END = re.compile(rb"""["']|\\[nr]""")
+#: A HAR file's header: `"name": "Cookie", "value": "..."`, whose cookies start after `"value": "`.
+_HAR_VALUE = re.compile(rb'value\\?"[ \t]*:[ \t]*\\?"')
+
+
+def _h_cookie_header(rule: Rule, sp, data: bytes):
+    """Every long cookie value of one Cookie / Set-Cookie header (group 1 to `_COOKIES_END`),
+    whatever its name: secret shaped, three kinds of characters, not a UUID (a device id). `-b`
+    opens a header only in a curl command (`sort -b`, `git checkout -b` are other flags)."""
+    s, e = sp[1]
+    head = data[sp[0][0]:s].lstrip()
+    if head.startswith(b"-b"):
+        line_start = data.rfind(b"\n", 0, sp[0][0]) + 1
+        if b"curl" not in data[line_start:sp[0][0]]:
+            return
+    har = _HAR_VALUE.match(data, s)
+    if har:
+        s = har.end()
+    end = _COOKIES_END.search(data, s, e)
+    if end:
+        e = end.start()
+    for m in _COOKIE_PAIR.finditer(data, max(0, s - 1), e):   # the byte before may start the first pair
+        value = _s(data, m.start(1), m.end(1))
+        if (shapes.secret_shaped(value, min_len=24) and shapes.char_classes(value) >= 3
+                and not _UUID.match(value)):
+            yield m.start(1), m.end(1), rule.label
+
+
+def _h_is(rule: Rule, sp, data: bytes):
+    s, e, quoted = value_group(sp, 2)
+    if not quoted and any(c in data[s:e] for c in b"()/"):
+        return  # `getByText(/password is required/i))`: code around the words
+    yield from _keyed_value(data, sp[1], s, e, quoted, context=False)  # prose: "the token is invalid"
+
+
+def _h_userinfo(rule: Rule, sp, data: bytes):
+    s, e = sp[2][0], sp[2][1]
+    pw = _s(data, s, e)
+    if shapes.is_placeholder(pw) or shapes.is_reference(pw):
+        return  # `postgres://USER:PASSWORD@`, `user:${DB_PASS}@`: the credential-context exceptions
+    if _WELLFORMED_INTERP.search(pw) or pw.startswith("$") or pw.startswith("%"):
+        return
+    if pw.isdigit() and len(pw) <= 5:  # host:port@... mis-split
+        return
+    yield s, e, "password"
+
+
+def _h_query(rule: Rule, sp, data: bytes):
+    s, e = sp[2][0], sp[2][1]
+    value = _s(data, s, e)
+    if shapes.is_placeholder(value) or _WELLFORMED_INTERP.search(value):
+        return
+    if not shapes.secret_shaped(value, min_len=6) and not shapes.password_shaped(value):
+        return
+    key = _s(data, sp[1][0], sp[1][1]).lower()
+    label = "password" if ("pass" in key or "pwd" in key) else ("api_key" if "key" in key else "token")
+    yield s, e, label
+
+
+def _h_header(rule: Rule, sp, data: bytes):
+    scheme = _s(data, sp[1][0], sp[1][1]).strip().lower() if sp[1][0] >= 0 else ""
+    s = sp[2][0]
+    value = _clean_bare(_s(data, s, sp[2][1]))
+    if shapes.is_placeholder(value) or _WELLFORMED_INTERP.search(value) or value.startswith("$"):
+        return
+    if len(value) < 8 or shapes.is_code_like(value) and len(value) < 20:
+        return
+    if len(set(value)) < 5 or (not scheme and shapes.is_wordy(value)):
+        return  # also `Authorization 'required-for-admin-endpoints'`: words
+    label = {"bearer": "bearer", "basic": "basic_auth", "digest": "authorization"}.get(scheme, "authorization")
+    yield s, _end(s, value), label
+
+
+def _secret_shaped_value(sp, data: bytes, group: int, min_len: int, label: str):
+    """The bare value of `group`, cleaned, when it is secret shaped (at least `min_len` long)."""
+    s = sp[group][0]
+    value = _clean_bare(_s(data, s, sp[group][1]))
+    if shapes.secret_shaped(value, min_len=min_len):
+        yield s, _end(s, value), label
+
+
+def _h_bearer(rule: Rule, sp, data: bytes):
+    return _secret_shaped_value(sp, data, 1, 16, "bearer")
+
+
+def _h_header_kv(rule: Rule, sp, data: bytes):
+    return _secret_shaped_value(sp, data, 2, 8, "api_key")
+
+
+_FORMAT_DIRECTIVE = re.compile(r"%[A-Za-z]")
+_CURL_PLACEHOLDER = re.compile(r"^(?:change(?:it|me)|pass(?:word)?|pwd|test|token|secret|\*+|x+|y+|\.+)$", re.I)
+
+
+def _h_curl_user(rule: Rule, sp, data: bytes):
+    s, e = sp[1][0], sp[1][1]
+    word = _s(data, s, e)
+    # Position of the user/password colon outside ${...}, $(...), {{...}}.
+    depth = 0
+    colon = -1
+    for i, ch in enumerate(word):
+        if ch in "{(":
+            depth += 1
+        elif ch in "})":
+            depth = max(0, depth - 1)
+        elif ch == ":" and depth == 0:
+            colon = i
+            break
+    if colon < 0 or word.lstrip("\"'").startswith(("<", "{{", "$")):
+        return
+    user, pw = word[:colon], word[colon + 1:]
+
+    def strip_q(x: str) -> str:
+        return x.strip("\"'{}")
+
+    pw_clean, user_clean = strip_q(pw), strip_q(user)
+    if pw_clean:
+        target, t_start = pw, colon + 1
+        value = pw_clean
+    elif user_clean:  # "secret:" (empty password): the whole token is the secret
+        target, t_start = user, 0
+        value = user_clean
+    else:
+        return
+    if _FORMAT_DIRECTIVE.search(word):
+        return  # `date -u +"%Y-%m-%dT%H:%M:%S"`: a format string, not user:password
+    if len(value) < 3 or _CURL_PLACEHOLDER.match(value) or shapes.is_placeholder(value):
+        return
+    if value.startswith("$") or _WELLFORMED_INTERP.search(target) or value.startswith("<") or value.startswith("["):
+        return
+    if len(set(value)) < 4:
+        return
+    # span: the value without surrounding quotes/braces
+    lead = len(target) - len(target.lstrip("\"'{"))
+    trail = len(target) - len(target.rstrip("\"'}"))
+    a = t_start + lead
+    b = t_start + len(target) - trail
+    pre = len(word[:a].encode("utf-8", "surrogatepass"))
+    post = len(word[:b].encode("utf-8", "surrogatepass"))
+    yield s + pre, s + post, "password"
+    if pw_clean and shapes.token_shaped(user_clean, min_len=16, min_entropy=3.0):
+        # the user part is itself a key (client id / api key used as the user): redact it too
+        lead = len(user) - len(user.lstrip("\"'{"))
+        trail = len(user) - len(user.rstrip("\"'}"))
+        ua = len(word[:lead].encode("utf-8", "surrogatepass"))
+        ub = len(word[:len(user) - trail].encode("utf-8", "surrogatepass"))
+        yield s + ua, s + ub, "credential"
+
+
+HANDLERS = {
+    "token": _h_token,
+    "entropy": _h_entropy,
+    "pem": _h_pem,
+    "k8s": _h_k8s,
+    "reverse": _h_reverse,
+    "kwquoted": _h_kwquoted,
+    "assign": _h_assign,
+    "xml": _h_xml,
+    "cli": _h_cli,
+    "is": _h_is,
+    "userinfo": _h_userinfo,
+    "query": _h_query,
+    "header": _h_header,
+    "bearer": _h_bearer,
+    "header_kv": _h_header_kv,
+    "curl_user": _h_curl_user,
+    "pwvalue": _h_pwvalue,
+    "cookie": _h_cookie,
+    "cookie_header": _h_cookie_header,
+    "jprop": _h_jprop,
+    "kwvalue": _h_kwvalue,
+    "phrase": _h_phrase,
+    "envdefault": arguments.h_env_default,
+    "call": arguments.h_call,
+    "printed": arguments.h_printed,
+    "namevalue": arguments.h_name_value,
+    "chat": arguments.h_chat,
+    "redis_auth": arguments.h_redis_auth,
+    "generated": arguments.h_generated,
+    "userlist": arguments.h_userlist,
+    "gradle": _h_gradle,
+    "piped": arguments.h_piped,
+}
