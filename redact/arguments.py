@@ -236,8 +236,43 @@ def h_piped(rule, sp, data: bytes):
     found = _first(sp, (1, 2, 3))
     if found:
         g, s, e = found
+        if target == "chpasswd":   # `echo 'user:password' | chpasswd`
+            colon = data.find(b":", s, e)
+            if colon < 0:
+                return
+            s = colon + 1
         if shapes.context_secret(_text(data, s, e), quoted=g != 3):
             yield s, e, rule.label
+
+
+def h_command(rule, sp, data: bytes):
+    """A command's password argument: the first participating group of each triple (double-quoted,
+    single-quoted, bare), in a credential context (`shapes.context_secret`)."""
+    for base in range(1, len(sp), 3):
+        found = _first(sp, tuple(g for g in (base, base + 1, base + 2) if g < len(sp)))
+        if found:
+            g, s, e = found
+            bare = (g - base) == 2
+            if bare and data[s:s + 1] in (b":", b"@", b"?"):
+                return  # a bind parameter (`IDENTIFIED BY :new_pw`)
+            if shapes.context_secret(_text(data, s, e), quoted=not bare):
+                yield s, e, rule.label
+            return
+
+
+def h_htpasswd(rule, sp, data: bytes):
+    """`htpasswd -b [file] user password`: the password, by the flags (`-n`: no file argument)."""
+    flags = _text(data, *sp[1])
+    if "b" not in flags:
+        return
+    g = 3 if "n" in flags else 4
+    if sp[g][0] < 0:
+        return
+    s, e = sp[g]
+    if data[s:s + 1] in (b'"', b"'") and e - s >= 2 and data[e - 1:e] == data[s:s + 1]:
+        s, e = s + 1, e - 1
+    if shapes.context_secret(_text(data, s, e), quoted=True):
+        yield s, e, rule.label
 
 
 def h_name_value(rule, sp, data: bytes):

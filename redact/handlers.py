@@ -561,5 +561,7 @@ HANDLERS = {
     "generated": arguments.h_generated,
     "userlist": arguments.h_userlist,
     "gradle": _h_gradle,
+    "command": arguments.h_command,
+    "htpasswd": arguments.h_htpasswd,
     "piped": arguments.h_piped,
 }

@@ -130,6 +130,12 @@ COOKIE_HEADER = (r"(?i)(?:\b(?:set-)?cookie(?:\\?[\"'])?[ \t]*[:=,][ \t]*(?:\\?[
                  r"|(?:^|[ \t])(?:-b|--cookie)(?:[ \t]+|=)[\"']?)")
 
 
+#: A command's password argument: double-quoted, single-quoted or bare (groups 1-3; `h_command`),
+#: and the same glued to its flag (`7z -pv`: a bare one never starts with `-`).
+COMMAND_VALUE = r"(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})'|([^\s\"'|;&]{1,200}))"
+COMMAND_VALUE_GLUED = r"(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})'|([^\s\"'|;&\-][^\s\"'|;&]{0,199}))"
+
+
 #: Caddy's DNS provider modules that take a token as their one argument (caddy-dns/*).
 CADDY_DNS_PROVIDERS = ("cloudflare|duckdns|digitalocean|hetzner|godaddy|gandi|linode|vultr|netlify|dnsimple"
                        "|desec|ionos|njalla|porkbun|ovh|dynv6|inwx|bunny|netcup|scaleway|dnspod|infomaniak"
@@ -207,9 +213,11 @@ _KEY_QUALIFIERS = (
     "admin|root|super|superuser|user|db|new|old|current|confirm|confirmation|again|repeat|retype|"
     "plain|plaintext|clear|cleartext|secure|strong|default|initial|master|main|temp|tmp"
 )
+# (a phrase never starts with shell or code punctuation: `expect "password:"; send "..."` closes the
+# key's own string, then goes on in code)
 _PASSPHRASE_TAIL = (
     r"(?:[_.\-]?(?i:" + _KEY_QUALIFIERS + r"))*[0-9]*[\"'\]]?[ \t]*(?::=|=>|=|:)[ \t]*[\"']"
-    r"([^\s\"'\\${}%<>][^\"'\\\n${}%<>]{0,60}[ \t][^\"'\\\n${}%<>]{0,60})[\"']"
+    r"([^\s\"'\\${}%<>;,|&()][^\"'\\\n${}%<>]{0,60}[ \t][^\"'\\\n${}%<>]{0,60})[\"']"
 )
 
 
@@ -624,7 +632,7 @@ RULES: tuple[Rule, ...] = (
          r"|wrangler[ \t]+(?:pages[ \t]+)?secret[ \t]+put|gh[ \t]+secret[ \t]+set"
          r"|docker[ \t]+secret[ \t]+create|fly(?:ctl)?[ \t]+secrets[ \t]+(?:set|import)"
          r"|supabase[ \t]+secrets[ \t]+set|(?:docker|podman|helm[ \t]+registry|nerdctl)[ \t]+login[^\n|]*--password-stdin"
-         r"|kubectl[ \t]+create[ \t]+secret)", "piped"),
+         r"|kubectl[ \t]+create[ \t]+secret|sudo[ \t]+-[A-Za-z]*S|passwd[ \t]+--stdin|chpasswd)", "piped"),
     # MySQL / MariaDB clients: `-pVALUE` glued to its flag (`-p VALUE` prompts, VALUE is the database)
     Rule("mysql-dash-p", "password",
          r"(?:^|[\s;&|(`\"'/])(?i:mysql[a-z_\-]*|mariadb[a-z_\-]*)(?:[ \t]+[^\s|;&<>]+)*?[ \t]+-p"
@@ -644,6 +652,32 @@ RULES: tuple[Rule, ...] = (
          r"(?i)(?:\bcookies?\b[^\n]{0,80}?[\"']?(" + _SESSION_COOKIE + r")[\"']?[ \t]*[:=][ \t]*\\?[\"']"
          r"|[\"']name\\?[\"'][ \t]*:[ \t]*\\?[\"'](?:" + _SESSION_COOKIE + r")\\?[\"'][ \t]*,[ \t]*\\?[\"']value\\?[\"']"
          r"[ \t]*:[ \t]*\\?[\"'])([^\"'\s;,\\]{8,})", "cookie"),
+    # --- commands that take a password as a positional argument (redact.arguments.h_command) ---
+    # archives: `zip -P v`, `unzip -P v`, `7z a -pv`, `rar a -pv`
+    Rule("archive-password", "password",
+         r"(?:^|[\s;&|(`])(?:zip|zipcloak|unzip)\b[^\n|;&]{0,200}?[ \t]-P[ \t]+" + COMMAND_VALUE
+         + r"|(?:^|[\s;&|(`])(?:7z|7za|7zr|7zz|rar|unrar)\b[^\n|;&]{0,200}?[ \t]-p" + COMMAND_VALUE_GLUED,
+         "command", options={"set_pattern": r"(?:zip|zipcloak|7z[arz]?|rar)\b[^\n|;&]*[ \t]-[Pp]"}),
+    # `rabbitmqctl add_user u v`, `rabbitmqctl change_password u v`, MinIO's `mc alias set n url key v`
+    Rule("command-password", "password",
+         r"\brabbitmqctl(?:[ \t]+-\S+)*[ \t]+(?:add_user|change_password)[ \t]+\S+[ \t]+" + COMMAND_VALUE
+         + r"|\bmc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+\S+[ \t]+" + COMMAND_VALUE,
+         "command", options={"set_pattern": r"\brabbitmqctl\b|\bmc[ \t]+(?:alias|config)[ \t]"}),
+    # Apache's `htpasswd -b [file] user v` (`-n`: no file)
+    Rule("htpasswd-batch", "password",
+         r"\bhtpasswd((?:[ \t]+-[A-Za-z0-9]+)+)[ \t]+(\S+)[ \t]+(\S+)(?:[ \t]+([^\s|;&]+))?", "htpasswd"),
+    # SQL: `IDENTIFIED BY 'v'` (MySQL, Oracle), `SET PASSWORD ... = 'v'`, MySQL's `PASSWORD('v')`
+    Rule("sql-password", "password",
+         r"(?i)\bIDENTIFIED(?:[ \t]+WITH[ \t]+\S+)?[ \t]+BY[ \t]+(?:PASSWORD[ \t]+)?" + COMMAND_VALUE
+         + r"|\b(?:SET[ \t]+PASSWORD\b[^=\n]{0,200}=[ \t]*(?:PASSWORD[ \t]*\([ \t]*)?|PASSWORD[ \t]*\([ \t]*)"
+         + r"(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})')",
+         "command", options={"set_pattern": r"(?i)\bIDENTIFIED[ \t]|\bPASSWORD[ \t]*\(|\bSET[ \t]+PASSWORD\b"}),
+    # an expect script's answer to a password prompt: `expect "password:"` (or `"*assword*"`)
+    # then `send "v\r"`
+    Rule("expect-send-password", "password",
+         r"(?i)\bexpect[ \t]+(?:-re[ \t]+)?[\"{][^\"}\n]*(?:assword|passphrase)[^\"}\n]*[\"}][ \t]*(?:\r?\n|;)[ \t]*"
+         r"send[ \t]+(?:--[ \t]+)?\"([^\"\n\\]{1,200})(?:\\r|\\n)?\"",
+         "command", options={"set_pattern": r"(?i)\bexpect[ \t]"}),
     # --- secrets code passes by position (redact.arguments) ---------------------------------
     Rule("env-default", "secret", ENV_DEFAULT, "envdefault"),
     Rule("credential-call", "password", CREDENTIAL_CALL, "call"),

@@ -437,7 +437,9 @@ def is_code_reference(value: str, quoted: bool = False) -> bool:
 _RE_PASSWORD_HASH = re.compile(r"^(?:\$(?:1|2[abxy]?|5|6|y|7|gy|apr1|argon2(?:id|i|d)|scrypt|pbkdf2[\w\-]*)\$[^\s]{8,}"
                                r"|\{(?:S?SHA(?:256|512)?|CRYPT|PBKDF2[\w\-]*|ARGON2)\}[A-Za-z0-9+/.$=]{8,}"
                                # PostgreSQL's stored forms (pg_authid, PgBouncer's auth file)
-                               r"|md5[0-9a-f]{32}|SCRAM-SHA-256\$\d+:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+)$")
+                               r"|md5[0-9a-f]{32}|SCRAM-SHA-256\$\d+:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+"
+                               # MySQL's native hash (`IDENTIFIED BY PASSWORD '*...'`)
+                               r"|\*[0-9A-Fa-f]{40})$")
 # A size (`kubectl describe secret`: `password:  24 bytes`) or a credential's id and file
 # (systemd's `LoadCredential=db-password:/run/secrets/db`).
 _RE_NOT_A_VALUE = re.compile(r"^\d+ bytes?$|^[\w.\-]+:/[\w./\-]+$")

@@ -118,6 +118,19 @@ FOUND = [
     ('{{"content":"Password for the [elastic] user successfully reset.\\nNew value: {}\\n"}}', PW, "password", "generated-password"),
     ("[Server] A temporary password is generated for root@localhost: {}", PW, "password", "generated-password"),
     ('$ cat /etc/pgbouncer/userlist.txt\n"app"\t"{}"\n"reporting" "md5a1b2c3d4e5f60718293a4b5c6d7e8f90"', PW, "password", "pgbouncer-userlist"),
+    # commands that take a password as an argument, SQL, expect scripts
+    ("zip -r -P {} backup.zip ./data", PW, "password", "archive-password"),
+    ("7z a -p{} -mhe=on backup.7z dir", g(16), "password", "archive-password"),
+    ("rabbitmqctl add_user admin '{}'", PW, "password", "command-password"),
+    ("mc alias set minio http://minio:9000 admin {}", g(32), "password", "command-password"),
+    ("htpasswd -b -c /etc/nginx/.htpasswd admin {}", PW, "password", "htpasswd-batch"),
+    ("htpasswd -nb admin {}", PW, "password", "htpasswd-batch"),
+    ("mysql> CREATE USER 'app'@'%' IDENTIFIED BY '{}';", PW, "password", "sql-password"),
+    ("ALTER USER u IDENTIFIED WITH caching_sha2_password BY '{}';", PW, "password", "sql-password"),
+    ("SET PASSWORD FOR 'bob'@'localhost' = PASSWORD('{}');", PW, "password", "sql-password"),
+    ('spawn ssh root@10.0.0.9\nexpect "*assword*"\nsend "{}\\r"\ninteract', PW, "password", "expect-send-password"),
+    ("echo '{}' | sudo -S systemctl restart app", PW, "secret", "piped-secret"),
+    ('echo "deploy:{}" | sudo chpasswd', PW, "secret", "piped-secret"),
     # JSON-escaped env files: every line of it
     ('"text":"NEXT_PUBLIC_STRIPE_KEY=pk_live_4P23OqRQYVJ9h7ela8mJg6yR\\nJWT_SECRET={}\\nLOG=info\\n"', g(48), "secret", "assignment"),
 ]
@@ -187,6 +200,14 @@ KEPT = [
     'buildConfigField "String", "BASE_URL", "\\"https://api.example.com\\""',   # no secret name
     'buildConfigField("String", "API_KEY", "\\"${apiKey}\\"")',                 # a reference
     "ENV DB_USER=app-admin-2 \\\n    DB_NAME=shop",                           # Dockerfile pairs
+    "zip -r -P $BACKUP_PASS backup.zip .",                                     # a reference
+    "htpasswd -c /etc/nginx/.htpasswd admin",                                  # prompts: no -b
+    "mc alias set minio http://minio:9000 $MINIO_ACCESS $MINIO_SECRET",
+    "ALTER USER x IDENTIFIED BY :new_pw;",                                     # a bind parameter
+    "IDENTIFIED BY PASSWORD '*6BB4837EB74329105EE4568DDA7DC67ED2CA2AD9'",       # MySQL's stored hash
+    "hash = PASSWORD(user_input)",
+    'echo "$SUDO_PASS" | sudo -S ls',
+    'expect "Password:"\nsend "$env(PW)\\r"',
     "Old value: 1\nNew value: 2024-11-06T10:00:00Z",                         # not a reset's output
     "# AUTH required8 for all clients",                                        # prose
     ">>> AUTH DIGEST-MD5 dXNlcm5hbWU9ImFsaWNlIixyZWFs",                        # a SASL message
