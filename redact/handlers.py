@@ -235,6 +235,10 @@ def _wrapped_literal(data: bytes, s: int, e: int) -> tuple[int, int] | None:
     return lit.start(lit.lastindex), lit.end(lit.lastindex)
 
 
+#: The opening of a Python f-string right before a value (`f"`, `rf'`, `f\"""`).
+_F_STRING = re.compile(rb"""(?:^|[^A-Za-z0-9_])[rRbB]?[fF][rR]?\\?["']{1,3}$""")
+
+
 def _h_assign(rule: Rule, sp, data: bytes):
     sep = _s(data, sp[2][0], sp[2][1])
     if sep == ":" and data[sp[1][0] - 2:sp[1][0]] == b"${" and _SHELL_DEFAULT.match(data, sp[2][1]):
@@ -242,6 +246,8 @@ def _h_assign(rule: Rule, sp, data: bytes):
     s, e, quoted = value_group(sp, 3)
     if not quoted and sep in (",", "==", "===", "!=", "!=="):
         return
+    if quoted and b"{" in data[s:e] and _F_STRING.search(data, max(0, s - 6), s):
+        return  # `f"Bearer {token}"`: an f-string's fields are references
     # `MYSQL_PWD= mysqldump ...` is an empty shell variable, then a command: `KEY= value` (a space
     # after `=` and none before) is weaker evidence, and the value needs a secret's shape
     context = not (not quoted and sep == "=" and data[sp[2][1]:sp[2][1] + 1] in (b" ", b"\t")

@@ -111,10 +111,15 @@ KEY_RE = r"([A-Za-z0-9_.$\-]*(?:" + _KEYWORD_ALT + r")[A-Za-z0-9_.\-]*)"
 # JSON-escaped (`\"v\"` inside a JSON string: `aws secretsmanager` output, a tool result stored as
 # JSON); it ends at the first escaped or plain quote, so one match never runs on over the keys
 # after it.
+#: A string literal's prefix: Python's `b"..."`, `r"..."`, `f"..."` (an f-string's `{name}` is a
+#: reference: `handlers._h_assign`), C#'s verbatim and Objective-C's `@"..."`. A value may also be
+#: triple-quoted (`"""v"""`, `'''v'''`: Python, Kotlin, Grafana's ini).
+STRING_PREFIX = r"(?:[bBfFrRuU]{1,2}|@)?"
 VALUE_RE = (
-    r"""(?:\\?"((?:[^"\\\n]|\\[^"\n]){6,})\\?"|'([^'\n]{6,})'|`([^`\n]{6,})`|([^\s"'`,;=](?:[^\s"'`,;]|,[^\s"'`,;]){5,}))"""
+    r"""(?:""" + STRING_PREFIX + r"""\\?"(?:"")?((?:[^"\\\n]|\\[^"\n]){6,})(?:"")?\\?"|""" + STRING_PREFIX
+    + r"""'(?:'')?([^'\n]{6,})(?:'')?'|`([^`\n]{6,})`|([^\s"'`,;=](?:[^\s"'`,;]|,[^\s"'`,;]){5,}))"""
 )
-SEP_RE = r"""(=>|:{1,3}=|[?.+|!]?={1,3}|:|,)"""
+SEP_RE = r"""(=>|:{1,3}=|[?.+|!]?={1,3}|:|,|<-)"""
 
 _END = r"(?:[^A-Za-z0-9_]|$)"
 
@@ -147,13 +152,14 @@ SHELL_DEFAULT = r"[^}?+\n][^}\n]{0,199}"
 #: The default of an environment variable (`redact.arguments.h_env_default`; groups: key, value):
 #: `os.getenv("K", "v")`, `environ.get`, `config("K", default="v")`, `env('K', 'v')`,
 #: `ENV.fetch("K") { "v" }`, `getenv('K') ?: 'v'`; `process.env.K || "v"`; `${K:-v}` and Spring's
-#: `${K:v}` (not `${K:?message}` or `${K:+alternative}`); `ENV["K"] || "v"`.
+#: `${K:v}` (`${jwt.secret:v}`: a property's dotted name; not `${K:?message}` or `${K:+alternative}`);
+#: `ENV["K"] || "v"`.
 ENV_DEFAULT = (
     r"\b(?i:getenv\w*|get_?env|environ\.get|env\.(?:str|get)|env\.fetch|env|config)\(\s*[\"']([A-Za-z0-9_.\-]{1,100})[\"'][ \t]*"
     r"(?:,\s*(?:default[ \t]*[=:]\s*)?|\)[ \t]*(?:\{\s*|\?:[ \t]*|\|\|[ \t]*|\?\?[ \t]*|or[ \t]+))[\"']([^\"'\n]{1,200})[\"']"
     r"|\bprocess\.env(?:\.([A-Za-z0-9_]{1,100})|\[[ \t]*[\"']([A-Za-z0-9_]{1,100})[\"'][ \t]*\])[ \t]*(?:\|\||\?\?)[ \t]*"
     r"[\"'`]([^\"'`\n]{1,200})[\"'`]"
-    r"|\$\{([A-Za-z0-9_]{1,100})(?::[-=]?|[-=])(" + SHELL_DEFAULT + r")\}"
+    r"|\$\{([A-Za-z0-9_.\-]{1,100})(?::[-=]?|[-=])(" + SHELL_DEFAULT + r")\}"
     r"|\bENV\[[ \t]*[\"']([A-Za-z0-9_]{1,100})[\"'][ \t]*\][ \t]*\|\|[ \t]*[\"']([^\"'\n]{1,200})[\"']"
 )
 #: A name and its value given as two fields (`redact.arguments.h_name_value`; groups: the name, then
@@ -690,10 +696,13 @@ RULES: tuple[Rule, ...] = (
     Rule("gradle-field", "secret",
          r"\b(?:buildConfigField|resValue)[ \t]*\(?[ \t]*[\"'][\w.<>]+[\"'][ \t]*,[ \t]*[\"']([A-Za-z0-9_.]+)[\"'][ \t]*,"
          r"[ \t]*[\"'](?:\\[\"'])?([^\"'\\\n]{6,300})(?:\\[\"'])?[\"']", "gradle"),
-    # a key and its value with no operator: C's `#define KEY "v"`, a Dockerfile's `ENV KEY v` / `ARG`
+    # a key and its value with no operator: C's `#define KEY "v"`, a Dockerfile's `ENV KEY v` / `ARG`,
+    # Windows' `setx KEY "v"`, PowerShell's `Set-Item Env:KEY -Value "v"`
     Rule("declaration", "secret",
-         r"(?im)^[ \t]*(?:#[ \t]*define|ENV|ARG)[ \t]+" + KEY_RE + r"([ \t]+)" + VALUE_RE, "assign",
-         options={"set_pattern": r"(?im)^[ \t]*(?:#[ \t]*define|ENV|ARG)[ \t]+[A-Za-z0-9_.$\-]+[ \t]+[^\s]"}),
+         r"(?im)(?:^[ \t]*(?:#[ \t]*define|ENV|ARG|setx)[ \t]+|\bEnv:)" + KEY_RE + r"([ \t]+(?:-Value[ \t]+)?)" + VALUE_RE,
+         "assign",
+         options={"set_pattern": r"(?im)^[ \t]*(?:#[ \t]*define|ENV|ARG|setx)[ \t]+[A-Za-z0-9_.$\-]+[ \t]+[^\s]"
+                                 r"|\bEnv:[A-Za-z0-9_.$\-]+[ \t]"}),
     # an Erlang / Elixir term: `{password, "v"}`, `{api_key, <<"v">>}`
     Rule("erlang-tuple", "secret",
          r"(?i)\{[ \t]*" + KEY_RE + r"[ \t]*,[ \t]*(?:<<)?\"([^\"\n]{6,400})\"(?:>>)?[ \t]*\}", "xml",

@@ -131,6 +131,15 @@ FOUND = [
     ('spawn ssh root@10.0.0.9\nexpect "*assword*"\nsend "{}\\r"\ninteract', PW, "password", "expect-send-password"),
     ("echo '{}' | sudo -S systemctl restart app", PW, "secret", "piped-secret"),
     ('echo "deploy:{}" | sudo chpasswd', PW, "secret", "piped-secret"),
+    # string prefixes, triple quotes, R's `<-`, Windows and PowerShell, Spring's dotted defaults
+    ('api_key = f"{}"', TOKEN, "api_key", "assignment"),
+    ('NSString *const kSecret = @"{}";', TOKEN, "secret", "assignment"),
+    ('val apiKey = """{}"""', TOKEN, "api_key", "assignment"),
+    ('password = """{}"""', "x521Qdhmu;TWSDv#ztO6", "password", "assignment"),
+    ('db_password <- "{}"', PW, "password", "assignment"),
+    ('setx OPENAI_API_KEY "{}"', TOKEN, "api_key", "declaration"),
+    ('Set-Item -Path Env:API_TOKEN -Value "{}"', TOKEN, "token", "declaration"),
+    ('@Value("${{jwt.secret:{}}}")', TOKEN, "secret", "env-default"),
     # JSON-escaped env files: every line of it
     ('"text":"NEXT_PUBLIC_STRIPE_KEY=pk_live_4P23OqRQYVJ9h7ela8mJg6yR\\nJWT_SECRET={}\\nLOG=info\\n"', g(48), "secret", "assignment"),
 ]
@@ -200,6 +209,9 @@ KEPT = [
     'buildConfigField "String", "BASE_URL", "\\"https://api.example.com\\""',   # no secret name
     'buildConfigField("String", "API_KEY", "\\"${apiKey}\\"")',                 # a reference
     "ENV DB_USER=app-admin-2 \\\n    DB_NAME=shop",                           # Dockerfile pairs
+    'headers = {"Authorization": f"Bearer {token}"}',                           # an f-string's fields
+    'api_key = f"sk-{prefix}-{suffix}-v2"',
+    "token <- getToken config",                                                # Haskell: a call
     "zip -r -P $BACKUP_PASS backup.zip .",                                     # a reference
     "htpasswd -c /etc/nginx/.htpasswd admin",                                  # prompts: no -b
     "mc alias set minio http://minio:9000 $MINIO_ACCESS $MINIO_SECRET",
