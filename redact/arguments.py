@@ -38,6 +38,10 @@ SECRET_ARGUMENT = {
     "pdo": (3, "password"), "mysqliconnect": (3, "password"), "mysqlconnect": (3, "password"),
     "twilioclient": (2, "token"), "dbiconnect": (3, "password"),
     "usernamepasswordcredentialsimpl": (5, "password"),
+    "getconnection": (3, "password"), "newinstance": (3, "password"), "networkcredential": (2, "password"),
+    "ftp": (3, "password"), "ftptls": (3, "password"), "pymysqlconnect": (3, "password"),
+    "mysqldbconnect": (3, "password"), "auth": (USER_THEN, "password"), "plainauth": (3, "password"),
+    "crammd5auth": (2, "password"),
 }
 
 #: How many credential-call matches one text gets read for: past it (no real file has that many),
@@ -117,7 +121,7 @@ def arguments(data: bytes, start: int) -> list[tuple[int, int]]:
 
 
 def _call_name(raw: str) -> str:
-    name = raw.lower().replace("_", "").replace("::", ".")
+    name = raw.lower().replace("_", "").replace("::", ".").removeprefix("->").lstrip(".")
     if name.startswith("new"):
         name = name[3:].strip()
     parts = [p for p in name.replace(" ", "").split(".") if p and p != "new"]
@@ -127,6 +131,8 @@ def _call_name(raw: str) -> str:
         return parts[-2] + parts[-1]
     if name.replace(" ", "") == "dbi->connect":
         return "dbiconnect"
+    if len(parts) >= 2 and parts[-1] == "connect":
+        return parts[-2] + "connect"   # `pymysql.connect`, `MySQLdb.connect`
     return parts[-1] if parts else ""
 
 

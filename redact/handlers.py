@@ -235,6 +235,12 @@ def _wrapped_literal(data: bytes, s: int, e: int) -> tuple[int, int] | None:
     return lit.start(lit.lastindex), lit.end(lit.lastindex)
 
 
+def _inside_template(data: bytes, at: int) -> bool:
+    """Whether `at` is inside a `{{ ... }}` expression opened earlier on its line."""
+    line = data.rfind(b"\n", 0, at) + 1
+    return data.rfind(b"{{", line, at) > data.rfind(b"}}", line, at)
+
+
 #: The opening of a Python f-string right before a value (`f"`, `rf'`, `f\"""`).
 _F_STRING = re.compile(rb"""(?:^|[^A-Za-z0-9_])[rRbB]?[fF][rR]?\\?["']{1,3}$""")
 
@@ -248,6 +254,8 @@ def _h_assign(rule: Rule, sp, data: bytes):
         return
     if quoted and b"{" in data[s:e] and _F_STRING.search(data, max(0, s - 6), s):
         return  # `f"Bearer {token}"`: an f-string's fields are references
+    if _inside_template(data, sp[1][0]):
+        return  # `{{resolve:secretsmanager:prod/db:SecretString:password}}`: a template's reference
     # `MYSQL_PWD= mysqldump ...` is an empty shell variable, then a command: `KEY= value` (a space
     # after `=` and none before) is weaker evidence, and the value needs a secret's shape
     context = not (not quoted and sep == "=" and data[sp[2][1]:sp[2][1] + 1] in (b" ", b"\t")
@@ -257,6 +265,8 @@ def _h_assign(rule: Rule, sp, data: bytes):
         # itself is quoted and no list closes in between (`["bash", "-lc", "pwd"], "workdir"`)
         if data[sp[1][0] - 1:sp[1][0]] not in (b'"', b"'") or b"]" in data[sp[1][1]:sp[2][0]]:
             return
+        if data[max(0, sp[1][0] - 40):sp[1][0] - 1].rstrip().endswith(b":"):
+            return  # `{"type": "random_password", "instances": ...}`: the "key" is a JSON value
         context = False
     wrapped = _wrapped_literal(data, s, e) if not quoted and s >= 0 else None
     if wrapped:

@@ -54,7 +54,8 @@ _EXCLUDED_SEGMENTS = frozenset(
 )
 # A word before the secret word that says the value is not a real one.
 _NOT_REAL = frozenset("fake dummy mock example sample non not no placeholder invalid wrong bad bogus".split())
-_PW_SEGMENTS = frozenset({"password", "passwd", "pwd", "pass", "passphrase", "pw", "passw", "pswd", "passcode", "pword"})
+_PW_SEGMENTS = frozenset({"password", "passwd", "pwd", "pass", "passphrase", "pw", "passw", "pswd", "passcode", "pword",
+                          "psk"})
 _SECRET_QUALIFIERS = frozenset(
     """api access secret private auth client master encryption encrypt decrypt signing sign
     license account app application service shared sas storage subscription consumer webhook

@@ -96,7 +96,7 @@ PROVIDERS_CLASSIFY_ONLY = (
 )
 
 # The key part of an assignment; the key must contain a secret word or a provider name.
-_KEYWORD_ALT = "pass|pwd|pw|secret|token|cred|key|salt|auth|" + "|".join(
+_KEYWORD_ALT = "pass|pwd|pw|psk|secret|token|cred|key|salt|auth|" + "|".join(
     sorted({re.escape(p) for p in PROVIDERS if len(p) >= 4}, key=lambda p: (-len(p), p))
 )
 KEY_RE = r"([A-Za-z0-9_.$\-]*(?:" + _KEYWORD_ALT + r")[A-Za-z0-9_.\-]*)"
@@ -111,6 +111,7 @@ KEY_RE = r"([A-Za-z0-9_.$\-]*(?:" + _KEYWORD_ALT + r")[A-Za-z0-9_.\-]*)"
 # JSON-escaped (`\"v\"` inside a JSON string: `aws secretsmanager` output, a tool result stored as
 # JSON); it ends at the first escaped or plain quote, so one match never runs on over the keys
 # after it.
+
 #: A string literal's prefix: Python's `b"..."`, `r"..."`, `f"..."` (an f-string's `{name}` is a
 #: reference: `handlers._h_assign`), C#'s verbatim and Objective-C's `@"..."`. A value may also be
 #: triple-quoted (`"""v"""`, `'''v'''`: Python, Kotlin, Grafana's ini).
@@ -120,6 +121,11 @@ VALUE_RE = (
     + r"""'(?:'')?([^'\n]{6,})(?:'')?'|`([^`\n]{6,})`|([^\s"'`,;=](?:[^\s"'`,;]|,[^\s"'`,;]){5,}))"""
 )
 SEP_RE = r"""(=>|:{1,3}=|[?.+|!]?={1,3}|:|,|<-)"""
+#: The assignment rule's separators: also a type annotation and its `=`, as one separator
+#: (`api_key: str = "v"`, `val password: String = "v"`, `const KEY: &'static str = "v"`, `token:
+#: Option<String> = ...`); never a type, then a comma (`{"password": pw, "user": "bob"}`).
+ASSIGN_SEP_RE = (r"""(=>|:{1,3}=|[?.+|!]?={1,3}|:[ \t]*&?(?:'static[ \t]+)?\[?[A-Za-z_][\w.]*(?:<[^<>=\n]{0,40}>)?"""
+                 r"""\]?\??[ \t]*=|:|,|<-)""")
 
 _END = r"(?:[^A-Za-z0-9_]|$)"
 
@@ -180,7 +186,8 @@ CREDENTIAL_CALL = (
     r"(?:^|[^A-Za-z0-9_])((?i:login|authenticate|basic_?auth|with_?basic_?auth|set_?basic_?auth|http_?basic_?auth"
     r"|http_?digest_?auth|bearer_?auth|mysqli?_connect)|(?i:jwt)\.(?:sign|encode|decode|verify)|Credentials\.basic"
     r"|new[ \t]+PDO|Twilio(?:::REST)?::Client\.new|twilio\.rest\.Client|DBI->connect"
-    r"|new[ \t]+UsernamePasswordCredentialsImpl)[ \t]*\("
+    r"|new[ \t]+UsernamePasswordCredentialsImpl|DriverManager\.getConnection|Sql\.newInstance"
+    r"|new[ \t]+NetworkCredential|ftplib\.FTP(?:_TLS)?|pymysql\.connect|MySQLdb\.connect|auth|smtp\.(?:PlainAuth|CRAMMD5Auth))[ \t]*\("
 )
 
 
@@ -678,6 +685,32 @@ RULES: tuple[Rule, ...] = (
          + r"|\b(?:SET[ \t]+PASSWORD\b[^=\n]{0,200}=[ \t]*(?:PASSWORD[ \t]*\([ \t]*)?|PASSWORD[ \t]*\([ \t]*)"
          + r"(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})')",
          "command", options={"set_pattern": r"(?i)\bIDENTIFIED[ \t]|\bPASSWORD[ \t]*\(|\bSET[ \t]+PASSWORD\b"}),
+    # libcurl's `CURLOPT_USERPWD, "user:v"` and `CURLOPT_PASSWORD, "v"` (C, PHP's curl_setopt)
+    Rule("curl-option-password", "password",
+         r"CURLOPT_(?:PROXY)?USERPWD[ \t]*,[ \t]*L?\"[^\":\n]*:([^\"\n]{1,200})\""
+         r"|CURLOPT_(?:PROXY)?PASSWORD[ \t]*,[ \t]*L?\"([^\"\n]{1,200})\"",
+         "command", options={"set_pattern": r"CURLOPT_(?:PROXY)?(?:USERPWD|PASSWORD)[ \t]*,"}),
+    # Go's MySQL DSN: `user:v@tcp(host:3306)/db`, `user:v@(localhost)/`, `user:v@unix(/run/...)`
+    Rule("go-mysql-dsn", "password",
+         r"(?:^|[\s\"'`=(,])[A-Za-z0-9_.\-]{1,64}:([^\s@/:\"'`]{1,200})@(?:tcp|unix|udp)?\(",
+         "command", options={"set_pattern": r":[^\s@/:\"'`]+@(?:tcp|unix|udp)?\("}),
+    # a Terraform state's generated password: a `random_password` resource's `result`
+    Rule("terraform-random-password", "password",
+         r"\"type\"[ \t]*:[ \t]*\"random_password\"[^\]]{0,1000}?\"result\"[ \t]*:[ \t]*\"((?:[^\"\\\n]|\\.){1,200})\"",
+         "command", options={"set_pattern": r"\"random_password\""}),
+    # Redis ACLs: `ACL SETUSER name on >v ~keys`, a users.acl line `user name on >v ...`
+    Rule("redis-acl-password", "password",
+         r"(?im)(?:\bACL[ \t]+SETUSER[ \t]+\S+|^[ \t]*user[ \t]+\S+[ \t]+(?:on|off|reset)\b)(?:[ \t]+[^\s>]\S*)*?[ \t]+>([^\s]{1,200})",
+         "command", options={"set_pattern": r"(?im)\bACL[ \t]+SETUSER[ \t]|^[ \t]*user[ \t]+\S+[ \t]+(?:on|off|reset)\b"}),
+    # Postfix's sasl_passwd: `[smtp.example.com]:587 user:v` (a Gmail app password has spaces; a
+    # dotted host: `[DEBUG]\t\torg.slf4j:jar:1.7.8` is a Maven log line)
+    Rule("postfix-sasl-password", "password",
+         r"(?m)^\[[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+\](?::\d{1,5})?[ \t]+[^\s:]+:([^\n]{1,200}?)[ \t]*\r?$",
+         "command", options={"set_pattern": r"(?m)^\[[A-Za-z0-9\-]+\.[A-Za-z0-9.\-]+\](?::\d+)?[ \t]+[^\s:]+:"}),
+    # strongSwan's ipsec.secrets: `: PSK "v"`, `user : EAP "v"`, XAUTH, NTLM, a smartcard's PIN
+    Rule("ipsec-secret", "password",
+         r"(?m)^[^\n:]{0,200}:[ \t]*(?:PSK|EAP|XAUTH|NTLM|PIN)[ \t]+" + COMMAND_VALUE,
+         "command", options={"set_pattern": r":[ \t]*(?:PSK|EAP|XAUTH|NTLM|PIN)[ \t]"}),
     # an expect script's answer to a password prompt: `expect "password:"` (or `"*assword*"`)
     # then `send "v\r"`
     Rule("expect-send-password", "password",
@@ -690,25 +723,26 @@ RULES: tuple[Rule, ...] = (
     Rule("name-value", "secret", NAME_VALUE, "namevalue", options={"set_pattern": NAME_VALUE_HEAD}),
     # --- KEY = value, in every syntax -------------------------------------------------------
     Rule("assignment", "secret",
-         r"(?i)" + KEY_RE + r"""(?:\\?["']\]?|\]|\[\])?(?:[ \t]+(?:string|str|int|var|const|char\*?|\[\]byte|secret|password))?(?:,[ \t]*(?:_|err))?[ \t]*""" + SEP_RE + r"[ \t]*(?:new[ \t]+)?" + VALUE_RE, "assign"),
+         r"(?i)" + KEY_RE + r"""(?:\\?["']\]?|\]|\[\])?(?:[ \t]+(?:string|str|int|var|const|char\*?|\[\]byte|secret|password))?(?:,[ \t]*(?:_|err))?[ \t]*""" + ASSIGN_SEP_RE + r"[ \t]*(?:new[ \t]+)?" + VALUE_RE, "assign"),
     # Android's Gradle fields: `buildConfigField "String", "API_KEY", "\"v\""` (a Java literal
     # inside a Groovy/Kotlin one), `resValue("string", "maps_api_key", "v")`
     Rule("gradle-field", "secret",
          r"\b(?:buildConfigField|resValue)[ \t]*\(?[ \t]*[\"'][\w.<>]+[\"'][ \t]*,[ \t]*[\"']([A-Za-z0-9_.]+)[\"'][ \t]*,"
          r"[ \t]*[\"'](?:\\[\"'])?([^\"'\\\n]{6,300})(?:\\[\"'])?[\"']", "gradle"),
     # a key and its value with no operator: C's `#define KEY "v"`, a Dockerfile's `ENV KEY v` / `ARG`,
-    # Windows' `setx KEY "v"`, PowerShell's `Set-Item Env:KEY -Value "v"`
+    # Windows' `setx KEY "v"`, PowerShell's `Set-Item Env:KEY -Value "v"`, Erlang's `-define(KEY, "v")`
     Rule("declaration", "secret",
-         r"(?im)(?:^[ \t]*(?:#[ \t]*define|ENV|ARG|setx)[ \t]+|\bEnv:)" + KEY_RE + r"([ \t]+(?:-Value[ \t]+)?)" + VALUE_RE,
+         r"(?im)(?:^[ \t]*(?:#[ \t]*define|ENV|ARG|setx)[ \t]+|\bEnv:|^-define\()" + KEY_RE
+         + r"([ \t]+(?:-Value[ \t]+)?|,[ \t]*)" + VALUE_RE,
          "assign",
          options={"set_pattern": r"(?im)^[ \t]*(?:#[ \t]*define|ENV|ARG|setx)[ \t]+[A-Za-z0-9_.$\-]+[ \t]+[^\s]"
-                                 r"|\bEnv:[A-Za-z0-9_.$\-]+[ \t]"}),
+                                 r"|\bEnv:[A-Za-z0-9_.$\-]+[ \t]|^-define\([A-Za-z0-9_]"}),
     # an Erlang / Elixir term: `{password, "v"}`, `{api_key, <<"v">>}`
     Rule("erlang-tuple", "secret",
          r"(?i)\{[ \t]*" + KEY_RE + r"[ \t]*,[ \t]*(?:<<)?\"([^\"\n]{6,400})\"(?:>>)?[ \t]*\}", "xml",
          options={"set_pattern": r"\{[ \t]*[A-Za-z0-9_.$\-]+[ \t]*,[ \t]*(?:<<)?\""}),
     Rule("xml-element", "secret",
-         r"(?i)<" + KEY_RE + r">[ \t\r\n]*([^<>\s]{6,})[ \t\r\n]*</", "xml"),
+         r"(?i)<" + KEY_RE + r"(?:[ \t][^<>\n]{0,200})?>[ \t\r\n]*([^<>\s]{6,})[ \t\r\n]*</", "xml"),
     Rule("add-key-value", "secret",
          r"""(?i)<add\s+key=["']([^"'<>]{1,100})["']\s+value=["']([^"'<>]{1,400})["']""", "xml"),
     Rule("k8s-secret-data", "secret",

@@ -128,6 +128,7 @@ _RE_TEMPLATE = re.compile(
       | os\.environ.*
       | getenv\(.*
       | env\(.*
+      | @Microsoft\.KeyVault\(.*  # an App Service Key Vault reference
     )$""",
     re.X | re.S,
 )
@@ -384,6 +385,8 @@ _RE_YAML_TAG = re.compile(r"^![A-Za-z][\w:!]*$")
 _IDENT_PART = r"[A-Za-z_$][A-Za-z_$]*[0-9]*"
 _RE_CALL_OR_INDEX = re.compile(
     r"^(?:\[\])?[A-Za-z_$][\w$]*(?:(?:\.|\?\.|::|->)[A-Za-z_$][\w$]*)*!?[ \t]*[(\[]")  # `env!(`, Go's `[]byte(`
+# A composite literal's type, its `{` ending the value (Go's `creds := aws.Credentials{`).
+_RE_COMPOSITE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\{$")
 # A PowerShell cmdlet (an approved verb, a dash, a noun): `Get-Credential`, `Get-Secret -Name X`.
 _RE_CMDLET = re.compile(r"^(?:Get|Read|ConvertTo|ConvertFrom|Import|Export|Invoke|New|Select|Resolve|Unprotect"
                         r"|Find|Test|Join|Split|Format|Out)-[A-Z][A-Za-z]+$")
@@ -394,6 +397,8 @@ _RE_SNAKE = re.compile(r"^_*[A-Za-z]+(?:_+[A-Za-z]+)+_*[0-9]*$")
 # match is linear in the value)
 _RE_CAMEL = re.compile(r"^_*[a-z]+(?:[A-Z][a-z]*)+[0-9]*$|^[A-Z][a-z]+(?:[A-Z][a-z]*)+[0-9]*$")
 _RE_GENERIC = re.compile(r"^[A-Za-z_][\w.]*<[\w.,<>\[\] |;)]*$")
+# A GraphQL argument's type (`password: String!)`, `tokens: [ID!]!,`): a built-in scalar, required.
+_RE_GRAPHQL_TYPE = re.compile(r"^\[?(?:String|ID|Int|Float|Boolean)!?\]?![),]*:?$")
 _RE_HUMP = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 _RE_GREP_LINE = re.compile(r"^\d{1,6}:")
 _RE_MESSAGE_END = re.compile(r"(?:[。？！…]|\.\.\.)$")
@@ -416,7 +421,7 @@ def is_code_reference(value: str, quoted: bool = False) -> bool:
     v = value.strip()
     if _RE_CALL_OR_INDEX.match(v) or _RE_ATTR_PATH.match(v) or v.startswith(("(", "!!", "=>")):
         return True  # also `(user) => ...`, `!!process.env.X`
-    if not quoted and _RE_CMDLET.match(v):
+    if not quoted and (_RE_CMDLET.match(v) or _RE_GRAPHQL_TYPE.match(v) or _RE_COMPOSITE.match(v)):
         return True
     if _RE_GENERIC.match(v) or (")" in v and "(" not in v and v.rstrip("):;,").isidentifier()):
         return True  # a generic type `Set<string>`, the end of a signature `AuthToken):`
@@ -443,12 +448,16 @@ _RE_PASSWORD_HASH = re.compile(r"^(?:\$(?:1|2[abxy]?|5|6|y|7|gy|apr1|argon2(?:id
 # A size (`kubectl describe secret`: `password:  24 bytes`) or a credential's id and file
 # (systemd's `LoadCredential=db-password:/run/secrets/db`).
 _RE_NOT_A_VALUE = re.compile(r"^\d+ bytes?$|^[\w.\-]+:/[\w./\-]+$")
+# A regular expression (`\s*bearer\s+|api[_-]?key=`: a redaction filter's pattern): its classes and
+# groups are code.
+_RE_REGEX_VALUE = re.compile(r"\\[sdwSDWb][*+?{]|\[\^|\(\?[:i!=<]")
 
 
 def not_a_value(value: str) -> bool:
-    """A password's hash, a size or a credential's id and file (`_RE_PASSWORD_HASH`,
-    `_RE_NOT_A_VALUE`): what a credential context holds when it holds no secret."""
-    return bool(_RE_PASSWORD_HASH.match(value) or _RE_NOT_A_VALUE.match(value))
+    """A password's hash, a size, a credential's id and file, a regular expression
+    (`_RE_PASSWORD_HASH`, `_RE_NOT_A_VALUE`, `_RE_REGEX_VALUE`): what a credential context holds
+    when it holds no secret."""
+    return bool(_RE_PASSWORD_HASH.match(value) or _RE_NOT_A_VALUE.match(value) or _RE_REGEX_VALUE.search(value))
 
 
 def context_secret(value: str, *, quoted: bool = False) -> bool:

@@ -140,6 +140,30 @@ FOUND = [
     ('setx OPENAI_API_KEY "{}"', TOKEN, "api_key", "declaration"),
     ('Set-Item -Path Env:API_TOKEN -Value "{}"', TOKEN, "token", "declaration"),
     ('@Value("${{jwt.secret:{}}}")', TOKEN, "secret", "env-default"),
+    # typed declarations (a type annotation between the key and its `=`)
+    ('    api_key: str = "{}"', TOKEN, "api_key", "assignment"),
+    ('    val password: String = "{}",', PW, "password", "assignment"),
+    ('const API_KEY: &str = "{}";', TOKEN, "api_key", "assignment"),
+    ('private readonly token: string = "{}";', TOKEN, "token", "assignment"),
+    # credential calls by position: JDBC, Groovy, .NET, ftplib, PyMySQL, Go's smtp, `.auth(user, pw)`
+    ('DriverManager.getConnection("jdbc:postgresql://db/shop", "app", "{}");', PW, "password", "credential-call"),
+    ('Sql.newInstance("jdbc:mysql://x:3306/r", "ci", "{}", "com.mysql.cj.jdbc.Driver")', PW, "password", "credential-call"),
+    ('var cred = new NetworkCredential("svc", "{}");', PW, "password", "credential-call"),
+    ('ftp = ftplib.FTP("ftp.example.com", "bob", "{}")', PW, "password", "credential-call"),
+    ('conn = pymysql.connect("localhost", "root", "{}", "shop")', PW, "password", "credential-call"),
+    ('auth := smtp.PlainAuth("", "alerts@example.com", "{}", "smtp.example.com")', PW, "password", "credential-call"),
+    ("$smtp->auth('monitoring@example.de', '{}')", PW, "password", "credential-call"),
+    # config and protocol shapes
+    ('    .psk  = "{}",', "lange-nacht-im-labor-42", "password", "assignment"),
+    ('curl_easy_setopt(h, CURLOPT_USERPWD, "deploy:{}");', PW, "password", "curl-option-password"),
+    ('-define(DB_PASSWORD, "{}").', PW, "password", "declaration"),
+    ('db, err := sql.Open("mysql", "app:{}@tcp(127.0.0.1:3306)/shop")', PW, "password", "go-mysql-dsn"),
+    ('{{"type": "random_password", "instances": [{{"attributes": {{"length": 24, "result": "{}"}}}}]}}', PW, "password",
+     "terraform-random-password"),
+    ("user worker on >{} ~jobs:* +@list", PW, "password", "redis-acl-password"),
+    ("[smtp.gmail.com]:587 alerts@gmail.com:{}", "mvhl sr8n 9zs4 lhk7", "password", "postfix-sasl-password"),
+    ('vpnuser : EAP "{}"', PW, "password", "ipsec-secret"),
+    ('<Pass encoding="base64">{}</Pass>', g(24, ALNUM + "+/"), "password", "xml-element"),
     # JSON-escaped env files: every line of it
     ('"text":"NEXT_PUBLIC_STRIPE_KEY=pk_live_4P23OqRQYVJ9h7ela8mJg6yR\\nJWT_SECRET={}\\nLOG=info\\n"', g(48), "secret", "assignment"),
 ]
@@ -212,6 +236,19 @@ KEPT = [
     'headers = {"Authorization": f"Bearer {token}"}',                           # an f-string's fields
     'api_key = f"sk-{prefix}-{suffix}-v2"',
     "token <- getToken config",                                                # Haskell: a call
+    '{"password": pw, "username": "alice"}',                                   # a name, then another key
+    'password: str = Field(..., env="DB_PASSWORD")',                            # a call
+    "token: Optional[str] = None",
+    "conn = DriverManager.getConnection(url, user, password)",
+    'app.use(auth("local", "failureRedirect"))',                                # words, not a password
+    "[DEBUG]\t\torg.slf4j.slf4j-api:jar:1.7.8:compile",                      # a Maven log line
+    ": RSA /etc/ipsec.d/private/gw.key",                                       # a key file
+    "user default off",
+    '      MasterUserPassword: "{{resolve:secretsmanager:prod/db:SecretString:password}}"',
+    '"SecretKey": "@Microsoft.KeyVault(VaultName=kv-prod;SecretName=stripe-secret-key)"',
+    '_TOKEN_RE = re.compile(r"(?i)(authorization:\\s*bearer\\s+|api[_-]?key=|password=)[^\\s&]+")',
+    "creds := aws.Credentials{",
+    "  login(email: String!, password: String!): AuthPayload!",
     "zip -r -P $BACKUP_PASS backup.zip .",                                     # a reference
     "htpasswd -c /etc/nginx/.htpasswd admin",                                  # prompts: no -b
     "mc alias set minio http://minio:9000 $MINIO_ACCESS $MINIO_SECRET",
