@@ -203,6 +203,8 @@ _ASKED_NAME = (
     (re.compile(r"\bvault[ \t]"), re.compile(r"-field[= ]([A-Za-z0-9_.\-]+)")),
     (re.compile(r"\bop[ \t]+read\b"), re.compile(r"op://\S*/([A-Za-z0-9_.\-]+)")),
     (re.compile(r"\bdoppler[ \t]+secrets[ \t]+get\b"), re.compile(r"get[ \t]+(?:-\S+[ \t]+)*([A-Za-z0-9_.\-]+)")),
+    (re.compile(r"\bnetlify[ \t]+env:get\b"), re.compile(r"env:get[ \t]+(?:-\S+[ \t]+)*([A-Za-z0-9_.\-]+)")),
+    (re.compile(r"\bterraform[ \t]+output\b"), re.compile(r"-raw[ \t]+(?:-\S+[ \t]+)*([A-Za-z0-9_.\-]+)")),
 )
 _QUERY = re.compile(r"--query[ \t=]+[\"']?([A-Za-z.]+)")
 
@@ -308,6 +310,23 @@ def _looks_like_a_password(data: bytes, s: int, e: int):
 def h_chat(rule, sp, data: bytes):
     """The password of `user / password` typed after a creds or login word (`_looks_like_a_password`)."""
     span = _looks_like_a_password(data, *sp[1])
+    if span:
+        yield *span, rule.label
+
+
+#: Where a value told in prose ends: a closing quote, CJK or full-width punctuation.
+_PROSE_END = re.compile("[»」』”“„，。、；！？）]")
+
+
+def h_prose(rule, sp, data: bytes):
+    """A password told in prose (`rules.PROSE_PASSWORD`), up to its closing quote or punctuation:
+    `_looks_like_a_password` (prose: it must look like one)."""
+    s, e = sp[1]
+    value = _text(data, s, e)
+    cut = _PROSE_END.search(value)
+    if cut:
+        e = s + len(value[: cut.start()].encode("utf-8", "surrogatepass"))
+    span = _looks_like_a_password(data, s, e)
     if span:
         yield *span, rule.label
 

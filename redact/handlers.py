@@ -254,6 +254,8 @@ def _h_assign(rule: Rule, sp, data: bytes):
         return
     if quoted and b"{" in data[s:e] and _F_STRING.search(data, max(0, s - 6), s):
         return  # `f"Bearer {token}"`: an f-string's fields are references
+    if sep == ":" and data[s:s + 2] == b"//":
+        return  # `credential.https://github.com.helper=...`: the key ends in a URL's scheme
     if _inside_template(data, sp[1][0]):
         return  # `{{resolve:secretsmanager:prod/db:SecretString:password}}`: a template's reference
     # `MYSQL_PWD= mysqldump ...` is an empty shell variable, then a command: `KEY= value` (a space
@@ -579,5 +581,6 @@ HANDLERS = {
     "gradle": _h_gradle,
     "command": arguments.h_command,
     "htpasswd": arguments.h_htpasswd,
+    "prose": arguments.h_prose,
     "piped": arguments.h_piped,
 }

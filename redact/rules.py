@@ -147,6 +147,40 @@ COMMAND_VALUE = r"(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})'|([^\s\"'|;&]{1,200})
 COMMAND_VALUE_GLUED = r"(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})'|([^\s\"'|;&\-][^\s\"'|;&]{0,199}))"
 
 
+def _utf8(text: str) -> str:
+    """`text` as a pattern for UTF-8 bytes read as Latin-1 (how every rule is compiled), escaped."""
+    return re.escape(text.encode("utf-8").decode("latin-1"))
+
+
+#: Words that name a password or a key in prose: English, German, French, Spanish, Portuguese,
+#: Italian, Dutch, Polish, Russian, Japanese, Chinese, Korean (ASCII ones in any case).
+PROSE_WORDS = "|".join(
+    [r"\b(?i:password|passphrase|passcode|api[ \-]?key|passwort|kennwort|mot de passe|mdp|jeton|contrasena|senha"
+     r"|chiave|wachtwoord|sleutel)"]
+    + [_utf8(w) for w in ("schlüssel", "Schlüssel", "clé", "Clé", "contraseña", "Contraseña", "hasło", "Hasło",
+                          "пароль", "Пароль", "ключ", "токен", "パスワード", "暗証番号", "トークン", "キー",
+                          "密码", "密碼", "口令", "密钥", "密鑰", "令牌", "비밀번호", "암호")]
+)
+#: What links the word to its value: a word after a space (is, ist, est, es, é, è, jest, это, to),
+#: or a mark (`:` and `：`, Japanese は/が, Chinese 是/为, Korean 는/은, which glue to the word before
+#: them; a dash between spaces: `api-key-v` is one word); with no words between, a space alone
+#: (`Passwort v`). `=` is the assignment rule's, which reads a value's end better (`pw=v,user=x`);
+#: a value told in prose ends at `,`, `;` or `=` too.
+PROSE_LINK = (
+    r"[ \t]+(?:(?i:is|are|was|to|ist|lautet|est|es|era|jest|sont|son)\b|(?:"
+    + "|".join(_utf8(w) for w in ("é", "è", "são", "это")) + r")[ \t])"
+    + r"|(?:[ \t]|\xc2\xa0)*(?::|" + "|".join(_utf8(w) for w in ("—", "：", "は", "が", "是", "为", "為", "는", "은"))
+    + r")|[ \t]+-[ \t]"
+)
+PROSE_OPEN = "|".join(['"', "'", "`"] + [_utf8(w) for w in ("«", "„", "“", "「", "『")])
+_PROSE_SPACE = r"(?:[ \t]|\xc2\xa0)*"   # a no-break space too (French puts one inside « »)
+PROSE_PASSWORD = (
+    r"(?:" + PROSE_WORDS + r")[A-Za-z]{0,12}"
+    r"(?:(?:[ \t]+[^\s:=]{1,20}){0,4}?(?:" + PROSE_LINK + r")" + _PROSE_SPACE
+    + r"|[ \t]+)(?:" + PROSE_OPEN + r")?" + _PROSE_SPACE + r"([^\s\"'`\\,;=]{6,200})"
+)
+
+
 #: Caddy's DNS provider modules that take a token as their one argument (caddy-dns/*).
 CADDY_DNS_PROVIDERS = ("cloudflare|duckdns|digitalocean|hetzner|godaddy|gandi|linode|vultr|netlify|dnsimple"
                        "|desec|ionos|njalla|porkbun|ovh|dynv6|inwx|bunny|netcup|scaleway|dnspod|infomaniak"
@@ -171,9 +205,10 @@ ENV_DEFAULT = (
 #: A name and its value given as two fields (`redact.arguments.h_name_value`; groups: the name, then
 #: the value double-quoted, single-quoted or bare): a Kubernetes container's `env` (`- name: K` then
 #: `value: v` on the next line), Terraform's and Helm's `set { name = "K" value = "v" }`, JSON
-#: `{"name": "K", "value": "v"}` (a HAR file's headers, an API's settings).
+#: `{"name": "K", "value": "v"}` (a HAR file's headers, an API's settings), Postman's and
+#: Insomnia's `{"key": "K", "value": "v"}`.
 NAME_VALUE_HEAD = (
-    r"(?i)\bname\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?([A-Za-z0-9_.\-]{1,100})\\?[\"']?[ \t]*,?[ \t]*"
+    r"(?i)\b(?:name|key)\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?([A-Za-z0-9_.\-]{1,100})\\?[\"']?[ \t]*,?[ \t]*"
     r"(?:\r?\n[ \t]*(?:[\-+~][ \t]+)?)?\\?[\"']?value\\?[\"']?"
 )
 NAME_VALUE = NAME_VALUE_HEAD + (
@@ -631,10 +666,12 @@ RULES: tuple[Rule, ...] = (
          r"(?m)(\bkubectl[ \t][^\n]*jsonpath=[^\n]*\.data\.[^\n]*|\bvault[ \t][^\n]*-field[= ][^\n]*"
          r"|\baws[ \t]+secretsmanager[ \t]+get-secret-value[^\n]*|\bgcloud[ \t]+secrets[ \t]+versions[ \t]+access[^\n]*"
          r"|\baz[ \t]+keyvault[ \t]+secret[ \t]+show[^\n]*|\bop[ \t]+read[ \t][^\n]*|\bdoppler[ \t]+secrets[ \t]+get[^\n]*"
-         r"|\bheroku[ \t]+config:get[^\n]*|\belasticsearch-keystore[ \t]+show[^\n]*"
+         r"|\bheroku[ \t]+config:get[^\n]*|\bnetlify[ \t]+env:get[^\n]*|\bterraform[ \t]+output[ \t][^\n]*-raw[^\n]*"
+         r"|\belasticsearch-keystore[ \t]+show[^\n]*"
          r"|\bcat[ \t]+[^\n|;&]*(?:master\.key|credentials\.key|\.secret|secret\.txt|token\.txt|\.token"
          r"|[/ ][^\s/|;&]*(?:pass[_.]|[_\-]pass|secret|token)[^\s/|;&]*))"
-         r"\r?\n[ \t]*([^\s]{8,1000})[ \t]*\r?$", "printed"),
+         # (a value printed with no line break runs into the next prompt: `v$ terraform ...`)
+         r"\r?\n[ \t]*([^\s]{8,1000}?)(?:\$ [^\n]*)?[ \t]*\r?$", "printed"),
     # a literal piped into a command that stores it as a secret (`echo "v" | wrangler secret put K`,
     # `gh secret set`, `docker secret create`, `docker login --password-stdin`), or into an
     # environment variable whose name says secret (`vercel env add K`, `netlify env:set K`)
@@ -676,6 +713,14 @@ RULES: tuple[Rule, ...] = (
          r"\brabbitmqctl(?:[ \t]+-\S+)*[ \t]+(?:add_user|change_password)[ \t]+\S+[ \t]+" + COMMAND_VALUE
          + r"|\bmc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+\S+[ \t]+" + COMMAND_VALUE,
          "command", options={"set_pattern": r"\brabbitmqctl\b|\bmc[ \t]+(?:alias|config)[ \t]"}),
+    # `cargo login <token>`
+    Rule("login-argument", "token",
+         r"\bcargo[ \t]+login(?:[ \t]+--registry[ \t=]+\S+)?[ \t]+" + COMMAND_VALUE,
+         "command", options={"set_pattern": r"\bcargo[ \t]+login[ \t]"}),
+    # HTTPie's `http -a user:v` / `--auth user:v`
+    Rule("httpie-auth", "password",
+         r"(?:^|[\s;&|(])(?:http|https|xh|xhs)(?:[ \t][^\n|;&]{0,200}?)?[ \t](?:-a|--auth)[ \t=]+[^\s:\"']+:" + COMMAND_VALUE,
+         "command", options={"set_pattern": r"[ \t](?:-a|--auth)[ \t=]+[^\s:\"']+:"}),
     # Apache's `htpasswd -b [file] user v` (`-n`: no file)
     Rule("htpasswd-batch", "password",
          r"\bhtpasswd((?:[ \t]+-[A-Za-z0-9]+)+)[ \t]+(\S+)[ \t]+(\S+)(?:[ \t]+([^\s|;&]+))?", "htpasswd"),
@@ -756,6 +801,10 @@ RULES: tuple[Rule, ...] = (
     Rule("keyword-quoted", "secret",
          r"""(?i)\b([A-Za-z0-9_]*(?:passw|pwd|secret)[A-Za-z0-9_]*)[ \t]+(?:"((?:[^"\\\n]|\\.)*)"|'([^'\n]*)')""",
          "kwquoted"),
+    # a password told in prose, in the languages users write to agents in (`redact.arguments.h_prose`):
+    # a credential word, up to four words, a link (is, ist, est, es, é, は, 是, :, ...), the value
+    Rule("prose-password", "password", PROSE_PASSWORD, "prose",
+         options={"set_pattern": r"(?:" + PROSE_WORDS + r")"}),
     Rule("prose-is", "secret",
          r"(?i)\b(password|passwd|passphrase|pwd|pass|secret|token|api[ _\-]?key|secret[ _\-]?key|access[ _\-]?key)"
          r"[ \t]+(?:is|was)[ \t]*:?[ \t]+" + VALUE_RE, "is"),

@@ -164,6 +164,20 @@ FOUND = [
     ("[smtp.gmail.com]:587 alerts@gmail.com:{}", "mvhl sr8n 9zs4 lhk7", "password", "postfix-sasl-password"),
     ('vpnuser : EAP "{}"', PW, "password", "ipsec-secret"),
     ('<Pass encoding="base64">{}</Pass>', g(24, ALNUM + "+/"), "password", "xml-element"),
+    # a password told in prose, in other languages too
+    ("user: Zugang zum Jenkins: Benutzer deploy / Passwort {} (gilt bis Freitag)", PW, "password", "prose-password"),
+    ("Le mot de passe du compte SMTP est « {} » et l'identifiant noreply@exemple.fr", PW, "password", "prose-password"),
+    ("La contraseña del servidor es {} y el usuario es root.", PW, "password", "prose-password"),
+    ("本番DBのパスワードは「{}」です。", PW, "password", "prose-password"),
+    ("数据库密码：{}，用户名是admin", PW, "password", "prose-password"),
+    ("Voici la clé API Mistral : {} (prod)", TOKEN, "password", "prose-password"),
+    ("the password to the staging db is {}", PW, "password", "prose-password"),
+    # session shapes: a printed value glued to the next prompt, netlify, cargo, HTTPie, Postman
+    ("$ terraform output -raw db_password\n{}$ terraform output -json", TOKEN, "secret", "printed-secret"),
+    ("$ netlify env:get RESEND_API_KEY --context production\n{}", "re_" + TOKEN, "secret", "printed-secret"),
+    ("$ cargo login {}", "cio" + TOKEN, "token", "login-argument"),
+    ("$ http -a admin:{} GET :8080/actuator/env", PW, "password", "httpie-auth"),
+    ('{{"key": "x-api-key", "value": "{}", "type": "text"}}', TOKEN, "api_key", "name-value"),
     # JSON-escaped env files: every line of it
     ('"text":"NEXT_PUBLIC_STRIPE_KEY=pk_live_4P23OqRQYVJ9h7ela8mJg6yR\\nJWT_SECRET={}\\nLOG=info\\n"', g(48), "secret", "assignment"),
 ]
@@ -249,6 +263,15 @@ KEPT = [
     '_TOKEN_RE = re.compile(r"(?i)(authorization:\\s*bearer\\s+|api[_-]?key=|password=)[^\\s&]+")',
     "creds := aws.Credentials{",
     "  login(email: String!, password: String!): AuthPayload!",
+    "The password is required for login2 and must be 12 characters.",          # prose about passwords
+    "Das Passwort ist falsch. Bitte versuchen Sie es erneut.",
+    "La contraseña debe tener al menos 8 caracteres.",
+    "密码错误，请重试。",
+    "3. Verify username and password are correct\\n4. Retry",
+    "aws bedrock api-key-YmVkcm9jay5hbWF6b25hd3MuY29t is short lived",        # a compound word
+    "$ netlify env:get SITE_NAME\nmy-site-name-2024",                         # asked for no secret
+    '{"key": "baseUrl", "value": "https://billing.acme.dev"}',
+    "file:/home/dev/.gitconfig    credential.https://github.com.helper=!/usr/bin/gh auth git-credential",
     "zip -r -P $BACKUP_PASS backup.zip .",                                     # a reference
     "htpasswd -c /etc/nginx/.htpasswd admin",                                  # prompts: no -b
     "mc alias set minio http://minio:9000 $MINIO_ACCESS $MINIO_SECRET",

@@ -37,13 +37,13 @@ def test_seen_once_with_context_then_found_alone(tmp_path, redactor_cls):
     assert first.learned == 1
     # a new process (new Redactor, new SecretMemory) with no hint around the value
     later = redactor_cls(sdir)
-    text = (f"$ psql -h db -U app password {SECRET}\n"
+    text = (f"$ psql -h db -U app {SECRET}\n"
             f'"{SECRET}"\n'
             f"postgresql://user:{SECRET}@host/db\n"
             f"sentence ending with {SECRET}.")
     out = later.redact(text)
     assert out.text == (
-        "$ psql -h db -U app password [REDACTED:remembered]\n"
+        "$ psql -h db -U app [REDACTED:remembered]\n"
         '"[REDACTED:remembered]"\n'
         "postgresql://user:[REDACTED:remembered]@host/db\n"  # '@' inside: only memory finds all of it
         "sentence ending with [REDACTED:remembered]."
