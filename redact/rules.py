@@ -670,8 +670,9 @@ RULES: tuple[Rule, ...] = (
          r"|\belasticsearch-keystore[ \t]+show[^\n]*"
          r"|\bcat[ \t]+[^\n|;&]*(?:master\.key|credentials\.key|\.secret|secret\.txt|token\.txt|\.token"
          r"|[/ ][^\s/|;&]*(?:pass[_.]|[_\-]pass|secret|token)[^\s/|;&]*))"
-         # (a value printed with no line break runs into the next prompt: `v$ terraform ...`)
-         r"\r?\n[ \t]*([^\s]{8,1000}?)(?:\$ [^\n]*)?[ \t]*\r?$", "printed"),
+         # (a value printed with no line break runs into the next prompt: `v$ terraform ...`; the
+         # match ends at the prompt, so the command after it is read too)
+         r"\r?\n[ \t]*([^\s]{8,1000}?)(?:\$ |[ \t]*\r?$)", "printed"),
     # a literal piped into a command that stores it as a secret (`echo "v" | wrangler secret put K`,
     # `gh secret set`, `docker secret create`, `docker login --password-stdin`), or into an
     # environment variable whose name says secret (`vercel env add K`, `netlify env:set K`)
