@@ -135,11 +135,12 @@ def _set_group(rule: Rule) -> str:
 
 @dataclass
 class SetGroup:
-    """One RE2 Set: its Match call, its sentinel's index, and its rules' global indices."""
+    """One RE2 Set: its Match call, its sentinel's index, the global indices of the rules behind
+    each of its patterns (rules with the same prefilter pattern share one), and all its rules."""
 
     match: object
     sentinel: int
-    rules: list[int]
+    rules: list[tuple[int, ...]]
     all: frozenset[int]
     nothing: list[int] = field(init=False)   # [sentinel]: what a text that fires no rule gets
 
@@ -164,15 +165,18 @@ def _set_groups(rules: tuple[Rule, ...]) -> list[SetGroup]:
         opts.max_mem = 256 << 20
         opts.log_errors = False
         rset = re2.Set.SearchSet(opts)
+        behind: dict[str, list[int]] = {}   # one Set pattern per distinct prefilter pattern
         for i in group:
-            rset.Add(b"(?m)" + set_pattern(rules[i]).encode("latin-1"))
+            behind.setdefault(set_pattern(rules[i]), []).append(i)
+        for pattern in behind:
+            rset.Add(b"(?m)" + pattern.encode("latin-1"))
         sentinel = rset.Add(rb"\z")  # every text has an end: missing from a result = RE2 gave up
         # (`\z` matches once, at the end; an empty pattern would match at every byte, and a Set
         # reports each match it passes, which halved the speed of every pass)
         rset.Compile()
         # RE2's own Set call (the wrapper adds an isinstance check and a call per text)
         match = getattr(getattr(rset, "_set", None), "Match", None) or rset.Match
-        out.append(SetGroup(match, sentinel, group, frozenset(group)))
+        out.append(SetGroup(match, sentinel, [tuple(ids) for ids in behind.values()], frozenset(group)))
     return out
 
 
@@ -196,7 +200,9 @@ class Prefilter:
                 logger.debug("prefilter gave up on %d bytes; running every rule of a group", len(data))
                 out.update(g.all)
             else:
-                out.update(g.rules[h] for h in hits if h != g.sentinel)
+                for h in hits:
+                    if h != g.sentinel:
+                        out.update(g.rules[h])
         if not out:
             return NO_RULES
         return self.all_rules if len(out) == len(self.all_rules) else frozenset(out)

@@ -152,11 +152,11 @@ def _utf8(text: str) -> str:
     return re.escape(text.encode("utf-8").decode("latin-1"))
 
 
-#: Words that name a password or a key in prose: English, German, French, Spanish, Portuguese,
-#: Italian, Dutch, Polish, Russian, Japanese, Chinese, Korean (ASCII ones in any case).
+#: Words that name a password or a key in prose: German, French, Spanish, Portuguese, Italian,
+#: Dutch, Polish, Russian, Japanese, Chinese, Korean (ASCII ones in any case). English is rule
+#: prose-is's: `password` is in most code, and this rule's prefilter would fire on all of it.
 PROSE_WORDS = "|".join(
-    [r"\b(?i:password|passphrase|passcode|api[ \-]?key|passwort|kennwort|mot de passe|mdp|jeton|contrasena|senha"
-     r"|chiave|wachtwoord|sleutel)"]
+    [r"\b(?i:passwort|kennwort|mot de passe|mdp|jeton|contrasena|senha|chiave|wachtwoord|sleutel)"]
     + [_utf8(w) for w in ("schlüssel", "Schlüssel", "clé", "Clé", "contraseña", "Contraseña", "hasło", "Hasło",
                           "пароль", "Пароль", "ключ", "токен", "パスワード", "暗証番号", "トークン", "キー",
                           "密码", "密碼", "口令", "密钥", "密鑰", "令牌", "비밀번호", "암호")]
@@ -175,9 +175,9 @@ PROSE_LINK = (
 PROSE_OPEN = "|".join(['"', "'", "`"] + [_utf8(w) for w in ("«", "„", "“", "「", "『")])
 _PROSE_SPACE = r"(?:[ \t]|\xc2\xa0)*"   # a no-break space too (French puts one inside « »)
 PROSE_PASSWORD = (
-    r"(?:" + PROSE_WORDS + r")[A-Za-z]{0,12}"
-    r"(?:(?:[ \t]+[^\s:=]{1,20}){0,4}?(?:" + PROSE_LINK + r")" + _PROSE_SPACE
-    + r"|[ \t]+)(?:" + PROSE_OPEN + r")?" + _PROSE_SPACE + r"([^\s\"'`\\,;=]{6,200})"
+    r"(?:" + PROSE_WORDS + r")[A-Za-z]*"
+    r"(?:(?:[ \t]+[^\s:=]+){0,4}?(?:" + PROSE_LINK + r")" + _PROSE_SPACE
+    + r"|[ \t]+)(?:" + PROSE_OPEN + r")?" + _PROSE_SPACE + r"([^\s\"'`\\,;=]{6,})"
 )
 
 
@@ -652,7 +652,7 @@ RULES: tuple[Rule, ...] = (
     Rule("redis-auth", "password",
          r"(?m)(?:(?:^|\\n)[ \t]*AUTH2?|>[ \t]*(?i:auth2?)|\bsend[ \t]+AUTH2?)(?:\\ |[ \t])+"
          r"(?:([A-Za-z0-9_.@\-]{1,64})(?:\\ |[ \t])+)?([^\s\\\"'`]{8,200})",
-         "redis_auth", options={"set_pattern": r"(?i:auth)2?(?:\\ |[ \t])", "set_group": "keyed"}),
+         "redis_auth", options={"set_pattern": r"AUTH2?(?:\\ |[ \t])|>[ \t]*(?i:auth)", "set_group": "keyed"}),
     # SMTP's AUTH PLAIN / AUTH LOGIN: base64 of the user and password, as a client's debug log shows it
     _tok("smtp-auth", "password", r"\bAUTH[ \t]+(?:PLAIN|LOGIN)[ \t]+([A-Za-z0-9+/]{12,}={0,2})(?:[^A-Za-z0-9+/=]|$)",
          min_entropy=3.0),
@@ -691,7 +691,8 @@ RULES: tuple[Rule, ...] = (
     # session cookies in a Cookie / Set-Cookie header (`"Cookie", "..."` set by a call too), a JSON
     # `cookie` field, `curl -b` / `--cookie`
     Rule("session-cookie", "token", COOKIE_HEADER + r"(?:[^\n]*?[;,][ \t]*)?"
-         r"((?:" + _SESSION_COOKIE + r")=)([^;\s,\"'\\]{8,})", "cookie"),
+         r"((?:" + _SESSION_COOKIE + r")=)([^;\s,\"'\\]{8,})", "cookie",
+         options={"set_pattern": COOKIE_HEADER + r"[^\n]"}),   # one Set pattern with cookie-header
     # any long cookie in a Cookie / Set-Cookie header, whatever its name (`.AspNetCore.Cookies`,
     # `auth0`, `__Secure-next-auth.session-token`): a request's cookies are its session
     Rule("cookie-header", "token", COOKIE_HEADER + r"([^\n]{24}[^\n]*)", "cookie_header",
@@ -708,7 +709,7 @@ RULES: tuple[Rule, ...] = (
     Rule("archive-password", "password",
          r"(?:^|[\s;&|(`])(?:zip|zipcloak|unzip)\b[^\n|;&]{0,200}?[ \t]-P[ \t]+" + COMMAND_VALUE
          + r"|(?:^|[\s;&|(`])(?:7z|7za|7zr|7zz|rar|unrar)\b[^\n|;&]{0,200}?[ \t]-p" + COMMAND_VALUE_GLUED,
-         "command", options={"set_pattern": r"(?:zip|zipcloak|7z[arz]?|rar)\b[^\n|;&]*[ \t]-[Pp]"}),
+         "command", options={"set_pattern": r"(?:zip|zipcloak|7z[arz]?|rar)\b"}),
     # `rabbitmqctl add_user u v`, `rabbitmqctl change_password u v`, MinIO's `mc alias set n url key v`
     Rule("command-password", "password",
          r"\brabbitmqctl(?:[ \t]+-\S+)*[ \t]+(?:add_user|change_password)[ \t]+\S+[ \t]+" + COMMAND_VALUE
@@ -721,10 +722,11 @@ RULES: tuple[Rule, ...] = (
     # HTTPie's `http -a user:v` / `--auth user:v`
     Rule("httpie-auth", "password",
          r"(?:^|[\s;&|(])(?:http|https|xh|xhs)(?:[ \t][^\n|;&]{0,200}?)?[ \t](?:-a|--auth)[ \t=]+[^\s:\"']+:" + COMMAND_VALUE,
-         "command", options={"set_pattern": r"[ \t](?:-a|--auth)[ \t=]+[^\s:\"']+:"}),
+         "command", options={"set_pattern": r"[ \t](?:-a|--auth)[ \t=]"}),
     # Apache's `htpasswd -b [file] user v` (`-n`: no file)
     Rule("htpasswd-batch", "password",
-         r"\bhtpasswd((?:[ \t]+-[A-Za-z0-9]+)+)[ \t]+(\S+)[ \t]+(\S+)(?:[ \t]+([^\s|;&]+))?", "htpasswd"),
+         r"\bhtpasswd((?:[ \t]+-[A-Za-z0-9]+)+)[ \t]+(\S+)[ \t]+(\S+)(?:[ \t]+([^\s|;&]+))?", "htpasswd",
+         options={"set_pattern": r"\bhtpasswd[ \t]+-"}),
     # SQL: `IDENTIFIED BY 'v'` (MySQL, Oracle), `SET PASSWORD ... = 'v'`, MySQL's `PASSWORD('v')`
     Rule("sql-password", "password",
          r"(?i)\bIDENTIFIED(?:[ \t]+WITH[ \t]+\S+)?[ \t]+BY[ \t]+(?:PASSWORD[ \t]+)?" + COMMAND_VALUE
@@ -735,11 +737,11 @@ RULES: tuple[Rule, ...] = (
     Rule("curl-option-password", "password",
          r"CURLOPT_(?:PROXY)?USERPWD[ \t]*,[ \t]*L?\"[^\":\n]*:([^\"\n]{1,200})\""
          r"|CURLOPT_(?:PROXY)?PASSWORD[ \t]*,[ \t]*L?\"([^\"\n]{1,200})\"",
-         "command", options={"set_pattern": r"CURLOPT_(?:PROXY)?(?:USERPWD|PASSWORD)[ \t]*,"}),
+         "command", options={"set_pattern": r"CURLOPT_"}),
     # Go's MySQL DSN: `user:v@tcp(host:3306)/db`, `user:v@(localhost)/`, `user:v@unix(/run/...)`
     Rule("go-mysql-dsn", "password",
          r"(?:^|[\s\"'`=(,])[A-Za-z0-9_.\-]{1,64}:([^\s@/:\"'`]{1,200})@(?:tcp|unix|udp)?\(",
-         "command", options={"set_pattern": r":[^\s@/:\"'`]+@(?:tcp|unix|udp)?\("}),
+         "command", options={"set_pattern": r"@(?:tcp|unix|udp)?\("}),
     # a Terraform state's generated password: a `random_password` resource's `result`
     Rule("terraform-random-password", "password",
          r"\"type\"[ \t]*:[ \t]*\"random_password\"[^\]]{0,1000}?\"result\"[ \t]*:[ \t]*\"((?:[^\"\\\n]|\\.){1,200})\"",
@@ -747,22 +749,22 @@ RULES: tuple[Rule, ...] = (
     # Redis ACLs: `ACL SETUSER name on >v ~keys`, a users.acl line `user name on >v ...`
     Rule("redis-acl-password", "password",
          r"(?im)(?:\bACL[ \t]+SETUSER[ \t]+\S+|^[ \t]*user[ \t]+\S+[ \t]+(?:on|off|reset)\b)(?:[ \t]+[^\s>]\S*)*?[ \t]+>([^\s]{1,200})",
-         "command", options={"set_pattern": r"(?im)\bACL[ \t]+SETUSER[ \t]|^[ \t]*user[ \t]+\S+[ \t]+(?:on|off|reset)\b"}),
+         "command", options={"set_pattern": r"(?im)setuser|^[ \t]*user[ \t]"}),
     # Postfix's sasl_passwd: `[smtp.example.com]:587 user:v` (a Gmail app password has spaces; a
     # dotted host: `[DEBUG]\t\torg.slf4j:jar:1.7.8` is a Maven log line)
     Rule("postfix-sasl-password", "password",
          r"(?m)^\[[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+\](?::\d{1,5})?[ \t]+[^\s:]+:([^\n]{1,200}?)[ \t]*\r?$",
-         "command", options={"set_pattern": r"(?m)^\[[A-Za-z0-9\-]+\.[A-Za-z0-9.\-]+\](?::\d+)?[ \t]+[^\s:]+:"}),
+         "command", options={"set_pattern": r"(?m)^\[[A-Za-z0-9\-]+\."}),
     # strongSwan's ipsec.secrets: `: PSK "v"`, `user : EAP "v"`, XAUTH, NTLM, a smartcard's PIN
     Rule("ipsec-secret", "password",
          r"(?m)^[^\n:]{0,200}:[ \t]*(?:PSK|EAP|XAUTH|NTLM|PIN)[ \t]+" + COMMAND_VALUE,
-         "command", options={"set_pattern": r":[ \t]*(?:PSK|EAP|XAUTH|NTLM|PIN)[ \t]"}),
+         "command", options={"set_pattern": r"(?:PSK|EAP|XAUTH|NTLM|PIN)[ \t]"}),
     # an expect script's answer to a password prompt: `expect "password:"` (or `"*assword*"`)
     # then `send "v\r"`
     Rule("expect-send-password", "password",
-         r"(?i)\bexpect[ \t]+(?:-re[ \t]+)?[\"{][^\"}\n]*(?:assword|passphrase)[^\"}\n]*[\"}][ \t]*(?:\r?\n|;)[ \t]*"
+         r"\bexpect[ \t]+(?:-re[ \t]+)?[\"{][^\"}\n]*(?i:assword|passphrase)[^\"}\n]*[\"}][ \t]*(?:\r?\n|;)[ \t]*"
          r"send[ \t]+(?:--[ \t]+)?\"([^\"\n\\]{1,200})(?:\\r|\\n)?\"",
-         "command", options={"set_pattern": r"(?i)\bexpect[ \t]"}),
+         "command", options={"set_pattern": r"\bexpect[ \t]+(?:-re[ \t]+)?[\"{]"}),
     # --- secrets code passes by position (redact.arguments) ---------------------------------
     Rule("env-default", "secret", ENV_DEFAULT, "envdefault"),
     Rule("credential-call", "password", CREDENTIAL_CALL, "call"),
@@ -774,7 +776,8 @@ RULES: tuple[Rule, ...] = (
     # inside a Groovy/Kotlin one), `resValue("string", "maps_api_key", "v")`
     Rule("gradle-field", "secret",
          r"\b(?:buildConfigField|resValue)[ \t]*\(?[ \t]*[\"'][\w.<>]+[\"'][ \t]*,[ \t]*[\"']([A-Za-z0-9_.]+)[\"'][ \t]*,"
-         r"[ \t]*[\"'](?:\\[\"'])?([^\"'\\\n]{6,300})(?:\\[\"'])?[\"']", "gradle"),
+         r"[ \t]*[\"'](?:\\[\"'])?([^\"'\\\n]{6,300})(?:\\[\"'])?[\"']", "gradle",
+         options={"set_pattern": r"\b(?:buildConfigField|resValue)\b"}),
     # a key and its value with no operator: C's `#define KEY "v"`, a Dockerfile's `ENV KEY v` / `ARG`,
     # Windows' `setx KEY "v"`, PowerShell's `Set-Item Env:KEY -Value "v"`, Erlang's `-define(KEY, "v")`
     Rule("declaration", "secret",
@@ -802,7 +805,7 @@ RULES: tuple[Rule, ...] = (
     Rule("keyword-quoted", "secret",
          r"""(?i)\b([A-Za-z0-9_]*(?:passw|pwd|secret)[A-Za-z0-9_]*)[ \t]+(?:"((?:[^"\\\n]|\\.)*)"|'([^'\n]*)')""",
          "kwquoted"),
-    # a password told in prose, in the languages users write to agents in (`redact.arguments.h_prose`):
+    # a password told in prose, in the other languages users write to agents in (`arguments.h_prose`):
     # a credential word, up to four words, a link (is, ist, est, es, é, は, 是, :, ...), the value
     Rule("prose-password", "password", PROSE_PASSWORD, "prose",
          options={"set_pattern": r"(?:" + PROSE_WORDS + r")"}),

@@ -171,7 +171,6 @@ FOUND = [
     ("本番DBのパスワードは「{}」です。", PW, "password", "prose-password"),
     ("数据库密码：{}，用户名是admin", PW, "password", "prose-password"),
     ("Voici la clé API Mistral : {} (prod)", TOKEN, "password", "prose-password"),
-    ("the password to the staging db is {}", PW, "password", "prose-password"),
     # session shapes: a printed value glued to the next prompt, netlify, cargo, HTTPie, Postman
     ("$ terraform output -raw db_password\n{}$ terraform output -json", TOKEN, "secret", "printed-secret"),
     ("$ netlify env:get RESEND_API_KEY --context production\n{}", "re_" + TOKEN, "secret", "printed-secret"),
