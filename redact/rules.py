@@ -121,11 +121,12 @@ VALUE_RE = (
     + r"""'(?:'')?([^'\n]{6,})(?:'')?'|`([^`\n]{6,})`|([^\s"'`,;=](?:[^\s"'`,;]|,[^\s"'`,;]){5,}))"""
 )
 SEP_RE = r"""(=>|:{1,3}=|[?.+|!]?={1,3}|:|,|<-)"""
-#: The assignment rule's separators: also a type annotation and its `=`, as one separator
-#: (`api_key: str = "v"`, `val password: String = "v"`, `const KEY: &'static str = "v"`, `token:
-#: Option<String> = ...`); never a type, then a comma (`{"password": pw, "user": "bob"}`).
-ASSIGN_SEP_RE = (r"""(=>|:{1,3}=|[?.+|!]?={1,3}|:[ \t]*&?(?:'static[ \t]+)?\[?[A-Za-z_][\w.]*(?:<[^<>=\n]{0,40}>)?"""
-                 r"""\]?\??[ \t]*=|:|,|<-)""")
+#: The assignment rule's separators: also a string type's annotation and its `=`, as one separator
+#: (`api_key: str = "v"`, `val password: String = "v"`, `const KEY: &'static str = "v"`, `secret:
+#: SecretStr = ...`); never a type, then a comma (`{"password": pw, "user": "bob"}`). Other types
+#: hold no literal (`token: Token = Token(...)`), and a general type name cost the prefilter.
+STRING_TYPES = r"(?:&(?:'static[ \t]+)?str|str|String|string|SecretStr|Optional\[str\])"
+ASSIGN_SEP_RE = r"""(=>|:{1,3}=|[?.+|!]?={1,3}|:[ \t]*""" + STRING_TYPES + r"""[ \t]*=|:|,|<-)"""
 
 _END = r"(?:[^A-Za-z0-9_]|$)"
 
