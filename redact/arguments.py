@@ -136,6 +136,7 @@ def _call_name(raw: str) -> str:
     return parts[-1] if parts else ""
 
 
+_NAME = re.compile(r"[a-z][a-z0-9]*(?:[_.\-][a-z0-9]+)*$")
 _CALLS_SEEN: list = [None, 0]   # [the text, how many call matches were read in it]
 
 
@@ -167,6 +168,8 @@ def h_call(rule, sp, data: bytes):
     if lit is None:
         return
     value = _text(data, *lit)
+    if which is SECRET_ARGUMENT["auth"] and (data[sp[1][0] - 1:sp[1][0]] not in (b".", b">") or _NAME.match(value)):
+        return  # only a method (`$smtp->auth(u, v)`, `.auth(u, v)`), and a name is none (`roles_v2`)
     if shapes.context_secret(value, quoted=True) and _password_like(value):
         yield lit[0], lit[1], label
 
@@ -254,18 +257,18 @@ def h_piped(rule, sp, data: bytes):
 
 
 def h_command(rule, sp, data: bytes):
-    """A command's password argument: the first participating group of each triple (double-quoted,
-    single-quoted, bare), in a credential context (`shapes.context_secret`)."""
-    for base in range(1, len(sp), 3):
-        found = _first(sp, tuple(g for g in (base, base + 1, base + 2) if g < len(sp)))
-        if found:
-            g, s, e = found
-            bare = (g - base) == 2
-            if bare and data[s:s + 1] in (b":", b"@", b"?"):
-                return  # a bind parameter (`IDENTIFIED BY :new_pw`)
-            if shapes.context_secret(_text(data, s, e), quoted=not bare):
-                yield s, e, rule.label
-            return
+    """A command's password argument, in a credential context (`shapes.context_secret`): the first
+    group that took part, its groups read as triples (double-quoted, single-quoted, bare:
+    `rules.COMMAND_VALUE`), or each one bare (the rule's `bare_groups`)."""
+    found = _first(sp, tuple(range(1, len(sp))))
+    if found is None:
+        return
+    g, s, e = found
+    bare = rule.options.get("bare_groups") or (g - 1) % 3 == 2
+    if bare and data[s:s + 1] in (b":", b"@", b"?", b"-"):
+        return  # a bind parameter (`IDENTIFIED BY :new_pw`), a flag
+    if shapes.context_secret(_text(data, s, e), quoted=not bare):
+        yield s, e, rule.label
 
 
 def h_htpasswd(rule, sp, data: bytes):
@@ -276,30 +279,32 @@ def h_htpasswd(rule, sp, data: bytes):
     g = 3 if "n" in flags else 4
     if sp[g][0] < 0:
         return
-    s, e = sp[g]
-    if data[s:s + 1] in (b'"', b"'") and e - s >= 2 and data[e - 1:e] == data[s:s + 1]:
-        s, e = s + 1, e - 1
+    s, e = _literal(data, *sp[g]) or sp[g]
     if shapes.context_secret(_text(data, s, e), quoted=True):
         yield s, e, rule.label
 
 
 def h_name_value(rule, sp, data: bytes):
-    """The value field of a name field that names a secret."""
+    """The value field of a name field that names a secret. A `key` field (Postman's `{"key": K,
+    "value": V}`, also an i18n file's) needs a secret's shape: `{"key": "login.password", "value":
+    "Mot de passe"}` is a label."""
     cls = classify_key(_text(data, *sp[1]))
     found = _first(sp, (2, 3, 4))
     if cls is None or found is None:
         return
     g, s, e = found
     value = _text(data, s, e)
+    if data[sp[0][0]:sp[0][0] + 3].lower() == b"key" and not (shapes.secret_shaped(value) and _password_like(value)):
+        return
     if not value.startswith("$") and value_ok(cls[0], value, quoted=g != 4):
         yield s, e, cls[1]
 
 
-def _looks_like_a_password(data: bytes, s: int, e: int):
-    """The span of the value at [s, e), trailing punctuation aside, when a word alone could stand
+def _looks_like_a_password(data: bytes, s: int, e: int, strip: str = ".,;)!?"):
+    """The span of the value at [s, e), trailing `strip` aside, when a word alone could stand
     there (prose, a protocol's command): password shaped, letters and digits, no reference and no
     password hash."""
-    value = _text(data, s, e).rstrip(".,;)!?")
+    value = _text(data, s, e).rstrip(strip)
     if (shapes.password_shaped(value, min_len=8) and any(c.isdigit() for c in value)
             and any(c.isalpha() for c in value) and not shapes.is_reference(value)
             and not shapes.not_a_value(value)):
@@ -314,8 +319,8 @@ def h_chat(rule, sp, data: bytes):
         yield *span, rule.label
 
 
-#: Where a value told in prose ends: a closing quote, CJK or full-width punctuation.
-_PROSE_END = re.compile("[»」』”“„，。、；！？）]")
+#: Where a value told in prose ends: a quote, CJK or full-width punctuation or bracket.
+_PROSE_END = re.compile("[»«」『』「”“„，。、；！？（）【】《》]")
 
 
 def h_prose(rule, sp, data: bytes):
@@ -326,7 +331,7 @@ def h_prose(rule, sp, data: bytes):
     cut = _PROSE_END.search(value)
     if cut:
         e = s + len(value[: cut.start()].encode("utf-8", "surrogatepass"))
-    span = _looks_like_a_password(data, s, e)
+    span = _looks_like_a_password(data, s, e, strip=".,;)")   # `Azerty123!` keeps its `!`
     if span:
         yield *span, rule.label
 

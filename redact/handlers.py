@@ -235,9 +235,16 @@ def _wrapped_literal(data: bytes, s: int, e: int) -> tuple[int, int] | None:
     return lit.start(lit.lastindex), lit.end(lit.lastindex)
 
 
+#: How far back a `{{ ... }}` expression is looked for (bytes): a minified line must not make each
+#: match read back to the line's start.
+TEMPLATE_LOOKBACK = 200
+
+
 def _inside_template(data: bytes, at: int) -> bool:
-    """Whether `at` is inside a `{{ ... }}` expression opened earlier on its line."""
-    line = data.rfind(b"\n", 0, at) + 1
+    """Whether `at` is inside a `{{ ... }}` expression opened earlier on its line, within
+    `TEMPLATE_LOOKBACK` bytes."""
+    start = max(0, at - TEMPLATE_LOOKBACK)
+    line = data.rfind(b"\n", start, at) + 1 or start
     return data.rfind(b"{{", line, at) > data.rfind(b"}}", line, at)
 
 
@@ -254,6 +261,8 @@ def _h_assign(rule: Rule, sp, data: bytes):
         return
     if quoted and b"{" in data[s:e] and _F_STRING.search(data, max(0, s - 6), s):
         return  # `f"Bearer {token}"`: an f-string's fields are references
+    if sep == "<-" and not quoted:
+        return  # Haskell's and Go's `token <- getToken`: a binding or a channel; R's `pw <- "v"` is quoted
     if sep == ":" and data[s:s + 2] == b"//":
         return  # `credential.https://github.com.helper=...`: the key ends in a URL's scheme
     if _inside_template(data, sp[1][0]):

@@ -120,12 +120,13 @@ VALUE_RE = (
     r"""(?:""" + STRING_PREFIX + r"""\\?"(?:"")?((?:[^"\\\n]|\\[^"\n]){6,})(?:"")?\\?"|""" + STRING_PREFIX
     + r"""'(?:'')?([^'\n]{6,})(?:'')?'|`([^`\n]{6,})`|([^\s"'`,;=](?:[^\s"'`,;]|,[^\s"'`,;]){5,}))"""
 )
-SEP_RE = r"""(=>|:{1,3}=|[?.+|!]?={1,3}|:|,|<-)"""
+
 #: The assignment rule's separators: also a string type's annotation and its `=`, as one separator
 #: (`api_key: str = "v"`, `val password: String = "v"`, `const KEY: &'static str = "v"`, `secret:
 #: SecretStr = ...`); never a type, then a comma (`{"password": pw, "user": "bob"}`). Other types
 #: hold no literal (`token: Token = Token(...)`), and a general type name cost the prefilter.
-STRING_TYPES = r"(?:&(?:'static[ \t]+)?str|str|String|string|SecretStr|Optional\[str\])"
+STRING_TYPES = (r"(?:&(?:'static[ \t]+)?str|str(?:[ \t]*\|[ \t]*None)?|String|string|SecretStr|Optional\[str\]"
+                r"|Final(?:\[str\])?|\"str\")")
 ASSIGN_SEP_RE = r"""(=>|:{1,3}=|[?.+|!]?={1,3}|:[ \t]*""" + STRING_TYPES + r"""[ \t]*=|:|,|<-)"""
 
 _END = r"(?:[^A-Za-z0-9_]|$)"
@@ -142,10 +143,11 @@ COOKIE_HEADER = (r"(?i)(?:\b(?:set-)?cookie(?:\\?[\"'])?[ \t]*[:=,][ \t]*(?:\\?[
                  r"|(?:^|[ \t])(?:-b|--cookie)(?:[ \t]+|=)[\"']?)")
 
 
-#: A command's password argument: double-quoted, single-quoted or bare (groups 1-3; `h_command`),
-#: and the same glued to its flag (`7z -pv`: a bare one never starts with `-`).
-COMMAND_VALUE = r"(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})'|([^\s\"'|;&]{1,200}))"
-COMMAND_VALUE_GLUED = r"(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})'|([^\s\"'|;&\-][^\s\"'|;&]{0,199}))"
+#: A command's password argument: double-quoted (JSON-escaped too), single-quoted or bare (groups
+#: 1-3; `h_command`); a bare one never starts with `-` (`cargo login --help`), also glued to its
+#: flag (`7z -pv`).
+COMMAND_VALUE = r"(?:\\?\"([^\"\\\n]{1,200})\\?\"|'([^'\n]{1,200})'|([^\s\"'|;&\\\-][^\s\"'|;&\\]{0,199}))"
+COMMAND_VALUE_GLUED = COMMAND_VALUE
 
 
 def _utf8(text: str) -> str:
@@ -157,28 +159,30 @@ def _utf8(text: str) -> str:
 #: Dutch, Polish, Russian, Japanese, Chinese, Korean (ASCII ones in any case). English is rule
 #: prose-is's: `password` is in most code, and this rule's prefilter would fire on all of it.
 PROSE_WORDS = "|".join(
-    [r"\b(?i:passwort|kennwort|mot de passe|mdp|jeton|contrasena|senha|chiave|wachtwoord|sleutel)"]
-    + [_utf8(w) for w in ("schlüssel", "Schlüssel", "clé", "Clé", "contraseña", "Contraseña", "hasło", "Hasło",
-                          "пароль", "Пароль", "ключ", "токен", "パスワード", "暗証番号", "トークン", "キー",
-                          "密码", "密碼", "口令", "密钥", "密鑰", "令牌", "비밀번호", "암호")]
+    [r"\b(?i:passwort|kennwort|mot de passe|jeton|contrasena|senha|chiave|wachtwoord|sleutel)"]
+    + [_utf8(w) for w in ("schlüssel", "Schlüssel", "SCHLÜSSEL", "clé", "Clé", "CLÉ", "contraseña", "Contraseña",
+                          "CONTRASEÑA", "hasło", "Hasło", "HASŁO", "пароль", "Пароль", "ПАРОЛЬ", "ключ", "Ключ",
+                          "токен", "Токен", "パスワード", "暗証番号", "トークン", "APIキー", "密码", "密碼", "口令",
+                          "密钥", "密鑰", "令牌", "비밀번호", "암호")]
 )
 #: What links the word to its value: a word after a space (is, ist, est, es, é, è, jest, это, to),
 #: or a mark (`:` and `：`, Japanese は/が, Chinese 是/为, Korean 는/은, which glue to the word before
 #: them; a dash between spaces: `api-key-v` is one word); with no words between, a space alone
 #: (`Passwort v`). `=` is the assignment rule's, which reads a value's end better (`pw=v,user=x`);
 #: a value told in prose ends at `,`, `;` or `=` too.
+_PROSE_SPACE = r"(?:[ \t]|\xc2\xa0)*"   # a no-break space too (French puts one inside « »)
 PROSE_LINK = (
     r"[ \t]+(?:(?i:is|are|was|to|ist|lautet|est|es|era|jest|sont|son)\b|(?:"
     + "|".join(_utf8(w) for w in ("é", "è", "são", "это")) + r")[ \t])"
-    + r"|(?:[ \t]|\xc2\xa0)*(?::|" + "|".join(_utf8(w) for w in ("—", "：", "は", "が", "是", "为", "為", "는", "은"))
+    + r"|" + _PROSE_SPACE + r"(?::|" + "|".join(_utf8(w) for w in ("—", "：", "は", "が", "是", "为", "為", "는", "은"))
     + r")|[ \t]+-[ \t]"
 )
 PROSE_OPEN = "|".join(['"', "'", "`"] + [_utf8(w) for w in ("«", "„", "“", "「", "『")])
-_PROSE_SPACE = r"(?:[ \t]|\xc2\xa0)*"   # a no-break space too (French puts one inside « »)
 PROSE_PASSWORD = (
     r"(?:" + PROSE_WORDS + r")[A-Za-z]*"
     r"(?:(?:[ \t]+[^\s:=]+){0,4}?(?:" + PROSE_LINK + r")" + _PROSE_SPACE
-    + r"|[ \t]+)(?:" + PROSE_OPEN + r")?" + _PROSE_SPACE + r"([^\s\"'`\\,;=]{6,})"
+    # the value: ASCII or Latin letters (not CJK: `パスワードは英数字8文字以上`, where no space ends it)
+    + r"|[ \t]+)(?:" + PROSE_OPEN + r")?" + _PROSE_SPACE + r"([^\s\"'`\\,;=\xc4-\xff]{6,})"
 )
 
 
@@ -223,7 +227,7 @@ CREDENTIAL_CALL = (
     r"|http_?digest_?auth|bearer_?auth|mysqli?_connect)|(?i:jwt)\.(?:sign|encode|decode|verify)|Credentials\.basic"
     r"|new[ \t]+PDO|Twilio(?:::REST)?::Client\.new|twilio\.rest\.Client|DBI->connect"
     r"|new[ \t]+UsernamePasswordCredentialsImpl|DriverManager\.getConnection|Sql\.newInstance"
-    r"|new[ \t]+NetworkCredential|ftplib\.FTP(?:_TLS)?|pymysql\.connect|MySQLdb\.connect|auth|smtp\.(?:PlainAuth|CRAMMD5Auth))[ \t]*\("
+    r"|new[ \t]+(?:System\.Net\.)?NetworkCredential|ftplib\.FTP(?:_TLS)?|pymysql\.connect|MySQLdb\.connect|auth|smtp\.(?:PlainAuth|CRAMMD5Auth))[ \t]*\("
 )
 
 
@@ -679,7 +683,7 @@ RULES: tuple[Rule, ...] = (
     # environment variable whose name says secret (`vercel env add K`, `netlify env:set K`)
     Rule("piped-secret", "secret",
          r"\b(?:echo|printf)(?:[ \t]+-[a-zA-Z]+)*(?:[ \t]+(?:'%s(?:\\n)?'|\"%s(?:\\n)?\"))?[ \t]+"
-         r"(?:\"([^\"\n]{6,400})\"|'([^'\n]{6,400})'|([^\s\"'|;&]{6,400}))"
+         r"(?:\\?\"([^\"\\\n]{6,400})\\?\"|'([^'\n]{6,400})'|([^\s\"'|;&\\]{6,400}))"
          r"[ \t]*\|[ \t]*(?:sudo[ \t]+)?(?:npx[ \t]+|bunx[ \t]+)?((?:vercel[ \t]+env[ \t]+add|netlify[ \t]+env:set)[ \t]+[^\s|;&]+"
          r"|wrangler[ \t]+(?:pages[ \t]+)?secret[ \t]+put|gh[ \t]+secret[ \t]+set"
          r"|docker[ \t]+secret[ \t]+create|fly(?:ctl)?[ \t]+secrets[ \t]+(?:set|import)"
@@ -708,8 +712,8 @@ RULES: tuple[Rule, ...] = (
     # --- commands that take a password as a positional argument (redact.arguments.h_command) ---
     # archives: `zip -P v`, `unzip -P v`, `7z a -pv`, `rar a -pv`
     Rule("archive-password", "password",
-         r"(?:^|[\s;&|(`])(?:zip|zipcloak|unzip)\b[^\n|;&]{0,200}?[ \t]-P[ \t]+" + COMMAND_VALUE
-         + r"|(?:^|[\s;&|(`])(?:7z|7za|7zr|7zz|rar|unrar)\b[^\n|;&]{0,200}?[ \t]-p" + COMMAND_VALUE_GLUED,
+         r"(?:^|[\s;&|(`\"/\\])(?:zip|zipcloak|unzip)(?:\.exe)?\b[^\n|;&]{0,200}?[ \t]-[A-Za-z]*P[ \t]+" + COMMAND_VALUE
+         + r"|(?:^|[\s;&|(`\"/\\])(?:7z|7za|7zr|7zz|rar|unrar)(?:\.exe)?\b[^\n|;&]{0,200}?[ \t]-p" + COMMAND_VALUE_GLUED,
          "command", options={"set_pattern": r"(?:zip|zipcloak|7z[arz]?|rar)\b"}),
     # `rabbitmqctl add_user u v`, `rabbitmqctl change_password u v`, MinIO's `mc alias set n url key v`
     Rule("command-password", "password",
@@ -722,15 +726,16 @@ RULES: tuple[Rule, ...] = (
          "command", options={"set_pattern": r"\bcargo[ \t]+login[ \t]"}),
     # HTTPie's `http -a user:v` / `--auth user:v`
     Rule("httpie-auth", "password",
-         r"(?:^|[\s;&|(])(?:http|https|xh|xhs)(?:[ \t][^\n|;&]{0,200}?)?[ \t](?:-a|--auth)[ \t=]+[^\s:\"']+:" + COMMAND_VALUE,
+         r"(?:^|[\s;&|(\"'])(?:http|https|xh|xhs)(?:[ \t][^\n|;&]{0,200}?)?[ \t](?:-a|--auth)[ \t=]+[^\s:\"']+:" + COMMAND_VALUE,
          "command", options={"set_pattern": r"[ \t](?:-a|--auth)[ \t=]"}),
     # Apache's `htpasswd -b [file] user v` (`-n`: no file)
     Rule("htpasswd-batch", "password",
-         r"\bhtpasswd((?:[ \t]+-[A-Za-z0-9]+)+)[ \t]+(\S+)[ \t]+(\S+)(?:[ \t]+([^\s|;&]+))?", "htpasswd",
+         r"\bhtpasswd((?:[ \t]+-[A-Za-z0-9]+)+)[ \t]+(\S+)[ \t]+(\S+)"
+         r"(?:[ \t]+((?:\\?\"[^\"\\\n]*\\?\"|'[^'\n]*'|[^\s|;&\"'\\])+))?", "htpasswd",
          options={"set_pattern": r"\bhtpasswd[ \t]+-"}),
     # SQL: `IDENTIFIED BY 'v'` (MySQL, Oracle), `SET PASSWORD ... = 'v'`, MySQL's `PASSWORD('v')`
     Rule("sql-password", "password",
-         r"(?i)\bIDENTIFIED(?:[ \t]+WITH[ \t]+\S+)?[ \t]+BY[ \t]+(?:PASSWORD[ \t]+)?" + COMMAND_VALUE
+         r"(?i)\bIDENTIFIED(?:[ \t]+WITH[ \t]+\S+)?[ \t]+BY[ \t]+(?:PASSWORD[ \t]+)?(?:\\?\"([^\"\\\n]{1,200})\\?\"|'([^'\n]{1,200})')"
          + r"|\b(?:SET[ \t]+PASSWORD\b[^=\n]{0,200}=[ \t]*(?:PASSWORD[ \t]*\([ \t]*)?|PASSWORD[ \t]*\([ \t]*)"
          + r"(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})')",
          "command", options={"set_pattern": r"(?i)\bIDENTIFIED[ \t]|\bPASSWORD[ \t]*\(|\bSET[ \t]+PASSWORD\b"}),
@@ -741,31 +746,37 @@ RULES: tuple[Rule, ...] = (
          "command", options={"set_pattern": r"CURLOPT_"}),
     # Go's MySQL DSN: `user:v@tcp(host:3306)/db`, `user:v@(localhost)/`, `user:v@unix(/run/...)`
     Rule("go-mysql-dsn", "password",
-         r"(?:^|[\s\"'`=(,])[A-Za-z0-9_.\-]{1,64}:([^\s@/:\"'`]{1,200})@(?:tcp|unix|udp)?\(",
-         "command", options={"set_pattern": r"@(?:tcp|unix|udp)?\("}),
+         r"(?:^|[\s\"'`=(,])[A-Za-z0-9_.\-]{1,64}:([^\s\"'`]{1,200}?)@(?:tcp|unix|udp)?\(",
+         "command", options={"bare_groups": True, "set_pattern": r"@(?:tcp|unix|udp)?\("}),
     # a Terraform state's generated password: a `random_password` resource's `result`
     Rule("terraform-random-password", "password",
-         r"\"type\"[ \t]*:[ \t]*\"random_password\"[^\]]{0,1000}?\"result\"[ \t]*:[ \t]*\"((?:[^\"\\\n]|\\.){1,200})\"",
+         r"\"type\"[ \t]*:[ \t]*\"random_password\"[\s\S]{0,1000}?\"result\"[ \t]*:[ \t]*\"((?:[^\"\\\n]|\\.){1,200})\"",
          "command", options={"set_pattern": r"\"random_password\""}),
     # Redis ACLs: `ACL SETUSER name on >v ~keys`, a users.acl line `user name on >v ...`
     Rule("redis-acl-password", "password",
          r"(?im)(?:\bACL[ \t]+SETUSER[ \t]+\S+|^[ \t]*user[ \t]+\S+[ \t]+(?:on|off|reset)\b)(?:[ \t]+[^\s>]\S*)*?[ \t]+>([^\s]{1,200})",
-         "command", options={"set_pattern": r"(?im)setuser|^[ \t]*user[ \t]"}),
-    # Postfix's sasl_passwd: `[smtp.example.com]:587 user:v` (a Gmail app password has spaces; a
-    # dotted host: `[DEBUG]\t\torg.slf4j:jar:1.7.8` is a Maven log line)
+         "command", options={"bare_groups": True, "set_pattern": r"(?im)setuser|^[ \t]*user[ \t]"}),
+    # Postfix's sasl_passwd: `[smtp.example.com]:587 user@example.com:v` (a Gmail app password has
+    # spaces; a dotted host, a port and a mail user: `[uvicorn.error] INFO: ...` is a log line)
     Rule("postfix-sasl-password", "password",
-         r"(?m)^\[[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+\](?::\d{1,5})?[ \t]+[^\s:]+:([^\n]{1,200}?)[ \t]*\r?$",
-         "command", options={"set_pattern": r"(?m)^\[[A-Za-z0-9\-]+\."}),
+         r"(?m)^\[[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+\]:\d{1,5}[ \t]+[^\s:@]+@[^\s:]+:([^\n]{1,200}?)[ \t]*\r?$",
+         "command", options={"bare_groups": True, "set_pattern": r"(?m)^\[[A-Za-z0-9\-]+\."}),
     # strongSwan's ipsec.secrets: `: PSK "v"`, `user : EAP "v"`, XAUTH, NTLM, a smartcard's PIN
+    # (quoted: `Security: PSK authentication enabled` is a status line)
     Rule("ipsec-secret", "password",
-         r"(?m)^[^\n:]{0,200}:[ \t]*(?:PSK|EAP|XAUTH|NTLM|PIN)[ \t]+" + COMMAND_VALUE,
+         r"(?m)^[^\n:]{0,200}:[ \t]*(?:PSK|EAP|XAUTH|NTLM|PIN)[ \t]+(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})')",
          "command", options={"set_pattern": r"(?:PSK|EAP|XAUTH|NTLM|PIN)[ \t]"}),
+    # Oracle's unquoted `IDENTIFIED BY v` (upper case: `identified by` is also English)
+    Rule("sql-password-bare", "password", r"\bIDENTIFIED[ \t]+BY[ \t]+([A-Za-z0-9_#$!@%^*+\-]{8,128})", "prose"),
     # an expect script's answer to a password prompt: `expect "password:"` (or `"*assword*"`)
     # then `send "v\r"`
     Rule("expect-send-password", "password",
-         r"\bexpect[ \t]+(?:-re[ \t]+)?[\"{][^\"}\n]*(?i:assword|passphrase)[^\"}\n]*[\"}][ \t]*(?:\r?\n|;)[ \t]*"
-         r"send[ \t]+(?:--[ \t]+)?\"([^\"\n\\]{1,200})(?:\\r|\\n)?\"",
-         "command", options={"set_pattern": r"\bexpect[ \t]+(?:-re[ \t]+)?[\"{]"}),
+         r"\bexpect[ \t]+(?:-re[ \t]+)?[\"{][^\"}\n]*(?i:assword|passphrase)[^\"}\n]*[\"}][ \t]*(?:\r?\n|;|\{)[ \t]*"
+         r"send[ \t]+(?:--[ \t]+)?\"([^\"\n\\]{1,200})(?:\\r|\\n)?\""
+         # pexpect: `child.expect('Password:')`, then `child.sendline('v')`
+         r"|\.expect\([ \t]*[rb]?[\"'][^\"'\n]*(?i:assword|passphrase)[^\"'\n]*[\"'][^)\n]*\)[ \t]*(?:\r?\n[ \t]*|;[ \t]*)"
+         r"\w+\.send(?:line)?\([ \t]*[rb]?(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})')",
+         "command", options={"set_pattern": r"\bexpect[ \t]+(?:-re[ \t]+)?[\"{]|\.expect\("}),
     # --- secrets code passes by position (redact.arguments) ---------------------------------
     Rule("env-default", "secret", ENV_DEFAULT, "envdefault"),
     Rule("credential-call", "password", CREDENTIAL_CALL, "call"),
@@ -782,11 +793,12 @@ RULES: tuple[Rule, ...] = (
     # a key and its value with no operator: C's `#define KEY "v"`, a Dockerfile's `ENV KEY v` / `ARG`,
     # Windows' `setx KEY "v"`, PowerShell's `Set-Item Env:KEY -Value "v"`, Erlang's `-define(KEY, "v")`
     Rule("declaration", "secret",
-         r"(?im)(?:^[ \t]*(?:#[ \t]*define|ENV|ARG|setx)[ \t]+|\bEnv:|^-define\()" + KEY_RE
+         r"(?im)(?:^[ \t]*(?:#[ \t]*define|ENV|ARG)[ \t]+|(?:^[ \t]*|>[ \t]*)setx(?:[ \t]+/M)?[ \t]+"
+         r"|\b(?:Set|New)-Item[ \t]+(?:-Path[ \t]+)?Env:|^[ \t]*-define\()" + KEY_RE
          + r"([ \t]+(?:-Value[ \t]+)?|,[ \t]*)" + VALUE_RE,
          "assign",
-         options={"set_pattern": r"(?im)^[ \t]*(?:#[ \t]*define|ENV|ARG|setx)[ \t]+[A-Za-z0-9_.$\-]+[ \t]+[^\s]"
-                                 r"|\bEnv:[A-Za-z0-9_.$\-]+[ \t]|^-define\([A-Za-z0-9_]"}),
+         options={"set_pattern": r"(?im)^[ \t]*(?:#[ \t]*define|ENV|ARG)[ \t]+[A-Za-z0-9_.$\-]+[ \t]+[^\s]"
+                                 r"|\bsetx[ \t]|\b(?:Set|New)-Item[ \t]|^[ \t]*-define\("}),
     # an Erlang / Elixir term: `{password, "v"}`, `{api_key, <<"v">>}`
     Rule("erlang-tuple", "secret",
          r"(?i)\{[ \t]*" + KEY_RE + r"[ \t]*,[ \t]*(?:<<)?\"([^\"\n]{6,400})\"(?:>>)?[ \t]*\}", "xml",

@@ -114,6 +114,7 @@ _RE_TEMPLATE = re.compile(
     r"""^(?:
         \$\{[^}]*\}?            # ${VAR}
       | \$\([^)]*\)?            # $(command)
+      | \$env:[A-Za-z_]\w*     # PowerShell's $env:VAR
       | \$[A-Za-z_][\w.]*       # $VAR
       | \$\d+                   # $1
       | %[A-Za-z_][\w]*%        # %VAR%
@@ -153,8 +154,12 @@ _RE_PLACEHOLDER_WORD = re.compile("|".join(re.escape(w) for w in PLACEHOLDER_WOR
 # A label: two to six of a credential's words, spaced (`My API Key`, `Access token`, `Your password
 # here`); lower-cased before matching.
 _LABEL_WORDS = ("my|your|the|an?|enter|insert|paste|new|current|old|confirm|personal|access|api|app|auth"
-                "|bearer|client|secret|token|key|password|passphrase|pass|pwd|credentials?|here|id|of")
-_RE_LABEL = re.compile(r"^(?:" + _LABEL_WORDS + r")(?: (?:" + _LABEL_WORDS + r")){1,5}$")
+                "|bearer|client|secret|token|key|password|passphrase|pass|pwd|credentials?|here|id|of"
+                # the same labels in an i18n file: `"password": "Passwort"`, `"Mot de passe oublié ?"`
+                "|passwort|kennwort|neues|altes|bestätigen|vergessen|mot|de|passe|oublié|nouveau|votre|confirmer"
+                "|contraseña|contrasena|nueva|olvidó|olvidaste|tu|su|senha|nova|sua|esqueceu|wachtwoord|nieuw"
+                "|hasło|пароль|новый|ключ|clé|clave|chave|schlüssel|\\?|\\:")
+_RE_LABEL = re.compile(r"^(?:" + _LABEL_WORDS + r")(?: (?:" + _LABEL_WORDS + r")){0,5}$")
 _RE_LOWER = re.compile(r"[a-z]")
 _RE_UPPER = re.compile(r"[A-Z]")
 _RE_DIGIT = re.compile(r"[0-9]")
@@ -448,8 +453,8 @@ _RE_PASSWORD_HASH = re.compile(r"^(?:\$(?:1|2[abxy]?|5|6|y|7|gy|apr1|argon2(?:id
 # A size (`kubectl describe secret`: `password:  24 bytes`) or a credential's id and file
 # (systemd's `LoadCredential=db-password:/run/secrets/db`).
 _RE_NOT_A_VALUE = re.compile(r"^\d+ bytes?$|^[\w.\-]+:/[\w./\-]+$")
-# A regular expression (`\s*bearer\s+|api[_-]?key=`: a redaction filter's pattern): its classes and
-# groups are code.
+# A regular expression (`\s*bearer\s+|api[_-]?key=`: a redaction filter's pattern): two of its
+# classes and groups are code (one may be in a password: `Tq8[^vR2`).
 _RE_REGEX_VALUE = re.compile(r"\\[sdwSDWb][*+?{]|\[\^|\(\?[:i!=<]")
 
 
@@ -457,7 +462,8 @@ def not_a_value(value: str) -> bool:
     """A password's hash, a size, a credential's id and file, a regular expression
     (`_RE_PASSWORD_HASH`, `_RE_NOT_A_VALUE`, `_RE_REGEX_VALUE`): what a credential context holds
     when it holds no secret."""
-    return bool(_RE_PASSWORD_HASH.match(value) or _RE_NOT_A_VALUE.match(value) or _RE_REGEX_VALUE.search(value))
+    return bool(_RE_PASSWORD_HASH.match(value) or _RE_NOT_A_VALUE.match(value)
+                or len(_RE_REGEX_VALUE.findall(value)) >= 2)
 
 
 def context_secret(value: str, *, quoted: bool = False) -> bool:

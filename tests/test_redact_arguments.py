@@ -177,6 +177,23 @@ FOUND = [
     ("$ cargo login {}", "cio" + TOKEN, "token", "login-argument"),
     ("$ http -a admin:{} GET :8080/actuator/env", PW, "password", "httpie-auth"),
     ('{{"key": "x-api-key", "value": "{}", "type": "text"}}', TOKEN, "api_key", "name-value"),
+    # the second review's leaks
+    ('{{"command": "zip -P \\"{}\\" a.zip b"}}', PW, "password", "archive-password"),
+    ('{{"sql": "CREATE USER app IDENTIFIED BY \\"{}\\""}}', PW, "password", "sql-password"),
+    ("CREATE USER app IDENTIFIED BY {};", g(16), "password", "sql-password-bare"),
+    ('{{"cmd": "echo \\"{}\\" | sudo -S ls"}}', PW, "secret", "piped-secret"),
+    ('{{"cmd": "htpasswd -b -c /etc/nginx/.htpasswd admin {}"}}', PW, "password", "htpasswd-batch"),
+    ('{{"type": "random_password", "instances": [{{"attributes": {{"override_special": "!#[]{{}}", "result": "{}"}}}}]}}',
+     PW, "password", "terraform-random-password"),
+    ("root:{}@tcp(127.0.0.1:3306)/app", "p@ssw0rd/x9", "password", "go-mysql-dsn"),
+    ("zip -rP {} a.zip b", PW, "password", "archive-password"),
+    ('api_key: str | None = "{}"', TOKEN, "api_key", "assignment"),
+    ('expect "password:" {{ send "{}\\r" }}', PW, "password", "expect-send-password"),
+    ("child.expect('Password:')\nchild.sendline('{}')", PW, "password", "expect-send-password"),
+    ("Le mot de passe est « {} »", "Azerty123!", "password", "prose-password"),
+    ("Ключ: {}", PW, "password", "prose-password"),
+    ('setx /M API_KEY "{}"', TOKEN, "api_key", "declaration"),
+    ('new System.Net.NetworkCredential("user", "{}")', PW, "password", "credential-call"),
     # JSON-escaped env files: every line of it
     ('"text":"NEXT_PUBLIC_STRIPE_KEY=pk_live_4P23OqRQYVJ9h7ela8mJg6yR\\nJWT_SECRET={}\\nLOG=info\\n"', g(48), "secret", "assignment"),
 ]
@@ -271,6 +288,24 @@ KEPT = [
     "$ netlify env:get SITE_NAME\nmy-site-name-2024",                         # asked for no secret
     '{"key": "baseUrl", "value": "https://billing.acme.dev"}',
     "file:/home/dev/.gitconfig    credential.https://github.com.helper=!/usr/bin/gh auth git-credential",
+    # the second review's false positives
+    "パスワードは英数字8文字以上で設定してください",                              # CJK prose, no value
+    "// 检查密码是否包含数字0-9",
+    "トークンはOAuth2で取得します",
+    "# the mdp is FrozenLake8x8",
+    "Each resource is identified by resourceId.",
+    "This vulnerability, identified by CVE-2024-3094, affects xz.",
+    "[uvicorn.error] INFO: Started server process [1234]",
+    "[mail.example.com]:25 relay:temporarily deferred",
+    '[{"key": "login.password", "value": "Mot de passe"}, {"key": "login.forgot", "value": "Mot de passe oublié ?"}]',
+    '{"password": "Passwort", "login.password": "Mot de passe"}',
+    "Remove-Item Env:GITHUB_TOKEN -ErrorAction SilentlyContinue",
+    "7z a -p$env:ZIP_PASS backup.7z",
+    "  token <- liftIO $ getToken manager",
+    "select { case token <- tokenCh: }",
+    "Security: PSK authentication enabled",
+    "cargo login --help",
+    'check.auth("users", "roles_v2")',
     "zip -r -P $BACKUP_PASS backup.zip .",                                     # a reference
     "htpasswd -c /etc/nginx/.htpasswd admin",                                  # prompts: no -b
     "mc alias set minio http://minio:9000 $MINIO_ACCESS $MINIO_SECRET",

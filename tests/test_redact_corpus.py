@@ -39,7 +39,7 @@ def test_corpus_loads_deterministically(bench):
 
 
 def test_the_independent_corpus_loads_with_both_splits(bench):
-    """bench/secret_corpus_indep: the same format; `b_*` and `e_*` files are the held-out split."""
+    """bench/secret_corpus_indep: the same format; `b_*`, `e_*` and `h_*` files are the held-out split."""
     cases = bench.load_corpus(bench.INDEP_DIR)
     assert cases == bench.load_corpus(bench.INDEP_DIR)
     assert {bench.indep_split(c) for c in cases} == {"dev", "held"}
