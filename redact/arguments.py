@@ -41,7 +41,9 @@ SECRET_ARGUMENT = {
     "getconnection": (3, "password"), "newinstance": (3, "password"), "networkcredential": (2, "password"),
     "ftp": (3, "password"), "ftptls": (3, "password"), "pymysqlconnect": (3, "password"),
     "mysqldbconnect": (3, "password"), "auth": (USER_THEN, "password"), "plainauth": (3, "password"),
-    "crammd5auth": (2, "password"),
+    "crammd5auth": (2, "password"), "createcredential": (3, "password"), "createscramsha1credential": (3, "password"),
+    "createscramsha256credential": (3, "password"), "totp": (1, "secret"), "hotp": (1, "secret"),
+    "cookie": (2, "token"),
 }
 
 #: How many credential-call matches one text gets read for: past it (no real file has that many),
@@ -325,15 +327,17 @@ _PROSE_END = re.compile("[»«」『』「”“„，。、；！？（）【�
 
 def h_prose(rule, sp, data: bytes):
     """A password told in prose (`rules.PROSE_PASSWORD`), up to its closing quote or punctuation:
-    `_looks_like_a_password` (prose: it must look like one)."""
+    prose, so it must look like one: 8 or more characters, letters and digits, in a credential
+    context (words joined by `-` or `_` count: `Bakso-Malang_2025`)."""
     s, e = sp[1]
     value = _text(data, s, e)
     cut = _PROSE_END.search(value)
     if cut:
-        e = s + len(value[: cut.start()].encode("utf-8", "surrogatepass"))
-    span = _looks_like_a_password(data, s, e, strip=".,;)")   # `Azerty123!` keeps its `!`
-    if span:
-        yield *span, rule.label
+        value = value[: cut.start()]
+    value = value.rstrip(".,;)")   # `Azerty123!` keeps its `!`
+    if (len(value) >= 8 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+            and shapes.context_secret(value) and not shapes.not_a_value(value)):
+        yield s, s + len(value.encode("utf-8", "surrogatepass")), rule.label
 
 
 def h_generated(rule, sp, data: bytes):

@@ -68,8 +68,10 @@ def _h_token(rule: Rule, sp, data: bytes):
         g = 0
     s, e = sp[g][0], sp[g][1]
     value = _s(data, s, e)
+    if shapes.is_reference(value):
+        return  # `cmd:op read op://vault/item/field` after `api_key = `: a secret manager's reference
     if shapes.is_placeholder(value) or shapes.is_typed_sequence(value):
-        if rule.options.get("placeholder_ok") and not shapes.is_label(value):
+        if rule.options.get("placeholder_ok") and not shapes.is_label(value) and not shapes.is_reference(value):
             # an unmistakable slot: redacted (never remembered); a label (`My API Key`) is none
             yield s, e, rule.label
         return  # `AIzaSyabcdefghijklmnop...`: a provider's documentation example
@@ -235,6 +237,8 @@ def _wrapped_literal(data: bytes, s: int, e: int) -> tuple[int, int] | None:
     return lit.start(lit.lastindex), lit.end(lit.lastindex)
 
 
+#: An AWS ARN running up to a key (`arn:aws:secretsmanager:...:secret:`), no space between.
+_ARN_BEFORE = re.compile(rb"\barn:aws[\w-]*:[^\s\"'`]*$")
 #: How far back a `{{ ... }}` expression is looked for (bytes): a minified line must not make each
 #: match read back to the line's start.
 TEMPLATE_LOOKBACK = 200
@@ -265,6 +269,8 @@ def _h_assign(rule: Rule, sp, data: bytes):
         return  # Haskell's and Go's `token <- getToken`: a binding or a channel; R's `pw <- "v"` is quoted
     if sep == ":" and data[s:s + 2] == b"//":
         return  # `credential.https://github.com.helper=...`: the key ends in a URL's scheme
+    if _ARN_BEFORE.search(data, max(0, sp[1][0] - 120), sp[1][0]):
+        return  # `arn:aws:secretsmanager:eu-west-1:123:secret:prod/db`: an ARN names a secret
     if _inside_template(data, sp[1][0]):
         return  # `{{resolve:secretsmanager:prod/db:SecretString:password}}`: a template's reference
     # `MYSQL_PWD= mysqldump ...` is an empty shell variable, then a command: `KEY= value` (a space
@@ -526,7 +532,8 @@ def _h_curl_user(rule: Rule, sp, data: bytes):
     if pw_clean:
         target, t_start = pw, colon + 1
         value = pw_clean
-    elif user_clean:  # "secret:" (empty password): the whole token is the secret
+    elif user_clean and not any(c in user for c in "`()"):
+        # "secret:" (empty password): the whole token is the secret (not `-u elastic`):` in prose)
         target, t_start = user, 0
         value = user_clean
     else:

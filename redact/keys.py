@@ -36,7 +36,7 @@ _EXCLUDED_LAST = frozenset(
     strategy rotation rotated at created updated issued reset lifetime duration window
     rate threshold ratio percent max min used remaining left total cost price spent
     failed fail error errors message messages msg prompt title text success succeeded stored saved
-    found missing invalid changed cleared removed commit revision rev
+    found missing invalid changed cleared removed commit revision rev stdin stdout cmd command
     ts tsx js jsx mjs cjs py go rs rb java kt swift md json yaml yml toml txt sh lock log html
     css scss vue svelte""".split()
 ) | _CHECKSUM_WORDS
@@ -165,7 +165,7 @@ def classify_key(key: str) -> tuple[str, str] | None:
 #: words of a web page (`nonce="..."`, `csrf_token`: bound to a session or a page, and public to
 #: whoever has the page). A `<meta ... content="...">` attribute is told by `handlers._h_entropy`:
 #: `content` alone is any JSON message's key, and says nothing of its value.
-_PUBLIC_WORDS = frozenset("public publishable pub integrity cache nonce csrf xsrf".split()) | _CHECKSUM_WORDS
+_PUBLIC_WORDS = frozenset("public publishable pub integrity cache nonce csrf xsrf timestamp".split()) | _CHECKSUM_WORDS
 
 
 def says_not_secret(key: str) -> bool:
@@ -188,8 +188,8 @@ def value_ok(tier: str, value: str, quoted: bool = False, context: bool = True) 
     and a quoted string with no operator: `context=False`) keeps the shape checks
     (`shapes.password_shaped` / `secret_shaped`). 'key' (a bare or unqualified *key) and
     'provider' keys need a random-looking token (`shapes.token_shaped`)."""
-    if shapes.not_a_value(value):
-        return False  # a password's hash, a size, a credential's file: whatever the evidence
+    if shapes.not_a_value(value) or shapes.is_reference(value):
+        return False  # a password's hash, a size, a credential's file, a reference: whatever the evidence
     if tier in ("pw", "secret") and context:
         return shapes.context_secret(value, quoted=quoted)
     if tier in ("pw", "secret") and shapes.is_code_reference(value, quoted):

@@ -139,7 +139,7 @@ _SESSION_COOKIE = (r"[a-z0-9_\-]*sessid|[a-z0-9_\-]*session(?:_?id)?|asp\.net_se
 
 #: Where a request's cookies start: a Cookie / Set-Cookie header (also set by a call: `"Cookie", "..."`,
 #: a HAR file's `"name": "Cookie", "value": "..."`), a JSON `cookie` field, `curl -b` / `--cookie`.
-COOKIE_HEADER = (r"(?i)(?:\b(?:set-)?cookie(?:\\?[\"'])?[ \t]*[:=,][ \t]*(?:\\?[\"'])?"
+COOKIE_HEADER = (r"(?i)(?:\b(?:set-)?cookie(?:\\?[\"'])?[ \t]*[:=,][ \t]*(?:\\?[\"'])?|\bdocument\.cookie[ \t]*\r?\n[ \t]*[\"']?"
                  r"|(?:^|[ \t])(?:-b|--cookie)(?:[ \t]+|=)[\"']?)")
 
 
@@ -159,11 +159,13 @@ def _utf8(text: str) -> str:
 #: Dutch, Polish, Russian, Japanese, Chinese, Korean (ASCII ones in any case). English is rule
 #: prose-is's: `password` is in most code, and this rule's prefilter would fire on all of it.
 PROSE_WORDS = "|".join(
-    [r"\b(?i:passwort|kennwort|mot de passe|jeton|contrasena|senha|chiave|wachtwoord|sleutel)"]
+    [r"\b(?i:passwort|kennwort|mot de passe|jeton|contrasena|senha|chiave|wachtwoord|sleutel|passord|adgangskode"
+     r"|salasana|heslo|kata sandi|sandi|parola|sifre)"]
     + [_utf8(w) for w in ("schlüssel", "Schlüssel", "SCHLÜSSEL", "clé", "Clé", "CLÉ", "contraseña", "Contraseña",
                           "CONTRASEÑA", "hasło", "Hasło", "HASŁO", "пароль", "Пароль", "ПАРОЛЬ", "ключ", "Ключ",
                           "токен", "Токен", "パスワード", "暗証番号", "トークン", "APIキー", "密码", "密碼", "口令",
-                          "密钥", "密鑰", "令牌", "비밀번호", "암호")]
+                          "密钥", "密鑰", "令牌", "비밀번호", "암호", "lösenord", "Lösenord",
+                          "klíč", "jelszó", "Jelszó", "şifre", "Şifre", "mật khẩu", "Mật khẩu")]
 )
 #: What links the word to its value: a word after a space (is, ist, est, es, é, è, jest, это, to),
 #: or a mark (`:` and `：`, Japanese は/が, Chinese 是/为, Korean 는/은, which glue to the word before
@@ -172,8 +174,8 @@ PROSE_WORDS = "|".join(
 #: a value told in prose ends at `,`, `;` or `=` too.
 _PROSE_SPACE = r"(?:[ \t]|\xc2\xa0)*"   # a no-break space too (French puts one inside « »)
 PROSE_LINK = (
-    r"[ \t]+(?:(?i:is|are|was|to|ist|lautet|est|es|era|jest|sont|son)\b|(?:"
-    + "|".join(_utf8(w) for w in ("é", "è", "são", "это")) + r")[ \t])"
+    r"[ \t]+(?:(?i:is|are|was|to|ist|lautet|est|es|era|jest|sont|son|er|adalah|je|on|ja)\b|(?:"
+    + "|".join(_utf8(w) for w in ("é", "è", "são", "это", "är", "là")) + r")[ \t])"
     + r"|" + _PROSE_SPACE + r"(?::|" + "|".join(_utf8(w) for w in ("—", "：", "は", "が", "是", "为", "為", "는", "은"))
     + r")|[ \t]+-[ \t]"
 )
@@ -181,8 +183,8 @@ PROSE_OPEN = "|".join(['"', "'", "`"] + [_utf8(w) for w in ("«", "„", "“", 
 PROSE_PASSWORD = (
     r"(?:" + PROSE_WORDS + r")[A-Za-z]*"
     r"(?:(?:[ \t]+[^\s:=]+){0,4}?(?:" + PROSE_LINK + r")" + _PROSE_SPACE
-    # the value: ASCII or Latin letters (not CJK: `パスワードは英数字8文字以上`, where no space ends it)
-    + r"|[ \t]+)(?:" + PROSE_OPEN + r")?" + _PROSE_SPACE + r"([^\s\"'`\\,;=\xc4-\xff]{6,})"
+    # the value: ASCII, Latin or Greek letters (not CJK: `パスワードは英数字8文字以上`, where no space ends it)
+    + r"|[ \t]+)(?:" + PROSE_OPEN + r")?" + _PROSE_SPACE + r"([^\s\"'`\\,;=\xd0-\xff]{6,})"
 )
 
 
@@ -227,6 +229,8 @@ CREDENTIAL_CALL = (
     r"|http_?digest_?auth|bearer_?auth|mysqli?_connect)|(?i:jwt)\.(?:sign|encode|decode|verify)|Credentials\.basic"
     r"|new[ \t]+PDO|Twilio(?:::REST)?::Client\.new|twilio\.rest\.Client|DBI->connect"
     r"|new[ \t]+UsernamePasswordCredentialsImpl|DriverManager\.getConnection|Sql\.newInstance"
+    r"|MongoCredential\.Create(?:ScramSha(?:1|256))?Credential|pyotp\.(?:TOTP|HOTP)"
+    r"|(?:new|New-Object)[ \t]+(?:System\.Net\.)?Cookie"
     r"|new[ \t]+(?:System\.Net\.)?NetworkCredential|ftplib\.FTP(?:_TLS)?|pymysql\.connect|MySQLdb\.connect|auth|smtp\.(?:PlainAuth|CRAMMD5Auth))[ \t]*\("
 )
 
@@ -603,7 +607,8 @@ RULES: tuple[Rule, ...] = (
          r"\b(?:conda\.|repo\.)?anaconda\.(?:org|com|cloud)/t/([A-Za-z0-9][A-Za-z0-9_\-]{15,200})/",
          min_entropy=3.0, needs_digit=True),
     Rule("url-query-secret", "password",
-         r"(?i)[?&;]((?:[a-z0-9_]*(?:password|passwd|pwd|secret|token)|api[_\-]?key|apikey|access[_\-]?key|client[_\-]?secret|signature|sig))"
+         r"(?i)[?&;]((?:[a-z0-9_\-]*(?:password|passwd|pwd|secret|token)|api[_\-]?key|apikey|access[_\-]?key|client[_\-]?secret"
+         r"|[a-z0-9_\-]*signature|sig))"
          r"=([^&\s\"'<>#;]{4,})", "query"),
     # `Authorization: ...`, `"Authorization", "..."` (a header set by a call), `Authorization "..."`
     # (nginx `proxy_set_header`, Apache `RequestHeader set`)
@@ -643,10 +648,26 @@ RULES: tuple[Rule, ...] = (
     # JSON-escaped (`\n`: the output stored inside a JSON string).
     Rule("generated-password", "password",
          r"(?m)(?:user successfully reset\.[ \t]*(?:\r?\n|(?:\\r)?\\n)(?:[\w.\-]{1,40}[ \t]+\|[ \t]+)?New value:"
-         r"|(?:^|\\n)PASSWORD [\w.\-]{1,64} =|temporary password is generated for [^\s:]{1,100}:)"
-         r"[ \t]*([^\s\\]{8,200})", "generated",
-         options={"set_pattern": r"successfully reset\.|PASSWORD [\w.\-]+ =|temporary password is generated",
+         r"|(?:^|\\n)PASSWORD [\w.\-]{1,64} =|temporary password is generated for [^\s:]{1,100}:"
+         # Jenkins' first start (`... password to proceed to installation:`, a blank line, the
+         # password), Elasticsearch's (`Password for the elastic user (reset with ...):`, the next
+         # line; `Copy the following enrollment token ...:`, the next line)
+         r"|password to proceed to installation:(?:[ \t]*\r?\n)+|Password for the [\w.\-]{1,40} user[^\n]{0,80}:[ \t]*\r?\n"
+         r"|enrollment token[^\n]{0,120}:[ \t]*\r?\n)"
+         r"[ \t]*([^\s\\]{8,1000})", "generated",
+         options={"set_pattern": r"successfully reset\.|PASSWORD [\w.\-]+ =|temporary password is generated"
+                                 r"|password to proceed to installation:|Password for the [\w.\-]+ user|enrollment token",
                   "set_group": "keyed"}),
+    # Mattermost's incoming webhooks: `https://chat.example.com/hooks/<26 characters>`
+    _tok("mattermost-webhook", "webhook", r"\bhttps?://[A-Za-z0-9.\-]+(?::\d+)?/hooks/([a-z0-9]{26})\b",
+         min_entropy=3.0, needs_digit=True),
+    # a Google Authenticator export (`otpauth-migration://offline?data=...`: every account's seed)
+    _tok("otpauth-migration", "secret", r"\botpauth-migration://offline\?data=([A-Za-z0-9%+/=_\-]{20,})"),
+    # a tuple of user and password given to an auth parameter: `auth=("user", "v")`, `AUTH = ('neo4j', 'v')`
+    Rule("auth-tuple", "password",
+         r"(?i)\b[a-z_]*auth[a-z_]*[ \t]*[=:][ \t]*[(\[][ \t]*[\"'][^\"'\n]{1,100}[\"'][ \t]*,[ \t]*"
+         r"(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})')[ \t]*[)\]]",
+         "command", options={"set_pattern": r"(?i)auth[a-z_]*[ \t]*[=:][ \t]*[(\[][ \t]*[\"']"}),
     # PgBouncer's auth file (`userlist.txt`, `auth_file`): lines of `"user" "password"`, in a text
     # that names the file or PgBouncer (the same shape is a Valve KeyValues line)
     Rule("pgbouncer-userlist", "password",
@@ -672,7 +693,7 @@ RULES: tuple[Rule, ...] = (
          r"|\baws[ \t]+secretsmanager[ \t]+get-secret-value[^\n]*|\bgcloud[ \t]+secrets[ \t]+versions[ \t]+access[^\n]*"
          r"|\baz[ \t]+keyvault[ \t]+secret[ \t]+show[^\n]*|\bop[ \t]+read[ \t][^\n]*|\bdoppler[ \t]+secrets[ \t]+get[^\n]*"
          r"|\bheroku[ \t]+config:get[^\n]*|\bnetlify[ \t]+env:get[^\n]*|\bterraform[ \t]+output[ \t][^\n]*-raw[^\n]*"
-         r"|\belasticsearch-keystore[ \t]+show[^\n]*"
+         r"|\belasticsearch-keystore[ \t]+show[^\n]*|\bargocd[ \t]+admin[ \t]+initial-password[^\n]*"
          r"|\bcat[ \t]+[^\n|;&]*(?:master\.key|credentials\.key|\.secret|secret\.txt|token\.txt|\.token"
          r"|[/ ][^\s/|;&]*(?:pass[_.]|[_\-]pass|secret|token)[^\s/|;&]*))"
          # (a value printed with no line break runs into the next prompt: `v$ terraform ...`; the

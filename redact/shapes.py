@@ -410,12 +410,17 @@ _RE_MESSAGE_END = re.compile(r"(?:[。？！…]|\.\.\.)$")
 _RE_FORMAT_FIELD = re.compile(r"\{[A-Za-z_][\w.]{2,}\}|%[sd]|%\([\w]+\)[sdr]")
 
 
+# A secret manager's reference: 1Password's `op://vault/item/field` (also inside a command: `cmd:op
+# read op://...`), TeamCity's `credentialsJSON:<id>`, an AWS ARN.
+_RE_SECRET_REF = re.compile(r"\bop://[^\s/]+/|^credentialsJSON:|^arn:aws[\w-]*:")
+
+
 def is_reference(value: str) -> bool:
     """A variable or a reference standing for the secret (see "Credential contexts")."""
     v = value.strip().strip("\"'`")
     if not v:
         return True
-    if _RE_TEMPLATE.match(v) or _RE_CIPHERTEXT.match(v) or _RE_YAML_TAG.match(v.split()[0]):
+    if _RE_TEMPLATE.match(v) or _RE_CIPHERTEXT.match(v) or _RE_YAML_TAG.match(v.split()[0]) or _RE_SECRET_REF.search(v):
         return True
     return v.startswith(("${", "$(", "{{", "%(")) or (v.startswith("$") and len(v) > 1 and (v[1].isalpha() or v[1] == "_"))
 

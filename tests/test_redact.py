@@ -354,8 +354,9 @@ def _random_b64(n: int, seed: int) -> str:
 def test_quoted_random_string_with_no_key_is_redacted(redactor):
     a, b = _random_b64(48, 1), _random_b64(40, 2)
     got = redactor.redact(f'const client = new StreamClient("{a}");\nauth=("billing", \'{b}\')')
-    assert got.text == 'const client = new StreamClient("[REDACTED:secret]");\nauth=("billing", \'[REDACTED:secret]\')'
-    assert [f.rule for f in got.findings] == ["quoted-high-entropy", "quoted-high-entropy"]
+    # (a tuple given to `auth=` is a user and a password: rule auth-tuple's)
+    assert got.text == 'const client = new StreamClient("[REDACTED:secret]");\nauth=("billing", \'[REDACTED:password]\')'
+    assert [f.rule for f in got.findings] == ["quoted-high-entropy", "auth-tuple"]
     c, d, e = _random_b64(32, 8), _random_b64(64, 9), _random_b64(44, 10)
     got = redactor.redact(f'X="{c}=="\n{{"tool": "echo \\"{d}\\""}}\nkey = b\'{e}\'')
     # (a `b'...'` literal after a key is the assignment rule's: the key says what it is)

@@ -194,6 +194,27 @@ FOUND = [
     ("Ключ: {}", PW, "password", "prose-password"),
     ('setx /M API_KEY "{}"', TOKEN, "api_key", "declaration"),
     ('new System.Net.NetworkCredential("user", "{}")', PW, "password", "credential-call"),
+    # round i's shapes: signed URLs, webhooks, first-start banners, auth tuples, calls, prose
+    ("https://b.s3.amazonaws.com/r.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature={}", g(64, "0123456789abcdef"),
+     "password", "url-query-secret"),
+    ("curl -X POST https://chat.acme.dev/hooks/{}", g(26, "abcdefghijklmnopqrstuvwxyz0123456789"), "webhook",
+     "mattermost-webhook"),
+    ("Please use the following password to proceed to installation:\n\n{}\n\nThis may also be found at: /var/x",
+     g(32, "0123456789abcdef"), "password", "generated-password"),
+    ("Password for the elastic user (reset with `bin/elasticsearch-reset-password -u elastic`):\n  {}\n", PW,
+     "password", "generated-password"),
+    ("$ argocd admin initial-password -n argocd\n{}\n This password must be only used for first time login.", g(16),
+     "secret", "printed-secret"),
+    ('AUTH = ("neo4j", "{}")  # Aura generated password', g(43, ALNUM + "_"), "password", "auth-tuple"),
+    ('Credential = MongoCredential.CreateCredential("admin", "orders_svc", "{}"),', PW, "password", "credential-call"),
+    ('QA_TOTP = pyotp.TOTP("{}")', g(32, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"), "secret", "credential-call"),
+    ('$session.Cookies.Add((New-Object System.Net.Cookie("__Secure-app.session", "{}", "/", ".app.io")))', g(80, ALNUM + "_-"),
+     "token", "credential-call"),
+    ("> document.cookie\n'_ga=GA1.1.347081392.3001882817; _shop_state={}'", g(120, ALNUM + "_-"), "token", "cookie-header"),
+    ("otpauth-migration://offline?data={}", g(80, ALNUM + "%"), "secret", "otpauth-migration"),
+    ("Gästnätet heter Kontoret och lösenordet är {}.", "Kanelbulle#2024", "password", "prose-password"),
+    ("user: deploy, kata sandinya {} (sementara)", "Bakso-Malang_2025", "password", "prose-password"),
+    ("uživatel app_rw, heslo {} – a ještě", "Švestka.9Knedlík", "password", "prose-password"),
     # JSON-escaped env files: every line of it
     ('"text":"NEXT_PUBLIC_STRIPE_KEY=pk_live_4P23OqRQYVJ9h7ela8mJg6yR\\nJWT_SECRET={}\\nLOG=info\\n"', g(48), "secret", "assignment"),
 ]
@@ -306,6 +327,11 @@ KEPT = [
     "Security: PSK authentication enabled",
     "cargo login --help",
     'check.auth("users", "roles_v2")',
+    "aws ecr get-login-password | docker login --username AWS --password-stdin 4815.dkr.ecr.eu-west-1.amazonaws.com",
+    "1. Terraform creates `arn:aws:secretsmanager:eu-west-1:966446012267:secret:ledger/prod/stripe-F1iThL`",
+    'password("env.NPM_TOKEN", "credentialsJSON:f00c4cec-eafb-d11f-85fe-e61d27aee471")',   # TeamCity's reference
+    'env = { api_key = "cmd:op read op://Private/Anthropic/credential --no-newline" },',   # 1Password's
+    '"SignedEntryTimestamp":"LHOCtnBcQN8YszDBoBGXeG03CRYosiImpVUVacujQB996+hz6KvZr17Yp6dS"',
     "zip -r -P $BACKUP_PASS backup.zip .",                                     # a reference
     "htpasswd -c /etc/nginx/.htpasswd admin",                                  # prompts: no -b
     "mc alias set minio http://minio:9000 $MINIO_ACCESS $MINIO_SECRET",
