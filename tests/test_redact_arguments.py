@@ -196,7 +196,7 @@ FOUND = [
     ('new System.Net.NetworkCredential("user", "{}")', PW, "password", "credential-call"),
     # round i's shapes: signed URLs, webhooks, first-start banners, auth tuples, calls, prose
     ("https://b.s3.amazonaws.com/r.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature={}", g(64, "0123456789abcdef"),
-     "password", "url-query-secret"),
+     "token", "url-query-secret"),
     ("curl -X POST https://chat.acme.dev/hooks/{}", g(26, "abcdefghijklmnopqrstuvwxyz0123456789"), "webhook",
      "mattermost-webhook"),
     ("Please use the following password to proceed to installation:\n\n{}\n\nThis may also be found at: /var/x",
