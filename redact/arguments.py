@@ -9,7 +9,11 @@
     `chat-credentials`, password shaped, with letters and digits);
   * what a command prints when asked for one secret (`kubectl ... jsonpath='{.data.X}'`, `vault kv
     get -field=...`: rule `printed-secret`), and a literal piped into a command that stores a
-    secret (`echo "v" | wrangler secret put K`: rule `piped-secret`).
+    secret (`echo "v" | wrangler secret put K`: rule `piped-secret`);
+  * a password a command, SQL or a config line takes as an argument (`zip -P v`, `IDENTIFIED BY
+    'v'`, `ipsec.secrets`: `h_command`; `htpasswd -b`: `h_htpasswd`), one a tool printed as
+    generated (`h_generated`), Redis' `AUTH` (`h_redis_auth`), PgBouncer's auth file
+    (`h_userlist`), and one told in prose in other languages (`h_prose`).
 
 All are credential contexts (issue 14, `shapes.context_secret`): the value is redacted unless it is
 clearly not a secret (a reference, a placeholder, empty). In code only string literals count: a

@@ -47,6 +47,14 @@ Kinds (how `redact.handlers` turns a match into a span to redact):
   kwvalue   KEYWORD VALUE with no operator: the keyword classified, the value token shaped.
   phrase    a password key and an unquoted value with spaces to the end of its line.
   entropy   a quoted random string with no key: group 1, checked by `handlers._h_entropy`.
+  cookie_header  every long cookie of a Cookie header (group 1: the rest of the header).
+  gradle    a Gradle field: group 1 the name (classified), group 2 the literal.
+Positional kinds, whose handlers live in `redact.arguments`:
+  envdefault, call, printed, piped, namevalue, chat   (see that module's docstring);
+  command   a command's, SQL's or a config line's password argument (`COMMAND_VALUE` groups);
+  htpasswd  `htpasswd -b [file] user password`, by its flags;
+  prose     a password told in prose in other languages (`PROSE_PASSWORD`);
+  generated a password a tool printed as generated; redis_auth, userlist: Redis AUTH, PgBouncer.
 """
 
 from __future__ import annotations
