@@ -726,7 +726,7 @@ RULES: tuple[Rule, ...] = (
     # `cookie` field, `curl -b` / `--cookie`
     Rule("session-cookie", "token", COOKIE_HEADER + r"(?:[^\n]*?[;,][ \t]*)?"
          r"((?:" + _SESSION_COOKIE + r")=)([^;\s,\"'\\]{8,})", "cookie",
-         options={"set_pattern": COOKIE_HEADER + r"[^\n]"}),   # one Set pattern with cookie-header
+         options={"set_pattern": COOKIE_HEADER + r"[^\n]", "set_group": "positional"}),   # one Set entry with cookie-header
     # any long cookie in a Cookie / Set-Cookie header, whatever its name (`.AspNetCore.Cookies`,
     # `auth0`, `__Secure-next-auth.session-token`): a request's cookies are its session
     Rule("cookie-header", "token", COOKIE_HEADER + r"([^\n]{24}[^\n]*)", "cookie_header",
