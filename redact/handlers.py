@@ -326,6 +326,14 @@ def _h_xml(rule: Rule, sp, data: bytes):
     yield from _keyed_value(data, sp[1], sp[2][0], sp[2][1], rule.name == "add-key-value")
 
 
+def _h_next_line(rule: Rule, sp, data: bytes):
+    """A quoted value on the line after its key (groups 2-4), the key classified as assign's is."""
+    for g in (2, 3, 4):
+        if sp[g][0] >= 0:
+            yield from _keyed_value(data, sp[1], sp[g][0], sp[g][1], True)
+            return
+
+
 def _h_gradle(rule: Rule, sp, data: bytes):
     """A Gradle field's value (group 2, a literal) when its name (group 1) names a secret."""
     yield from _keyed_value(data, sp[1], sp[2][0], sp[2][1], True)
@@ -595,6 +603,7 @@ HANDLERS = {
     "generated": arguments.h_generated,
     "userlist": arguments.h_userlist,
     "gradle": _h_gradle,
+    "nextline": _h_next_line,
     "command": arguments.h_command,
     "htpasswd": arguments.h_htpasswd,
     "prose": arguments.h_prose,

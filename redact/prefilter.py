@@ -119,7 +119,7 @@ def set_pattern(rule: Rule) -> str:
 # matches multiply (bench/redact_bench.py measures the throughput, text read once). A rule may
 # name its Set (`set_group`) when it measured cheaper there: three literal-led command and output
 # rules cost the "other" Set about a tenth of its speed, and the keyed Set nothing measurable.
-_KEYED_KINDS = frozenset({"xml", "cli", "reverse", "kwvalue", "kwquoted", "is"})
+_KEYED_KINDS = frozenset({"xml", "cli", "reverse", "kwvalue", "kwquoted", "is", "nextline"})
 # The rules that read a command, a call or an output by position (`redact.arguments`), and the
 # cookie headers: a fifth Set, measured faster than the same patterns in "other" (36.0 against
 # 27.8 MB/s over every Set, stored blocks read once).

@@ -819,6 +819,11 @@ RULES: tuple[Rule, ...] = (
          r"\b(?:buildConfigField|resValue)[ \t]*\(?[ \t]*[\"'][\w.<>]+[\"'][ \t]*,[ \t]*[\"']([A-Za-z0-9_.]+)[\"'][ \t]*,"
          r"[ \t]*[\"'](?:\\[\"'])?([^\"'\\\n]{6,300})(?:\\[\"'])?[\"']", "gradle",
          options={"set_pattern": r"\b(?:buildConfigField|resValue)\b"}),
+    # a key whose quoted value a formatter moved to the next line (Prettier, dart format: `authToken:`
+    # then `"v"` indented below it)
+    Rule("next-line-value", "secret",
+         r"(?i)" + KEY_RE + r"""[\"']?[ \t]*[:=][ \t]*\r?\n[ \t]+(?:"([^"\\\n]{6,})"|'([^'\n]{6,})'|`([^`\n]{6,})`)""",
+         "nextline", options={"set_pattern": r"""[:=][ \t]*\r?\n[ \t]+["'`][^"'`\n]"""}),
     # a key and its value with no operator: C's `#define KEY "v"`, a Dockerfile's `ENV KEY v` / `ARG`,
     # Windows' `setx KEY "v"`, PowerShell's `Set-Item Env:KEY -Value "v"`, Erlang's `-define(KEY, "v")`
     Rule("declaration", "secret",

@@ -215,6 +215,8 @@ FOUND = [
     ("Gästnätet heter Kontoret och lösenordet är {}.", "Kanelbulle#2024", "password", "prose-password"),
     ("user: deploy, kata sandinya {} (sementara)", "Bakso-Malang_2025", "password", "prose-password"),
     ("uživatel app_rw, heslo {} – a ještě", "Švestka.9Knedlík", "password", "prose-password"),
+    # a value a formatter moved to the next line
+    ('  dbCredentials: {{\n    authToken:\n      "{}",\n  }},', TOKEN, "token", "next-line-value"),
     # JSON-escaped env files: every line of it
     ('"text":"NEXT_PUBLIC_STRIPE_KEY=pk_live_4P23OqRQYVJ9h7ela8mJg6yR\\nJWT_SECRET={}\\nLOG=info\\n"', g(48), "secret", "assignment"),
 ]
@@ -332,6 +334,8 @@ KEPT = [
     'password("env.NPM_TOKEN", "credentialsJSON:f00c4cec-eafb-d11f-85fe-e61d27aee471")',   # TeamCity's reference
     'env = { api_key = "cmd:op read op://Private/Anthropic/credential --no-newline" },',   # 1Password's
     '"SignedEntryTimestamp":"LHOCtnBcQN8YszDBoBGXeG03CRYosiImpVUVacujQB996+hz6KvZr17Yp6dS"',
+    'token:\n  "{{ vault_token }}"',                                              # next line: a reference
+    "password:\n  - name: x",
     "zip -r -P $BACKUP_PASS backup.zip .",                                     # a reference
     "htpasswd -c /etc/nginx/.htpasswd admin",                                  # prompts: no -b
     "mc alias set minio http://minio:9000 $MINIO_ACCESS $MINIO_SECRET",
