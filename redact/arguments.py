@@ -28,7 +28,7 @@ import re
 from . import shapes
 from .keys import classify_key, value_ok
 
-#: The credential calls (`rules.CREDENTIAL_CALL`'s group 1, lower-cased, `_` and the namespace
+#: The credential calls (`patterns.CREDENTIAL_CALL`'s group 1, lower-cased, `_` and the namespace
 #: dropped): which argument (1-based) is the secret, and its label. `USER_THEN` means the argument
 #: right after the user: the second, or the third when the first is no string literal and the
 #: second is (`login(page, "admin", "pw")`, a test helper's form).
@@ -180,7 +180,7 @@ def h_call(rule, sp, data: bytes):
         yield lit[0], lit[1], label
 
 
-#: The (key group, value group) pairs of `rules.ENV_DEFAULT`'s alternatives.
+#: The (key group, value group) pairs of `patterns.ENV_DEFAULT`'s alternatives.
 _ENV_GROUPS = ((1, 2), (3, 5), (4, 5), (6, 7), (8, 9))
 
 
@@ -265,7 +265,7 @@ def h_piped(rule, sp, data: bytes):
 def h_command(rule, sp, data: bytes):
     """A command's password argument, in a credential context (`shapes.context_secret`): the first
     group that took part, its groups read as triples (double-quoted, single-quoted, bare:
-    `rules.COMMAND_VALUE`), or each one bare (the rule's `bare_groups`)."""
+    `patterns.COMMAND_VALUE`), or each one bare (the rule's `bare_groups`)."""
     found = _first(sp, tuple(range(1, len(sp))))
     if found is None:
         return
@@ -330,7 +330,7 @@ _PROSE_END = re.compile("[»«」『』「”“„，。、；！？（）【�
 
 
 def h_prose(rule, sp, data: bytes):
-    """A password told in prose (`rules.PROSE_PASSWORD`), up to its closing quote or punctuation:
+    """A password told in prose (`patterns.PROSE_PASSWORD`), up to its closing quote or punctuation:
     prose, so it must look like one: 8 or more characters, letters and digits, in a credential
     context (words joined by `-` or `_` count: `Bakso-Malang_2025`)."""
     s, e = sp[1]

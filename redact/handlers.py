@@ -16,7 +16,8 @@ import re
 from . import arguments, shapes
 from .keys import (
     _ESCAPE_CUT, _RE_BARE_IDENT, _SPACE, _WELLFORMED_INTERP, _clean_bare, classify_key, says_not_secret, value_ok)
-from .rules import SHELL_DEFAULT, Rule
+from .patterns import SHELL_DEFAULT
+from .rules import Rule
 
 #: The rest of `${KEY:` as rule env-default reads it (`-v}`, `=v}`, Spring's `v}`), or an error
 #: message or an alternative (`?set it in .env}`, `+x}`): no value either way.

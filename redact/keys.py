@@ -13,8 +13,8 @@ import re
 import unicodedata
 
 from . import shapes
-from .rules import PROVIDERS as _KEY_PROVIDERS
-from .rules import PROVIDERS_CLASSIFY_ONLY
+from .patterns import PROVIDERS as _KEY_PROVIDERS
+from .patterns import PROVIDERS_CLASSIFY_ONLY
 
 PROVIDERS = _KEY_PROVIDERS + PROVIDERS_CLASSIFY_ONLY
 

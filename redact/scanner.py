@@ -258,7 +258,7 @@ class Scanner:
 _ESCAPED_BREAK = re.compile(rb"\\[nr]")
 #: What a quoted value holds when it holds pairs of its own (`a=1;b=2`, `a=1&b=2`, `{"a": 1, ...}`).
 _PAIRS_INSIDE = re.compile(rb"[;&,\s]")
-#: Rules whose bare values may hold a comma (`rules.VALUE_RE`), and a next pair inside such a value.
+#: Rules whose bare values may hold a comma (`patterns.VALUE_RE`), and a next pair inside such a value.
 _PAIRED_KINDS = frozenset({"assign", "is"})
 _PAIR_NEXT_B = re.compile(PAIR_NEXT.pattern.encode())
 

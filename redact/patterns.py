@@ -1,0 +1,216 @@
+"""The pieces the rules are built from (`redact.rules`): provider names, the key and value
+patterns of the assignment-like rules, and the patterns of the positional rules (commands, calls,
+cookies, prose). Patterns are RE2 syntax, compiled over UTF-8 bytes read as Latin-1 (a non-ASCII
+word is written as its UTF-8 bytes: `_utf8`)."""
+
+from __future__ import annotations
+
+import re
+
+# Provider names that make a key secret-ish when the value is token shaped ("cloudflare: ..."),
+# from the service names of gitleaks' keyword rules and detect-secrets' plugins.
+PROVIDERS = (
+    "adafruit", "adobe", "airtable", "algolia", "alibaba", "asana", "atlassian", "confluence",
+    "jira", "beamer", "bitbucket", "bittrex", "cloudflare", "codecov", "cohere", "coinbase",
+    "confluent", "contentful", "datadog", "discord", "droneci", "dropbox", "etsy", "facebook",
+    "fastly", "finicity", "finnhub", "flickr", "freshbooks", "gitter", "gocardless", "heroku",
+    "hubspot", "intercom", "jfrog", "artifactory", "bintray", "kraken", "kucoin",
+    "launchdarkly", "linkedin", "linked_in", "mailchimp", "mailgun", "mapbox", "mattermost",
+    "messagebird", "message_bird", "meraki", "netlify", "newrelic", "new_relic", "nytimes",
+    "okta", "plaid", "rapidapi", "sendbird", "sentry", "snyk", "sonar", "sourcegraph",
+    "squarespace", "sumo", "telegram", "travis", "twitch", "twitter", "typeform", "yandex",
+    "zendesk", "softlayer", "cloudant", "contribsys", "privateai", "private_ai", "clickhouse",
+    "clojars", "doppler", "dynatrace", "easypost", "frameio", "grafana", "harness",
+    "hashicorp", "infracost", "linear", "lob", "maxmind", "notion", "octopus", "openai",
+    "anthropic", "perplexity", "planetscale", "postman", "prefect", "pulumi", "readme",
+    "rubygems", "scalingo", "sendinblue", "brevo", "settlemint", "shippo", "shopify",
+    "slack", "square", "stripe", "twilio", "sendgrid", "vault", "github", "gitlab",
+    "huggingface", "digitalocean", "pypi", "npm", "aws", "azure", "gcp", "ibm", "databricks",
+    "beamer", "age", "onepassword", "authress", "flutterwave", "fly", "kubernetes", "k8s",
+)
+# Newer providers (issue 14): they classify a key (`MISTRAL_API_KEY`, `groq:`) but stay out of
+# `KEY_RE`'s alternation, whose size is what the assignment regex pays on every long line
+# (their keys hold key/token/secret words anyway).
+PROVIDERS_CLASSIFY_ONLY = (
+    "mistral", "groq", "replicate", "xai", "pinecone", "tavily", "together", "fireworks",
+    "deepseek", "openrouter", "dockerhub", "circleci", "mongodb", "atlas", "segment", "teamwork",
+    "salesforce", "dependency_track", "sonarqube", "sonarcloud", "jenkins",
+)
+
+# The key part of an assignment; the key must contain a secret word or a provider name.
+_KEYWORD_ALT = "pass|pwd|pw|psk|secret|token|cred|key|salt|auth|" + "|".join(
+    sorted({re.escape(p) for p in PROVIDERS if len(p) >= 4}, key=lambda p: (-len(p), p))
+)
+KEY_RE = r"([A-Za-z0-9_.$\-]*(?:" + _KEYWORD_ALT + r")[A-Za-z0-9_.\-]*)"
+
+# Value alternatives shared by the assignment-like rules: "double", 'single', `backtick`, bare.
+# At least 6 characters: no check accepts a shorter value, and `"input_tokens": 1234` (in every
+# transcript line) then never reaches the Python checks. A bare value ends at whitespace, a quote,
+# a `;` or a `,` followed by whitespace, a quote or the end (`pw=abc, user=x`); it never starts with
+# a comma or `=` (`pw :=,x` sets nothing). Inside it a comma is kept (`secret = A,.:-@*?!`);
+# `keys._clean_bare` cuts the value before a next `,name=` pair, and the scanner resumes there
+# (`scanner.Scanner.scan`), so the pair's own secret is found. A double-quoted value may be
+# JSON-escaped (`\"v\"` inside a JSON string: `aws secretsmanager` output, a tool result stored as
+# JSON); it ends at the first escaped or plain quote, so one match never runs on over the keys
+# after it.
+
+#: A string literal's prefix: Python's `b"..."`, `r"..."`, `f"..."` (an f-string's `{name}` is a
+#: reference: `handlers._h_assign`), C#'s verbatim and Objective-C's `@"..."`. A value may also be
+#: triple-quoted (`"""v"""`, `'''v'''`: Python, Kotlin, Grafana's ini).
+STRING_PREFIX = r"(?:[bBfFrRuU]{1,2}|@)?"
+VALUE_RE = (
+    r"""(?:""" + STRING_PREFIX + r"""\\?"(?:"")?((?:[^"\\\n]|\\[^"\n]){6,})(?:"")?\\?"|""" + STRING_PREFIX
+    + r"""'(?:'')?([^'\n]{6,})(?:'')?'|`([^`\n]{6,})`|([^\s"'`,;=](?:[^\s"'`,;]|,[^\s"'`,;]){5,}))"""
+)
+
+#: The assignment rule's separators: also a string type's annotation and its `=`, as one separator
+#: (`api_key: str = "v"`, `val password: String = "v"`, `const KEY: &'static str = "v"`, `secret:
+#: SecretStr = ...`); never a type, then a comma (`{"password": pw, "user": "bob"}`). Other types
+#: hold no literal (`token: Token = Token(...)`), and a general type name cost the prefilter.
+STRING_TYPES = (r"(?:&(?:'static[ \t]+)?str|str(?:[ \t]*\|[ \t]*None)?|String|string|SecretStr|Optional\[str\]"
+                r"|Final(?:\[str\])?|\"str\")")
+ASSIGN_SEP_RE = r"""(=>|:{1,3}=|[?.+|!]?={1,3}|:[ \t]*""" + STRING_TYPES + r"""[ \t]*=|:|,|<-)"""
+
+END = r"(?:[^A-Za-z0-9_]|$)"
+
+
+#: The names of session cookies (PHP, Java, ASP.NET, Express, Laravel, CodeIgniter, Rack, Django).
+SESSION_COOKIE = (r"[a-z0-9_\-]*sessid|[a-z0-9_\-]*session(?:_?id)?|asp\.net_sessionid|aspsessionid[a-z]*"
+                   r"|connect\.sid|_?sid|laravel_session|ci_session|rack\.session")
+
+
+#: Where a request's cookies start: a Cookie / Set-Cookie header (also set by a call: `"Cookie", "..."`,
+#: a HAR file's `"name": "Cookie", "value": "..."`), a JSON `cookie` field, `curl -b` / `--cookie`.
+COOKIE_HEADER = (r"(?i)(?:\b(?:set-)?cookie(?:\\?[\"'])?[ \t]*[:=,][ \t]*(?:\\?[\"'])?|\bdocument\.cookie[ \t]*\r?\n[ \t]*[\"']?"
+                 r"|(?:^|[ \t])(?:-b|--cookie)(?:[ \t]+|=)[\"']?)")
+
+
+#: A command's password argument: double-quoted (JSON-escaped too), single-quoted or bare (groups
+#: 1-3; `h_command`); a bare one never starts with `-` (`cargo login --help`), also glued to its
+#: flag (`7z -pv`).
+COMMAND_VALUE = r"(?:\\?\"([^\"\\\n]{1,200})\\?\"|'([^'\n]{1,200})'|([^\s\"'|;&\\\-][^\s\"'|;&\\]{0,199}))"
+COMMAND_VALUE_GLUED = COMMAND_VALUE
+
+
+def _utf8(text: str) -> str:
+    """`text` as a pattern for UTF-8 bytes read as Latin-1 (how every rule is compiled), escaped."""
+    return re.escape(text.encode("utf-8").decode("latin-1"))
+
+
+#: Words that name a password or a key in prose: German, French, Spanish, Portuguese, Italian,
+#: Dutch, Polish, Russian, Japanese, Chinese, Korean (ASCII ones in any case). English is rule
+#: prose-is's: `password` is in most code, and this rule's prefilter would fire on all of it.
+PROSE_WORDS = "|".join(
+    [r"\b(?i:passwort|kennwort|mot de passe|jeton|contrasena|senha|chiave|wachtwoord|sleutel|passord|adgangskode"
+     r"|salasana|heslo|kata sandi|sandi|parola|sifre)"]
+    + [_utf8(w) for w in ("schlüssel", "Schlüssel", "SCHLÜSSEL", "clé", "Clé", "CLÉ", "contraseña", "Contraseña",
+                          "CONTRASEÑA", "hasło", "Hasło", "HASŁO", "пароль", "Пароль", "ПАРОЛЬ", "ключ", "Ключ",
+                          "токен", "Токен", "パスワード", "暗証番号", "トークン", "APIキー", "密码", "密碼", "口令",
+                          "密钥", "密鑰", "令牌", "비밀번호", "암호", "lösenord", "Lösenord",
+                          "klíč", "jelszó", "Jelszó", "şifre", "Şifre", "mật khẩu", "Mật khẩu")]
+)
+#: What links the word to its value: a word after a space (is, ist, est, es, é, è, jest, это, to),
+#: or a mark (`:` and `：`, Japanese は/が, Chinese 是/为, Korean 는/은, which glue to the word before
+#: them; a dash between spaces: `api-key-v` is one word); with no words between, a space alone
+#: (`Passwort v`). `=` is the assignment rule's, which reads a value's end better (`pw=v,user=x`);
+#: a value told in prose ends at `,`, `;` or `=` too.
+_PROSE_SPACE = r"(?:[ \t]|\xc2\xa0)*"   # a no-break space too (French puts one inside « »)
+PROSE_LINK = (
+    r"[ \t]+(?:(?i:is|are|was|to|ist|lautet|est|es|era|jest|sont|son|er|adalah|je|on|ja)\b|(?:"
+    + "|".join(_utf8(w) for w in ("é", "è", "são", "это", "är", "là")) + r")[ \t])"
+    + r"|" + _PROSE_SPACE + r"(?::|" + "|".join(_utf8(w) for w in ("—", "：", "は", "が", "是", "为", "為", "는", "은"))
+    + r")|[ \t]+-[ \t]"
+)
+PROSE_OPEN = "|".join(['"', "'", "`"] + [_utf8(w) for w in ("«", "„", "“", "「", "『")])
+PROSE_PASSWORD = (
+    r"(?:" + PROSE_WORDS + r")[A-Za-z]*"
+    r"(?:(?:[ \t]+[^\s:=]+){0,4}?(?:" + PROSE_LINK + r")" + _PROSE_SPACE
+    # the value: ASCII, Latin or Greek letters (not CJK: `パスワードは英数字8文字以上`, where no space ends it)
+    + r"|[ \t]+)(?:" + PROSE_OPEN + r")?" + _PROSE_SPACE + r"([^\s\"'`\\,;=\xd0-\xff]{6,})"
+)
+
+
+#: Caddy's DNS provider modules that take a token as their one argument (caddy-dns/*).
+CADDY_DNS_PROVIDERS = ("cloudflare|duckdns|digitalocean|hetzner|godaddy|gandi|linode|vultr|netlify|dnsimple"
+                       "|desec|ionos|njalla|porkbun|ovh|dynv6|inwx|bunny|netcup|scaleway|dnspod|infomaniak"
+                       "|namedotcom|easydns|acmedns|powerdns|mailinabox|metaname|he")
+
+
+#: A shell default after `${K:-`, `${K=` or Spring's `${K:` (not `${K:?message}`, `${K:+alt}`).
+SHELL_DEFAULT = r"[^}?+\n][^}\n]{0,199}"
+#: The default of an environment variable (`redact.arguments.h_env_default`; groups: key, value):
+#: `os.getenv("K", "v")`, `environ.get`, `config("K", default="v")`, `env('K', 'v')`,
+#: `ENV.fetch("K") { "v" }`, `getenv('K') ?: 'v'`; `process.env.K || "v"`; `${K:-v}` and Spring's
+#: `${K:v}` (`${jwt.secret:v}`: a property's dotted name; not `${K:?message}` or `${K:+alternative}`);
+#: `ENV["K"] || "v"`.
+ENV_DEFAULT = (
+    r"\b(?i:getenv\w*|get_?env|environ\.get|env\.(?:str|get)|env\.fetch|env|config)\(\s*[\"']([A-Za-z0-9_.\-]{1,100})[\"'][ \t]*"
+    r"(?:,\s*(?:default[ \t]*[=:]\s*)?|\)[ \t]*(?:\{\s*|\?:[ \t]*|\|\|[ \t]*|\?\?[ \t]*|or[ \t]+))[\"']([^\"'\n]{1,200})[\"']"
+    r"|\bprocess\.env(?:\.([A-Za-z0-9_]{1,100})|\[[ \t]*[\"']([A-Za-z0-9_]{1,100})[\"'][ \t]*\])[ \t]*(?:\|\||\?\?)[ \t]*"
+    r"[\"'`]([^\"'`\n]{1,200})[\"'`]"
+    r"|\$\{([A-Za-z0-9_.\-]{1,100})(?::[-=]?|[-=])(" + SHELL_DEFAULT + r")\}"
+    r"|\bENV\[[ \t]*[\"']([A-Za-z0-9_]{1,100})[\"'][ \t]*\][ \t]*\|\|[ \t]*[\"']([^\"'\n]{1,200})[\"']"
+)
+#: A name and its value given as two fields (`redact.arguments.h_name_value`; groups: the name, then
+#: the value double-quoted, single-quoted or bare): a Kubernetes container's `env` (`- name: K` then
+#: `value: v` on the next line), Terraform's and Helm's `set { name = "K" value = "v" }`, JSON
+#: `{"name": "K", "value": "v"}` (a HAR file's headers, an API's settings), Postman's and
+#: Insomnia's `{"key": "K", "value": "v"}`.
+NAME_VALUE_HEAD = (
+    r"(?i)\b(?:name|key)\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?([A-Za-z0-9_.\-]{1,100})\\?[\"']?[ \t]*,?[ \t]*"
+    r"(?:\r?\n[ \t]*(?:[\-+~][ \t]+)?)?\\?[\"']?value\\?[\"']?"
+)
+NAME_VALUE = NAME_VALUE_HEAD + (
+    r"[ \t]*[:=][ \t]*"
+    r"(?:\\?\"((?:[^\"\\\n]|\\[^\"\n]){1,400})\\?\"|'([^'\n]{1,400})'|([^\s\"',;{}\[\]][^\s\"',;{}\[\]]{0,400}))"
+)
+#: The head of a call that takes a credential by position, up to its opening parenthesis (group 1:
+#: the call's name; `redact.arguments.SECRET_ARGUMENT` says which argument).
+CREDENTIAL_CALL = (
+    r"(?:^|[^A-Za-z0-9_])((?i:login|authenticate|basic_?auth|with_?basic_?auth|set_?basic_?auth|http_?basic_?auth"
+    r"|http_?digest_?auth|bearer_?auth|mysqli?_connect)|(?i:jwt)\.(?:sign|encode|decode|verify)|Credentials\.basic"
+    r"|new[ \t]+PDO|Twilio(?:::REST)?::Client\.new|twilio\.rest\.Client|DBI->connect"
+    r"|new[ \t]+UsernamePasswordCredentialsImpl|DriverManager\.getConnection|Sql\.newInstance"
+    r"|MongoCredential\.Create(?:ScramSha(?:1|256))?Credential|pyotp\.(?:TOTP|HOTP)"
+    r"|(?:new|New-Object)[ \t]+(?:System\.Net\.)?Cookie"
+    r"|new[ \t]+(?:System\.Net\.)?NetworkCredential|ftplib\.FTP(?:_TLS)?|pymysql\.connect|MySQLdb\.connect|auth|smtp\.(?:PlainAuth|CRAMMD5Auth))[ \t]*\("
+)
+
+
+def key_word(*words: str) -> str:
+    """`words` as the last word of a key: lower, UPPER or Capitalized after a non-alphanumeric
+    character or the start (`password`, `db_password`, `DB-PASSWORD`, `Password`, `apiKey`), or
+    Capitalized as a camelCase hump (`dbPassword`, `clientApiKey`); never glued to lower-case
+    letters (`someotherpassword`). UPPER may also be glued to upper-case letters or digits, as
+    environment names are (`PGPASSWORD`, `MYSQLPWD`). A word's parts are written with `_` between
+    them and may be joined by `_`, `-` or nothing (`api_key`, `api-key`, `apikey`)."""
+    bare, hump, upper = [], [], []
+    for word in words:
+        parts = word.split("_")
+        sep = r"[_\-]?"
+        bare.append(sep.join(parts))
+        upper.append(sep.join(p.upper() for p in parts))
+        if len(parts) > 1:
+            bare.append(parts[0] + "".join(p.capitalize() for p in parts[1:]))  # apiKey
+        hump.append("".join(p.capitalize() for p in parts))  # Password, dbPassword, ApiKey
+    return (r"(?:(?:^|[^A-Za-z0-9])(?:" + "|".join(bare + upper + hump) + r")|[a-z0-9](?:" + "|".join(hump)
+            + r")|[A-Z0-9](?:" + "|".join(upper) + "))")
+
+
+# Passphrases: a quoted value of several words (`password = "correct horse battery staple"`)
+# counts only where the key's own word names the secret: the key is words joined by `_ . -` or
+# camelCase humps (`db_password`, `dbPassword`, `DB_PASSWORD`; not `someotherpassword`), the secret
+# word comes last or is followed only by qualifiers that still name it (`password_confirm`,
+# `password_admin`, `password_super_secure`, `password2`), so messages about a password
+# (`password_error = "Too short"`, `secret_name: "db creds"`) do not count. Templates and format
+# strings (`${A} ${B}`, `%s %s`, `{user} {pw}`, `<your password>`) are code, not values.
+KEY_QUALIFIERS = (
+    "admin|root|super|superuser|user|db|new|old|current|confirm|confirmation|again|repeat|retype|"
+    "plain|plaintext|clear|cleartext|secure|strong|default|initial|master|main|temp|tmp"
+)
+# (a phrase never starts with shell or code punctuation: `expect "password:"; send "..."` closes the
+# key's own string, then goes on in code)
+PASSPHRASE_TAIL = (
+    r"(?:[_.\-]?(?i:" + KEY_QUALIFIERS + r"))*[0-9]*[\"'\]]?[ \t]*(?::=|=>|=|:)[ \t]*[\"']"
+    r"([^\s\"'\\${}%<>;,|&()][^\"'\\\n${}%<>]{0,60}[ \t][^\"'\\\n${}%<>]{0,60})[\"']"
+)
