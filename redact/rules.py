@@ -47,8 +47,13 @@ Kinds (how `redact.handlers` turns a match into a span to redact):
   kwvalue   KEYWORD VALUE with no operator: the keyword classified, the value token shaped.
   phrase    a password key and an unquoted value with spaces to the end of its line.
   entropy   a quoted random string with no key: group 1, checked by `handlers._h_entropy`.
+  header_kv a named header (`X-API-Key: VALUE`): group 2, secret shaped.
+  k8s       a Kubernetes Secret's `data:` value (base64), group 1.
+  reverse   "VALUE" == password: a literal compared with a secret-named variable.
+  kwquoted  password "VALUE": a quoted literal right after a password or secret word.
   cookie_header  every long cookie of a Cookie header (group 1: the rest of the header).
   gradle    a Gradle field: group 1 the name (classified), group 2 the literal.
+  nextline  KEY: then a quoted VALUE on the next line (a formatter's wrap), same checks as assign.
 Positional kinds, whose handlers live in `redact.arguments`:
   envdefault, call, printed, piped, namevalue, chat   (see that module's docstring);
   command   a command's, SQL's or a config line's password argument (`COMMAND_VALUE` groups);
