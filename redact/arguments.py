@@ -23,6 +23,7 @@ spans of those rules (`redact.rules`) over the UTF-8 bytes of the text and yield
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from . import shapes
@@ -161,7 +162,8 @@ def h_call(rule, sp, data: bytes):
     _CALLS_SEEN[1] += 1
     if _CALLS_SEEN[1] > CALLS_PER_TEXT:
         return
-    which = SECRET_ARGUMENT.get(_call_name(_text(data, sp[1][0], sp[1][1])))
+    name = _call_name(_text(data, sp[1][0], sp[1][1]))
+    which = SECRET_ARGUMENT.get(name)
     if which is None:
         return
     position, label = which
@@ -174,7 +176,7 @@ def h_call(rule, sp, data: bytes):
     if lit is None:
         return
     value = _text(data, *lit)
-    if which is SECRET_ARGUMENT["auth"] and (data[sp[1][0] - 1:sp[1][0]] not in (b".", b">") or _NAME.match(value)):
+    if name == "auth" and (data[sp[1][0] - 1:sp[1][0]] not in (b".", b">") or _NAME.match(value)):
         return  # only a method (`$smtp->auth(u, v)`, `.auth(u, v)`), and a name is none (`roles_v2`)
     if shapes.context_secret(value, quoted=True) and _password_like(value):
         yield lit[0], lit[1], label
@@ -340,7 +342,7 @@ def h_prose(rule, sp, data: bytes):
         value = value[: cut.start()]
     value = value.rstrip(".,;)")   # `Azerty123!` keeps its `!`
     if (len(value) >= 8 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
-            and shapes.context_secret(value) and not shapes.not_a_value(value)):
+            and shapes.context_secret(value)):
         yield s, s + len(value.encode("utf-8", "surrogatepass")), rule.label
 
 
@@ -366,11 +368,19 @@ USERLIST_CONTEXT = 4096
 _USERLIST_NAMES = re.compile(rb"(?i)userlist|pgbouncer|auth_file")
 
 
+_USERLIST_SEEN: list = [None, []]   # [the text, where `_USERLIST_NAMES` match in it]: found once per text
+
+
 def h_userlist(rule, sp, data: bytes):
-    """A PgBouncer auth file's password (`"user" "password"`), when the text before it names the
-    file or PgBouncer (`_USERLIST_NAMES`), password shaped with letters and digits, no hash."""
+    """A PgBouncer auth file's password (`"user" "password"`), when the text names the file or
+    PgBouncer (`_USERLIST_NAMES`) within `USERLIST_CONTEXT` bytes before it, password shaped with
+    letters and digits, no hash."""
     s, e = sp[1]
-    if not _USERLIST_NAMES.search(data, max(0, s - USERLIST_CONTEXT), s):
+    if _USERLIST_SEEN[0] is not data:
+        _USERLIST_SEEN[0], _USERLIST_SEEN[1] = data, [m.start() for m in _USERLIST_NAMES.finditer(data)]
+    names = _USERLIST_SEEN[1]
+    k = bisect.bisect_left(names, s)
+    if k == 0 or s - names[k - 1] > USERLIST_CONTEXT:
         return
     span = _looks_like_a_password(data, s, e)
     if span:

@@ -188,10 +188,10 @@ def value_ok(tier: str, value: str, quoted: bool = False, context: bool = True) 
     and a quoted string with no operator: `context=False`) keeps the shape checks
     (`shapes.password_shaped` / `secret_shaped`). 'key' (a bare or unqualified *key) and
     'provider' keys need a random-looking token (`shapes.token_shaped`)."""
-    if shapes.not_a_value(value) or shapes.is_reference(value):
-        return False  # a password's hash, a size, a credential's file, a reference: whatever the evidence
     if tier in ("pw", "secret") and context:
         return shapes.context_secret(value, quoted=quoted)
+    if shapes.not_a_value(value) or shapes.is_reference(value):
+        return False  # a password's hash, a size, a credential's file, a reference: whatever the evidence
     if tier in ("pw", "secret") and shapes.is_code_reference(value, quoted):
         return False  # code, whatever the evidence (`(token: AuthToken): ...`); `context_secret` says so too
     if tier == "pw":

@@ -89,7 +89,8 @@ COOKIE_HEADER = (r"(?i)(?:\b(?:set-)?cookie(?:\\?[\"'])?[ \t]*[:=,][ \t]*(?:\\?[
 #: 1-3; `h_command`); a bare one never starts with `-` (`cargo login --help`), also glued to its
 #: flag (`7z -pv`).
 COMMAND_VALUE = r"(?:\\?\"([^\"\\\n]{1,200})\\?\"|'([^'\n]{1,200})'|([^\s\"'|;&\\\-][^\s\"'|;&\\]{0,199}))"
-COMMAND_VALUE_GLUED = COMMAND_VALUE
+#: A quoted literal alone: double-quoted or single-quoted (groups 1-2; `h_command`).
+QUOTED_VALUE = r"(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})')"
 
 
 def _utf8(text: str) -> str:

@@ -67,9 +67,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .patterns import (
-    ASSIGN_SEP_RE, CADDY_DNS_PROVIDERS, COMMAND_VALUE, COMMAND_VALUE_GLUED, COOKIE_HEADER, CREDENTIAL_CALL, END,
-    ENV_DEFAULT, KEY_RE, NAME_VALUE, NAME_VALUE_HEAD, PASSPHRASE_TAIL, PROSE_PASSWORD, PROSE_WORDS, SESSION_COOKIE,
-    VALUE_RE, key_word)
+    ASSIGN_SEP_RE, CADDY_DNS_PROVIDERS, COMMAND_VALUE, COOKIE_HEADER, CREDENTIAL_CALL, END, ENV_DEFAULT, KEY_RE,
+    NAME_VALUE, NAME_VALUE_HEAD, PASSPHRASE_TAIL, PROSE_PASSWORD, PROSE_WORDS, QUOTED_VALUE, SESSION_COOKIE, VALUE_RE,
+    key_word)
 
 
 @dataclass(frozen=True)
@@ -475,7 +475,7 @@ RULES: tuple[Rule, ...] = (
     # a tuple of user and password given to an auth parameter: `auth=("user", "v")`, `AUTH = ('neo4j', 'v')`
     Rule("auth-tuple", "password",
          r"(?i)\b[a-z_]*auth[a-z_]*[ \t]*[=:][ \t]*[(\[][ \t]*[\"'][^\"'\n]{1,100}[\"'][ \t]*,[ \t]*"
-         r"(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})')[ \t]*[)\]]",
+         + QUOTED_VALUE + r"[ \t]*[)\]]",
          "command", options={"set_pattern": r"(?i)auth[a-z_]*[ \t]*[=:][ \t]*[(\[][ \t]*[\"']"}),
     # PgBouncer's auth file (`userlist.txt`, `auth_file`): lines of `"user" "password"`, in a text
     # that names the file or PgBouncer (the same shape is a Valve KeyValues line)
@@ -543,7 +543,7 @@ RULES: tuple[Rule, ...] = (
     # archives: `zip -P v`, `unzip -P v`, `7z a -pv`, `rar a -pv`
     Rule("archive-password", "password",
          r"(?:^|[\s;&|(`\"/\\])(?:zip|zipcloak|unzip)(?:\.exe)?\b[^\n|;&]{0,200}?[ \t]-[A-Za-z]*P[ \t]+" + COMMAND_VALUE
-         + r"|(?:^|[\s;&|(`\"/\\])(?:7z|7za|7zr|7zz|rar|unrar)(?:\.exe)?\b[^\n|;&]{0,200}?[ \t]-p" + COMMAND_VALUE_GLUED,
+         + r"|(?:^|[\s;&|(`\"/\\])(?:7z|7za|7zr|7zz|rar|unrar)(?:\.exe)?\b[^\n|;&]{0,200}?[ \t]-p" + COMMAND_VALUE,
          "command", options={"set_pattern": r"(?:zip|zipcloak|7z[arz]?|rar)\b"}),
     # `rabbitmqctl add_user u v`, `rabbitmqctl change_password u v`, MinIO's `mc alias set n url key v`
     Rule("command-password", "password",
@@ -567,7 +567,7 @@ RULES: tuple[Rule, ...] = (
     Rule("sql-password", "password",
          r"(?i)\bIDENTIFIED(?:[ \t]+WITH[ \t]+\S+)?[ \t]+BY[ \t]+(?:PASSWORD[ \t]+)?(?:\\?\"([^\"\\\n]{1,200})\\?\"|'([^'\n]{1,200})')"
          + r"|\b(?:SET[ \t]+PASSWORD\b[^=\n]{0,200}=[ \t]*(?:PASSWORD[ \t]*\([ \t]*)?|PASSWORD[ \t]*\([ \t]*)"
-         + r"(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})')",
+         + QUOTED_VALUE,
          "command", options={"set_pattern": r"(?i)\bIDENTIFIED[ \t]|\bPASSWORD[ \t]*\(|\bSET[ \t]+PASSWORD\b"}),
     # libcurl's `CURLOPT_USERPWD, "user:v"` and `CURLOPT_PASSWORD, "v"` (C, PHP's curl_setopt)
     Rule("curl-option-password", "password",
@@ -594,7 +594,7 @@ RULES: tuple[Rule, ...] = (
     # strongSwan's ipsec.secrets: `: PSK "v"`, `user : EAP "v"`, XAUTH, NTLM, a smartcard's PIN
     # (quoted: `Security: PSK authentication enabled` is a status line)
     Rule("ipsec-secret", "password",
-         r"(?m)^[^\n:]{0,200}:[ \t]*(?:PSK|EAP|XAUTH|NTLM|PIN)[ \t]+(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})')",
+         r"(?m)^[^\n:]{0,200}:[ \t]*(?:PSK|EAP|XAUTH|NTLM|PIN)[ \t]+" + QUOTED_VALUE,
          "command", options={"set_pattern": r"(?:PSK|EAP|XAUTH|NTLM|PIN)[ \t]"}),
     # Oracle's unquoted `IDENTIFIED BY v` (upper case: `identified by` is also English)
     Rule("sql-password-bare", "password", r"\bIDENTIFIED[ \t]+BY[ \t]+([A-Za-z0-9_#$!@%^*+\-]{8,128})", "prose"),
@@ -605,7 +605,7 @@ RULES: tuple[Rule, ...] = (
          r"send[ \t]+(?:--[ \t]+)?\"([^\"\n\\]{1,200})(?:\\r|\\n)?\""
          # pexpect: `child.expect('Password:')`, then `child.sendline('v')`
          r"|\.expect\([ \t]*[rb]?[\"'][^\"'\n]*(?i:assword|passphrase)[^\"'\n]*[\"'][^)\n]*\)[ \t]*(?:\r?\n[ \t]*|;[ \t]*)"
-         r"\w+\.send(?:line)?\([ \t]*[rb]?(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})')",
+         r"\w+\.send(?:line)?\([ \t]*[rb]?" + QUOTED_VALUE,
          "command", options={"set_pattern": r"\bexpect[ \t]+(?:-re[ \t]+)?[\"{]|\.expect\("}),
     # --- secrets code passes by position (redact.arguments) ---------------------------------
     Rule("env-default", "secret", ENV_DEFAULT, "envdefault"),

@@ -243,12 +243,12 @@ def is_typed_sequence(value: str) -> bool:
     return _RE_SEQUENCE.search(value) is not None  # Unicode case folding (`ſ`, `K`) as before
 
 
-@functools.lru_cache(maxsize=256)  # same: rule checks, then `credential_like`
 def is_label(value: str) -> bool:
     """A form's or an SDK's label made of a credential's words (`My API Key`, `Access token`)."""
     return bool(_RE_LABEL.match(value.strip().strip("\"'`").lower()))
 
 
+@functools.lru_cache(maxsize=256)  # same: rule checks, then `credential_like`
 def is_placeholder(value: str) -> bool:
     """True for values that stand for a secret instead of being one (documented in the module)."""
     v = value.strip().strip("\"'`")
