@@ -327,17 +327,13 @@ def _h_xml(rule: Rule, sp, data: bytes):
     yield from _keyed_value(data, sp[1], sp[2][0], sp[2][1], rule.name == "add-key-value")
 
 
-def _h_next_line(rule: Rule, sp, data: bytes):
-    """A quoted value on the line after its key (groups 2-4), the key classified as assign's is."""
-    for g in (2, 3, 4):
+def _h_key_literal(rule: Rule, sp, data: bytes):
+    """A literal (the first of groups 2.. that took part) when the key in group 1 names a secret: a
+    Gradle field's name and value, a key and the quoted value a formatter moved to the next line."""
+    for g in range(2, len(sp)):
         if sp[g][0] >= 0:
             yield from _keyed_value(data, sp[1], sp[g][0], sp[g][1], True)
             return
-
-
-def _h_gradle(rule: Rule, sp, data: bytes):
-    """A Gradle field's value (group 2, a literal) when its name (group 1) names a secret."""
-    yield from _keyed_value(data, sp[1], sp[2][0], sp[2][1], True)
 
 
 def _h_reverse(rule: Rule, sp, data: bytes):
@@ -603,8 +599,8 @@ HANDLERS = {
     "redis_auth": arguments.h_redis_auth,
     "generated": arguments.h_generated,
     "userlist": arguments.h_userlist,
-    "gradle": _h_gradle,
-    "nextline": _h_next_line,
+    "gradle": _h_key_literal,
+    "nextline": _h_key_literal,
     "command": arguments.h_command,
     "htpasswd": arguments.h_htpasswd,
     "prose": arguments.h_prose,
