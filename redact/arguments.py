@@ -51,10 +51,6 @@ SECRET_ARGUMENT = {
     "cookie": (2, "token"),
 }
 
-#: How many credential-call matches one text gets read for: past it (no real file has that many),
-#: the rest of the text is not searched for them, so crafted text (`login("` repeated) stays linear
-#: in cost with a small factor.
-CALLS_PER_TEXT = 500
 
 #: How far after a call's opening parenthesis its arguments are read (bytes).
 ARGUMENTS_SPAN = 400
@@ -144,7 +140,6 @@ def _call_name(raw: str) -> str:
 
 
 _NAME = re.compile(r"[a-z][a-z0-9]*(?:[_.\-][a-z0-9]+)*$")
-_CALLS_SEEN: list = [None, 0]   # [the text, how many call matches were read in it]
 
 
 def _password_like(value: str) -> bool:
@@ -156,12 +151,8 @@ def _password_like(value: str) -> bool:
 
 
 def h_call(rule, sp, data: bytes):
-    """The literal a credential call takes as its secret (`SECRET_ARGUMENT`)."""
-    if _CALLS_SEEN[0] is not data:
-        _CALLS_SEEN[0], _CALLS_SEEN[1] = data, 0
-    _CALLS_SEEN[1] += 1
-    if _CALLS_SEEN[1] > CALLS_PER_TEXT:
-        return
+    """The literal a credential call takes as its secret (`SECRET_ARGUMENT`; the rule reads at most
+    `max_matches` calls per text, `scanner.Scanner.scan`)."""
     name = _call_name(_text(data, sp[1][0], sp[1][1]))
     which = SECRET_ARGUMENT.get(name)
     if which is None:
@@ -201,8 +192,7 @@ def h_env_default(rule, sp, data: bytes):
     if lit is not None:
         s, e = lit  # `${DB_PASSWORD:-"v"}`
     value = _text(data, s, e)
-    if (value.startswith("$") and not value.startswith("$$")) or not value.strip():
-        return  # `${A:-$B}`: another variable (`$$` is a compose file's escaped `$`)
+    # (`${A:-$B}`: another variable, a reference the context rule knows; `$9xKq!...` is a password)
     if value_ok(cls[0], value, quoted=True):
         yield s, e, cls[1]
 
@@ -304,7 +294,7 @@ def h_name_value(rule, sp, data: bytes):
     value = _text(data, s, e)
     if data[sp[0][0]:sp[0][0] + 3].lower() == b"key" and not (shapes.secret_shaped(value) and _password_like(value)):
         return
-    if not value.startswith("$") and value_ok(cls[0], value, quoted=g != 4):
+    if value_ok(cls[0], value, quoted=g != 4):   # a reference (`$(TOKEN)`) is none, `$9xKq!...` is
         yield s, e, cls[1]
 
 

@@ -609,7 +609,9 @@ RULES: tuple[Rule, ...] = (
          "command", options={"set_pattern": r"\bexpect[ \t]+(?:-re[ \t]+)?[\"{]|\.expect\("}),
     # --- secrets code passes by position (redact.arguments) ---------------------------------
     Rule("env-default", "secret", ENV_DEFAULT, "envdefault"),
-    Rule("credential-call", "password", CREDENTIAL_CALL, "call"),
+    # (at most 500 calls read per text: past it, no real file has that many, and crafted text,
+    # `login("` repeated, stays linear with a small factor; the calls after it are not read)
+    Rule("credential-call", "password", CREDENTIAL_CALL, "call", options={"max_matches": 500}),
     Rule("name-value", "secret", NAME_VALUE, "namevalue", options={"set_pattern": NAME_VALUE_HEAD}),
     # --- KEY = value, in every syntax -------------------------------------------------------
     Rule("assignment", "secret",

@@ -210,6 +210,7 @@ class Scanner:
             handler = HANDLERS[rule.kind]
             match = self._match[i]
             paired = rule.kind in _PAIRED_KINDS
+            budget = rule.options.get("max_matches")   # matches read per text, if the rule caps them
             pos = 0
             while True:
                 # RE2's own match call (what `finditer` loops over, without building a match
@@ -218,6 +219,10 @@ class Scanner:
                 s0, e0 = sp[0]
                 if s0 < 0:
                     break
+                if budget is not None:
+                    if budget == 0:
+                        break
+                    budget -= 1
                 found = len(raw)
                 try:
                     for s, e, label in handler(rule, sp, data):

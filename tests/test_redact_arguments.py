@@ -215,6 +215,9 @@ FOUND = [
     ("Gästnätet heter Kontoret och lösenordet är {}.", "Kanelbulle#2024", "password", "prose-password"),
     ("user: deploy, kata sandinya {} (sementara)", "Bakso-Malang_2025", "password", "prose-password"),
     ("uživatel app_rw, heslo {} – a ještě", "Švestka.9Knedlík", "password", "prose-password"),
+    # a password that starts with `$` is no variable
+    ("psql -W ${{PGPASSWORD:-{}}}", "$9xKq!pw77Zr", "password", "env-default"),
+    ("        - name: DB_PASSWORD\n          value: \"{}\"\n", "$9xKq!pw77Zr", "password", "name-value"),
     # a value a formatter moved to the next line
     ('  dbCredentials: {{\n    authToken:\n      "{}",\n  }},', TOKEN, "token", "next-line-value"),
     # JSON-escaped env files: every line of it
@@ -380,3 +383,15 @@ def test_a_properties_value_continued_on_the_next_line_goes_whole(redactor):
     out = redactor.redact(text)
     assert out.text == ("paypal.client.secret=[REDACTED:secret]\\\n    [REDACTED:secret]\nnext=1\n"
                         "export TOKEN=[REDACTED:token]\\\n    --verbose\n")
+
+
+def test_the_call_budget_is_per_scan():
+    """`credential-call` reads at most 500 calls per text (`max_matches`), counted per scan: the same
+    bytes scanned again find the same secrets."""
+    from reverie.redact.scanner import Scanner
+
+    text = "".join(f'smtp.login(user, "Xq9{i:04d}Zpw!")\n' for i in range(400))
+    data = text.encode()
+    scanner = Scanner.shared()
+    first, again = scanner.scan(text, None, data), scanner.scan(text, None, data)
+    assert (len(first), again) == (400, first)
