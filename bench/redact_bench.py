@@ -795,7 +795,7 @@ def main(argv: list[str] | None = None) -> int:
             mb_once, rate_once = read_once_throughput(roots, mode)
             summary["speed"]["read once " + mode] = rate_once
             print(f"  {label + ', read once (' + f'{mb_once:.1f} MB, CPU time)':60} {rate_once:8.1f} MB/s")
-        print_stages(roots)
+        print_stages(roots, summary["speed"]["read once blocks"])
 
     print("\n== goals")
     if "gitleaks" in summary:

@@ -57,14 +57,9 @@ def _stage_call(stage: str, scanner):
     if stage == "prefilter":
         return scanner.fired
     if stage == "empty set":
-        import re2
+        from reverie.redact.prefilter import compile_set
 
-        from reverie.redact.prefilter import latin1_options
-
-        rset = re2.Set.SearchSet(latin1_options())
-        rset.Add(rb"\z")
-        rset.Compile()
-        return rset._set.Match
+        return compile_set([])[0]
     group = scanner.prefilter.groups[int(stage.rpartition(" ")[2])]
     return group.match
 
@@ -109,13 +104,14 @@ def read_once_throughput(roots: list[Path], mode: str = "lines") -> tuple[float,
     return float(out[0]), float(out[1])
 
 
-def stages(roots: list[Path]) -> list[tuple[str, float]]:
+def stages(roots: list[Path], whole: float | None = None) -> list[tuple[str, float]]:
     """(stage, MB/s) of redacting the stored blocks read once, split by stage (module docstring),
-    each in a fresh interpreter: `redact()`, the prefilter, each of its Sets, and the empty Set."""
+    each in a fresh interpreter: `redact()` (`whole`, when the caller measured it already), the
+    prefilter, each of its Sets, and the empty Set."""
     from reverie.redact.prefilter import set_group_members
     from reverie.redact.rules import RULES
 
-    out = [("redact()", read_once_throughput(roots, "blocks")[1]),
+    out = [("redact()", whole if whole is not None else read_once_throughput(roots, "blocks")[1]),
            ("prefilter (every Set)", read_once_throughput(roots, "stage:prefilter")[1])]
     for k, (name, members) in enumerate(set_group_members(RULES).items()):
         out.append((f"Set {k}: {name} ({len(members)} rules)", read_once_throughput(roots, f"stage:set {k}")[1]))
@@ -123,8 +119,9 @@ def stages(roots: list[Path]) -> list[tuple[str, float]]:
     return out
 
 
-def print_stages(roots: list[Path]) -> None:
-    rows = stages(roots)
+def print_stages(roots: list[Path], whole: float | None = None) -> None:
+    """The stage table; `whole`: the `blocks` figure already measured, which its ratios are of."""
+    rows = stages(roots, whole)
     whole = rows[0][1]
     print(f"  {'stage, stored blocks read once (CPU time)':56} {'MB/s':>8} {'time vs redact()':>17}")
     for name, rate in rows:
@@ -134,6 +131,8 @@ def print_stages(roots: list[Path]) -> None:
 if __name__ == "__main__":
     shared = BENCH.parent.parent / "shared" / "fixtures"
     roots = [shared / "claude-code", shared / "real-sessions"]
+    rates = {}
     for m in MODES:
-        print(m, *read_once_throughput(roots, m))
-    print_stages(roots)
+        mb, rates[m] = read_once_throughput(roots, m)
+        print(m, mb, rates[m])
+    print_stages(roots, rates["blocks"])

@@ -164,26 +164,32 @@ def set_group_members(rules: tuple[Rule, ...]) -> dict[str, list[int]]:
     return by_group
 
 
-def _set_groups(rules: tuple[Rule, ...]) -> list[SetGroup]:
+def compile_set(patterns) -> tuple[object, int]:
+    """(Match call, sentinel index) of one RE2 Set of `patterns` (multi-line, Latin-1) and its
+    end-of-text sentinel; the bench builds its sentinel-only Set with it too."""
     import re2
 
+    opts = latin1_options()
+    opts.max_mem = 256 << 20
+    opts.log_errors = False
+    rset = re2.Set.SearchSet(opts)
+    for pattern in patterns:
+        rset.Add(b"(?m)" + pattern.encode("latin-1"))
+    sentinel = rset.Add(rb"\z")  # every text has an end: missing from a result = RE2 gave up
+    # (`\z` matches once, at the end; an empty pattern would match at every byte, and a Set
+    # reports each match it passes, which halved the speed of every pass)
+    rset.Compile()
+    # RE2's own Set call (the wrapper adds an isinstance check and a call per text)
+    return getattr(getattr(rset, "_set", None), "Match", None) or rset.Match, sentinel
+
+
+def _set_groups(rules: tuple[Rule, ...]) -> list[SetGroup]:
     out: list[SetGroup] = []
     for group in set_group_members(rules).values():
-        opts = latin1_options()
-        opts.max_mem = 256 << 20
-        opts.log_errors = False
-        rset = re2.Set.SearchSet(opts)
         behind: dict[str, list[int]] = {}   # one Set pattern per distinct prefilter pattern
         for i in group:
             behind.setdefault(set_pattern(rules[i]), []).append(i)
-        for pattern in behind:
-            rset.Add(b"(?m)" + pattern.encode("latin-1"))
-        sentinel = rset.Add(rb"\z")  # every text has an end: missing from a result = RE2 gave up
-        # (`\z` matches once, at the end; an empty pattern would match at every byte, and a Set
-        # reports each match it passes, which halved the speed of every pass)
-        rset.Compile()
-        # RE2's own Set call (the wrapper adds an isinstance check and a call per text)
-        match = getattr(getattr(rset, "_set", None), "Match", None) or rset.Match
+        match, sentinel = compile_set(behind)
         out.append(SetGroup(match, sentinel, [tuple(ids) for ids in behind.values()], frozenset(group)))
     return out
 
