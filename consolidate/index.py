@@ -332,8 +332,9 @@ class _Run:
             if start == st.st_size and mark.same_stat(st):
                 return
             self._changed()
+            hint = shaped_id(tf.session_hint)
             fs = FileState(tf=tf, path=path_s, mark=mark, agent=agent_id,
-                           conversation=mark.conversation or shaped_id(tf.session_hint))
+                           conversation=mark.conversation or hint, hint=hint)
             if fs.agent is None and tf.kind == "subagent":
                 if not self._agent_from_parent(fs):
                     return
@@ -421,8 +422,9 @@ class _Run:
             if p.record is not None and p.record.session_id is None:
                 p.record.session_id = session
         items = [(i + 1, shape_checked(p)) for i, p in enumerate(entries) if i >= start]
+        hint = shaped_id(tf.session_hint)
         fs = FileState(tf=tf, path=path_s, mark=mark, agent=agent_id,
-                       conversation=mark.conversation or session or shaped_id(tf.session_hint))
+                       conversation=mark.conversation or session or hint, hint=hint)
         # a title entry consumed before is applied again (the harness may have retitled the session
         # in place: Gemini's summary slot, a summary added after the first read) but not accounted again
         fs.titles_again = [shape_checked(p) for p in entries[:start] if p.outcome == "title"]
@@ -530,7 +532,7 @@ class _Run:
         False stops reading this file."""
         if fs.agent is None:
             cwd = next((p.cwd for _, p in items if p.cwd), None)
-            if fs.conversation is None or fs.conversation == shaped_id(fs.tf.session_hint):
+            if fs.conversation is None or fs.conversation == fs.hint:
                 fs.conversation = next((p.session_id for _, p in items if p.session_id), fs.conversation)
             if cwd is None:
                 # No agent yet: account the lines here and remember the file.

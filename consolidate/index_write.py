@@ -146,6 +146,7 @@ class FileState:
     mark: Mark
     agent: str | None = None
     conversation: str | None = None
+    hint: str | None = None        # the conversation id the file's name gives (`shaped_id`), if any
     sub_roots: dict[str, str] = field(default_factory=dict)   # v1 sidechain line uuid -> root uuid
     uuids: set[str] = field(default_factory=set)              # line uuids seen in this file this run
     source_id: int | None = None
