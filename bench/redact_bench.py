@@ -417,7 +417,7 @@ def load_corpus(root: Path = CORPUS_DIR) -> list[dict]:
 
 #: The independent corpus' held-out rounds (bench/secret_corpus_indep/README.md): their misses are
 #: never listed.
-HELD_ROUNDS = ("b_", "e_", "h_")
+HELD_ROUNDS = ("b_", "e_", "h_", "k_")
 
 
 def indep_split(case: dict) -> str:
@@ -777,7 +777,8 @@ def main(argv: list[str] | None = None) -> int:
         d = quality_table("detect-secrets cases", ds, tools, args.show_misses, args.show_flags, args.show_split)
         o = corpus_table(load_corpus(args.corpus), tools, args.show_misses)
         ind = corpus_table(load_corpus(INDEP_DIR), tools, args.show_misses,
-                           "independent corpus (bench/secret_corpus_indep; b_*, e_*, h_* held out)", indep_split)
+                           "independent corpus (bench/secret_corpus_indep; "
+                           + ", ".join(r + "*" for r in HELD_ROUNDS) + " held out)", indep_split)
         summary["gitleaks"] = g["reverie"]
         summary["detect_secrets"] = d["reverie"]
         summary["own"] = o["reverie"]

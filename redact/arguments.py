@@ -324,14 +324,23 @@ _PROSE_END = re.compile("[»«」『』「”“„，。、；！？（）【�
 def h_prose(rule, sp, data: bytes):
     """A password told in prose (`patterns.PROSE_PASSWORD`), up to its closing quote or punctuation:
     prose, so it must look like one: 8 or more characters, letters and digits, in a credential
-    context (words joined by `-` or `_` count: `Bakso-Malang_2025`)."""
-    s, e = sp[1]
+    context (words joined by `-` or `_` count: `Bakso-Malang_2025`). Between quotes (`« ... »`,
+    `"..."`) it may be a passphrase: letters and either digits or three words or more."""
+    phrase = next((g for g in sp[1:-1] if g[0] >= 0), None)
+    s, e = phrase or sp[-1]
     value = _text(data, s, e)
-    cut = _PROSE_END.search(value)
+    cut = None if phrase else _PROSE_END.search(value)
     if cut:
         value = value[: cut.start()]
     value = value.rstrip(".,;)")   # `Azerty123!` keeps its `!`
-    if (len(value) >= 8 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+    if phrase:
+        lead = value[: len(value) - len(value.lstrip())]
+        value = value.strip()
+        s += len(lead.encode("utf-8", "surrogatepass"))
+        shaped = any(c.isdigit() for c in value) or len(value.split()) >= 3
+    else:
+        shaped = any(c.isdigit() for c in value)
+    if (len(value) >= 8 and shaped and any(c.isalpha() for c in value)
             and shapes.context_secret(value)):
         yield s, s + len(value.encode("utf-8", "surrogatepass")), rule.label
 

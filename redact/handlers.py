@@ -108,6 +108,10 @@ _PATH_SEGMENTS = re.compile(r"[a-z0-9._\-]{3,}/[a-z0-9._\-]{3,}/")
 _META_CONTENT = re.compile(rb"""(?i)<meta\b[^<>]*\scontent=\\?["']$""")
 #: The key a quoted value is assigned to, right before the value's opening quote (and its string
 #: prefix, as the rule's pattern allows one: `key = b'...'`).
+#: The public members of a JSON Web Key, and the `kty` member every JWK has (its private ones,
+#: `d`, `p`, `q`, `dp`, `dq`, `qi`, `k`, stay secret).
+_JWK_PUBLIC = frozenset({b"x", b"y", b"n", b"e"})
+_JWK_KTY = re.compile(rb"""["']?kty\\?["']?[ \t]*[:=]""")
 _KEY_BEFORE = re.compile(rb"""([A-Za-z0-9_.$\-]+)\\?["']?\]?[ \t]*(?:=>|:=|=|:)[ \t]*(?:[bBfFrRuU]{1,2})?\\?["']$""")
 
 
@@ -115,18 +119,23 @@ def _h_entropy(rule: Rule, sp, data: bytes):
     """A quoted string with no key (`quoted-high-entropy`): redacted when it reads as random base64
     (`shapes.random_base64`, at most `rule.min_entropy` bits asked), unless it is a path, a
     placeholder or a typed sequence, a public base58 identifier (`shapes.public_address`: a
-    wallet or mint address, an IPFS id), the `content` of an HTML `<meta>` tag, or the value of a
-    key that says it is no secret (`keys.says_not_secret`: `public_key = "..."`, `fake_token:
-    "..."`)."""
+    wallet or mint address, an IPFS id), encoded readable text (`shapes.encoded_text`), a JSON
+    Web Key's public member, the `content` of an HTML `<meta>` tag, or the value of a key that
+    says it is no secret
+    (`keys.says_not_secret`: `public_key = "..."`, `fake_token: "..."`)."""
     s, e = sp[1]
     value = _s(data, s, e)
     if not shapes.random_base64(value, rule.min_entropy) or _PATH_SEGMENTS.search(value):
         return
     if shapes.is_placeholder(value) or shapes.is_typed_sequence(value) or shapes.public_address(value):
         return
+    if shapes.encoded_text(value):
+        return
     key = _KEY_BEFORE.search(data, max(0, s - 130), s)
     if key and says_not_secret(key.group(1).decode("latin-1")):
         return
+    if key and key.group(1) in _JWK_PUBLIC and _JWK_KTY.search(data, max(0, s - 400), e + 400):
+        return   # a JSON Web Key's public members (RFC 7518: `x`, `y` of EC, `n`, `e` of RSA)
     if _META_CONTENT.search(data, max(0, s - 300), s):
         return
     yield s, e, rule.label

@@ -62,6 +62,8 @@ _SECRET_QUALIFIERS = frozenset(
     admin root session hmac jwt bot deploy ssh gpg pgp cos iam cloud x ingest insert write read
     server secure crypto aes rsa otp totp mfa""".split()
 )
+#: Words before `tokens` that make it tokens rather than a count of them (`max_tokens`).
+_TOKENS_QUALIFIERS = frozenset("auth access api bearer refresh session personal".split())
 # Last words of a key that name the secret itself ("session_token", "access_key").
 _SECRET_LAST = frozenset({"token", "key", "secret", "credential", "credentials"})
 _KEY_COMPOUNDS = ("apikey", "accesskey", "secretkey", "privatekey", "authkey", "clientkey", "masterkey",
@@ -115,6 +117,8 @@ def classify_key(key: str) -> tuple[str, str] | None:
     # a provider name as a segment prefix (`stripe_key`) or spelled over segments (`MessageBird`)
     provider = any(_PROVIDER_START.match(s) for s in segs) or any(
         segs[i] + segs[i + 1] in _PROVIDER_NAMES for i in range(len(segs) - 1))
+    if segs[-1] == "tokens" and len(segs) >= 2 and segs[-2] in _TOKENS_QUALIFIERS:
+        return "secret", "token"   # `DENO_AUTH_TOKENS`, `access_tokens`: tokens, not a count of them
     if segs[-1] in _EXCLUDED_LAST:
         # "sumologic_access_id", "MessageBirdClientID": provider ids are credentials too
         if provider and segs[-1] in ("id", "ids", "login"):
@@ -124,8 +128,10 @@ def classify_key(key: str) -> tuple[str, str] | None:
         if segs[-1] == "id" and "access" in segs[:-1]:
             return "key", "api_key"
         return None
-    if any(s in _NOT_REAL for s in segs[:-1]):
-        return None  # `fake_token`, `dummy_password`, `nonMatchingToken`: the key says it is no secret
+    if any(s in _NOT_REAL for s in (segs[2:-1] if segs[0] == "config" else segs[:-1])):
+        # `fake_token`, `dummy_password`, `nonMatchingToken`: the key says it is no secret; not a
+        # Kconfig symbol's namespace (`CONFIG_EXAMPLE_WIFI_PASSWORD` of ESP-IDF's example menus)
+        return None
     if segs[-1] == "secret" and "existing" in segs[:-1]:
         return None  # `existingSecret: grafana-admin` (a Helm chart's convention): the name of a secret
     if any(s in _EXCLUDED_SEGMENTS for s in segs):
@@ -168,14 +174,23 @@ def classify_key(key: str) -> tuple[str, str] | None:
 _PUBLIC_WORDS = frozenset("public publishable pub integrity cache nonce csrf xsrf timestamp".split()) | _CHECKSUM_WORDS
 
 
+#: Last words of a key that names an identifier (`rawId`, `request_id`, `kid`), and the words
+#: that make an identifier a credential after all (`session_id`, `access_key_id`).
+_ID_LAST = frozenset("id ids uuid guid kid jti".split())
+_ID_CREDENTIAL_WORDS = frozenset("session sess sid secret token auth access key api".split())
+
+
 def says_not_secret(key: str) -> bool:
     """The key itself says its value is no secret: one of its words says the value is not a real
     one (`_NOT_REAL`: `fake_token`, `wrongStart`) or is public or a checksum (`_PUBLIC_WORDS`:
-    `public_key`, `hash`), and none is a password or secret word. For the rules that find a value
-    with no key of their own (`quoted-high-entropy`), the key it is assigned to, when there is one."""
+    `public_key`, `hash`), or the key names an identifier (`_ID_LAST`: `"rawId": "..."`, not a
+    `session_id`), and none is a password or secret word. For the rules that find a value with no
+    key of their own (`quoted-high-entropy`), the key it is assigned to, when there is one."""
     segs = key_segments(key)
     if _names_password_or_secret(segs):
         return False
+    if segs and segs[-1] in _ID_LAST and not any(s in _ID_CREDENTIAL_WORDS for s in segs):
+        return True
     return any(s in _NOT_REAL or s in _PUBLIC_WORDS for s in segs)
 
 
@@ -187,7 +202,8 @@ def value_ok(tier: str, value: str, quoted: bool = False, context: bool = True) 
     evidence (prose "the password is X", a literal compared with a password variable, a keyword
     and a quoted string with no operator: `context=False`) keeps the shape checks
     (`shapes.password_shaped` / `secret_shaped`). 'key' (a bare or unqualified *key) and
-    'provider' keys need a random-looking token (`shapes.token_shaped`)."""
+    'provider' keys need a random-looking token (`shapes.token_shaped`) that is no encoded
+    readable text (`shapes.encoded_text`)."""
     if tier in ("pw", "secret") and context:
         return shapes.context_secret(value, quoted=quoted)
     if shapes.not_a_value(value) or shapes.is_reference(value):
@@ -206,6 +222,8 @@ def value_ok(tier: str, value: str, quoted: bool = False, context: bool = True) 
     # token format (`handlers._h_token`)
     if shapes.is_typed_sequence(value):
         return False
+    if shapes.encoded_text(value):
+        return False  # `README_B64 = "IyBBY21l..."`: encoded content, not a token
     if tier == "key":
         return shapes.token_shaped(value, min_len=16, min_entropy=3.0)
     return shapes.token_shaped(value, min_len=12, min_entropy=3.0)

@@ -102,7 +102,7 @@ def _utf8(text: str) -> str:
 #: Dutch, Polish, Russian, Japanese, Chinese, Korean (ASCII ones in any case). English is rule
 #: prose-is's: `password` is in most code, and this rule's prefilter would fire on all of it.
 PROSE_WORDS = "|".join(
-    [r"\b(?i:passwort|kennwort|mot de passe|jeton|contrasena|senha|chiave|wachtwoord|sleutel|passord|adgangskode"
+    [r"\b(?i:passwort|kennwort|mot de passe|phrase de passe|jeton|contrasena|senha|chiave|wachtwoord|sleutel|passord|adgangskode"
      r"|salasana|heslo|kata sandi|sandi|parola|sifre)"]
     + [_utf8(w) for w in ("schlüssel", "Schlüssel", "SCHLÜSSEL", "clé", "Clé", "CLÉ", "contraseña", "Contraseña",
                           "CONTRASEÑA", "hasło", "Hasło", "HASŁO", "пароль", "Пароль", "ПАРОЛЬ", "ключ", "Ключ",
@@ -117,17 +117,24 @@ PROSE_WORDS = "|".join(
 #: a value told in prose ends at `,`, `;` or `=` too.
 _PROSE_SPACE = r"(?:[ \t]|\xc2\xa0)*"   # a no-break space too (French puts one inside « »)
 PROSE_LINK = (
-    r"[ \t]+(?:(?i:is|are|was|to|ist|lautet|est|es|era|jest|sont|son|er|adalah|je|on|ja)\b|(?:"
-    + "|".join(_utf8(w) for w in ("é", "è", "são", "это", "är", "là")) + r")[ \t])"
+    r"[ \t]+(?:(?i:is|are|was|to|ist|lautet|est|c'est|es|era|jest|sont|son|er|adalah|je|on|ja)\b|(?:"
+    + "|".join(_utf8(w) for w in ("é", "è", "são", "это", "är", "là", "c’est")) + r")[ \t])"
     + r"|" + _PROSE_SPACE + r"(?::|" + "|".join(_utf8(w) for w in ("—", "：", "は", "が", "是", "为", "為", "는", "은"))
     + r")|[ \t]+-[ \t]"
 )
 PROSE_OPEN = "|".join(['"', "'", "`"] + [_utf8(w) for w in ("«", "„", "“", "「", "『")])
+#: A value told in prose between quotes that may hold spaces (a passphrase), with its closing quote.
+_PROSE_PHRASE = (
+    r"(?:\"(.{6,120}?)\"|" + "|".join(_utf8(a) + _PROSE_SPACE + r"(.{6,120}?)" + _PROSE_SPACE + _utf8(b)
+                                    for a, b in (("«", "»"), ("„", "“"), ("“", "”"), ("「", "」"), ("『", "』")))
+    + r")"
+)
 PROSE_PASSWORD = (
     r"(?:" + PROSE_WORDS + r")[A-Za-z]*"
     r"(?:(?:[ \t]+[^\s:=]+){0,4}?(?:" + PROSE_LINK + r")" + _PROSE_SPACE
     # the value: ASCII, Latin or Greek letters (not CJK: `パスワードは英数字8文字以上`, where no space ends it)
-    + r"|[ \t]+)(?:" + PROSE_OPEN + r")?" + _PROSE_SPACE + r"([^\s\"'`\\,;=\xd0-\xff]{6,})"
+    + r"|[ \t]+)(?:" + _PROSE_PHRASE + r"|(?:" + PROSE_OPEN + r")?" + _PROSE_SPACE
+    + r"([^\s\"'`\\,;=\xd0-\xff]{6,}))"
 )
 
 

@@ -128,6 +128,13 @@ RULES: tuple[Rule, ...] = (
          r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b[^\n]{0,40}?(?:\r?\n[^\n]{0,40}?)?"
          r"[^A-Za-z0-9/+]([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)",
          min_entropy=4.0, needs_digit=True, needs_mixed_case=True),
+    # Razorpay's key secret (24 letters and digits) passed or printed right after its key id
+    # (`rzp_live_`/`rzp_test_` + 14, the public half used by checkout pages, which stays):
+    # `new RazorpayClient("rzp_live_...", "...")`, the dashboard's two lines
+    _tok("razorpay-secret-after-id", "razorpay_key_secret",
+         r"\brzp_(?:live|test)_[A-Za-z0-9]{14}\b[^\n]{0,40}?(?:\r?\n[^\n]{0,40}?)?"
+         r"[^A-Za-z0-9]([A-Za-z0-9]{24})(?:[^A-Za-z0-9]|$)",
+         min_entropy=3.5, needs_digit=True, needs_mixed_case=True),
     # short-lived keys are a presigned URL in base64: it starts with base64("bedrock.amazonaws.com")
     _tok("aws-bedrock-key", "aws_bedrock_key",
          r"\b(ABSK[A-Za-z0-9+/]{100,}={0,2}|bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t[A-Za-z0-9+/]{20,}={0,2})"),
@@ -660,6 +667,7 @@ RULES: tuple[Rule, ...] = (
     Rule("prose-password", "password", PROSE_PASSWORD, "prose",
          options={"set_pattern": r"(?:" + PROSE_WORDS + r")"}),
     Rule("prose-is", "secret",
-         r"(?i)\b(password|passwd|passphrase|pwd|pass|secret|token|api[ _\-]?key|secret[ _\-]?key|access[ _\-]?key)"
+         r"(?i)\b(password|passwd|passphrase|pwd|pass|secret|token"
+         r"|(?:api|secret|access|routing|integration|license|signing|encryption|master|deploy|webhook)[ _\-]?key)"
          r"[ \t]+(?:is|was)[ \t]*:?[ \t]+" + VALUE_RE, "is"),
 )

@@ -233,6 +233,39 @@ def public_address(value: str) -> bool:
     return False
 
 
+_RE_B64_BODY = re.compile(r"[A-Za-z0-9+/]+|[A-Za-z0-9_\-]+")
+#: What readable text holds when it is a credential or carries one: a credential word, or the `:`
+#: and `=` of `user:password`, `KEY=value`, `Authorization: ...`.
+_RE_ENCODED_CREDENTIAL = re.compile(r"(?i)pass|pwd|secret|token|key|auth|cred|bearer|private|[:=]")
+_RE_TEXT_WORDS = re.compile(r"[A-Za-z]{3,}[ \t\r\n]+\S")
+
+
+def encoded_text(value: str) -> bool:
+    """`value` is base64 (standard or URL alphabet, padding optional) of readable text: 12 bytes or
+    more of printable UTF-8 with a word, whitespace and more after it, and no sign of a credential
+    (`_RE_ENCODED_CREDENTIAL`). Such a value is encoded content (a file, a message, a CSV), not a
+    random secret: random bytes decode to that with negligible probability. An encoded credential
+    (`user:password`, `DB_PASSWORD=...`, a PEM block) is never encoded text."""
+    body = value.rstrip("=")
+    if len(body) < 16 or len(body) > 65536 or not _RE_B64_BODY.fullmatch(body):
+        return False
+    import base64
+    import binascii
+
+    pad = "=" * (-len(body) % 4)
+    try:
+        if "-" in body or "_" in body:
+            raw = base64.urlsafe_b64decode(body + pad)
+        else:
+            raw = base64.b64decode(body + pad, validate=True)
+        text = raw.decode("utf-8")
+    except (ValueError, binascii.Error):
+        return False
+    if len(raw) < 12 or not all(ch.isprintable() or ch in "\t\r\n" for ch in text):
+        return False
+    return bool(_RE_TEXT_WORDS.search(text)) and not _RE_ENCODED_CREDENTIAL.search(text)
+
+
 def is_typed_sequence(value: str) -> bool:
     """Holds 10+ letters or digits in alphabet order (`abcdefghij`, `KLMNOPQRST`, `0123456789`).
 

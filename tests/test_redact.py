@@ -372,6 +372,23 @@ def test_a_random_string_under_a_json_content_key_is_redacted(redactor):
     assert redactor.redact('<div content="' + v + '">').text == '<div content="[REDACTED:secret]">'
 
 
+@pytest.mark.parametrize("key, label", [("session_id", "secret"), ("sessionId", "secret"),
+                                        ("access_key_id", "api_key"), ("api_key_uuid", "api_key")])
+def test_an_identifier_that_is_a_credential_is_redacted(redactor, key, label):
+    """`keys.says_not_secret` lets an identifier's value be (`rawId`), never a session's or a key's."""
+    value = _random_b64(43, 25)
+    assert redactor.redact(f'"{key}": "{value}",').text == f'"{key}": "[REDACTED:{label}]",'
+
+
+def test_a_json_web_keys_public_members_survive_and_its_private_one_does_not(redactor):
+    x, y, d = _random_b64(43, 26), _random_b64(43, 27), _random_b64(43, 28)
+    public = f'const jwk = {{\n  kty: "EC",\n  crv: "P-256",\n  x: "{x}",\n  y: "{y}",\n}};'
+    assert redactor.redact(public).text == public
+    private = '{"kty": "EC", "crv": "P-256", "x": "%s", "y": "%s", "d": "%s"}' % (x, y, d)
+    assert redactor.redact(private).text == private.replace(d, "[REDACTED:secret]")
+    assert redactor.redact(f'point = {{"x": "{x}"}}').text == 'point = {"x": "[REDACTED:secret]"}'
+
+
 def test_a_keyless_finding_is_never_remembered(tmp_path):
     """A value only `quoted-high-entropy` found is removed where it stands, but no later text loses
     it: with no key to show for it, it is too weak a reason to erase it everywhere."""
@@ -380,6 +397,12 @@ def test_a_keyless_finding_is_never_remembered(tmp_path):
     assert r.redact(f'client = Client("{v}")').text == 'client = Client("[REDACTED:secret]")'
     assert r.redact(f"the id {v} again").text == f"the id {v} again"
     assert r.memory.count() == 0
+
+
+def _b64(raw: bytes) -> str:
+    import base64
+
+    return base64.b64encode(raw).decode()
 
 
 @pytest.mark.parametrize("text", [
@@ -392,15 +415,30 @@ def test_a_keyless_finding_is_never_remembered(tmp_path):
     'PosixPath("/private/var/folders/x8/Ab3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY/T/pytest-3")',  # `/` first (the pattern)
     'public_key = "' + _random_b64(44, 4) + '"',                          # the key says it is public
     'fake_token: "' + _random_b64(44, 5) + '"',                           # ... or not real
+    '"rawId": "' + _random_b64(43, 24) + '",',                            # ... or an identifier
     "public_key = b'" + _random_b64(44, 15) + "'",                        # ... behind a string prefix
     '<meta name="csrf-token" content="' + _random_b64(56, 13) + '">',     # a page's metadata
     '<META property="og:x"\n  content=\\"' + _random_b64(56, 14) + '\\">',  # ... JSON-escaped, any case
     'registry.get("thisIsAVeryLongCamelCaseHandlerName2024")',            # words: low entropy
     '"' + _random_b64(140, 6) + '"',                                     # longer than a key: a blob
     _random_b64(48, 7),                                                  # not quoted: no finding
+    'const README_B64 = "' + _b64(b"# Acme Web\n\nA small storefront built with Next.js.\n") + '";',  # encoded text
+    'payload = "' + _b64(b"name,qty,price\nwidget,4,9.99\ngadget,1,24.50\n") + '"',        # ... a CSV
 ])
 def test_quoted_strings_that_are_no_secret_survive(redactor, text):
     assert redactor.redact(text).findings == []
+
+
+@pytest.mark.parametrize("raw", [
+    b"deploy:" + _random_b64(24, 21).encode(),                                 # user:password
+    b"# staging env\nDB_PASSWORD=" + _random_b64(18, 22).encode() + b"\n",         # an env file
+    b"Authorization header for the staging api " + _random_b64(20, 23).encode(),  # a credential word
+])
+def test_encoded_credentials_are_no_encoded_text(redactor, raw):
+    """`shapes.encoded_text` exempts encoded content, never an encoded credential: the same
+    quoted base64 that survives as a README is redacted when it decodes to one."""
+    value = _b64(raw)
+    assert redactor.redact(f'const BLOB = "{value}";').text == 'const BLOB = "[REDACTED:secret]";'
 
 
 def test_loosen_keeps_a_superset():

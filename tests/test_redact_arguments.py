@@ -91,6 +91,7 @@ FOUND = [
     ("$ cat ~/.ansible/vault_pass.txt\n{}\n", g(32), "secret", "printed-secret"),
     ("$ sudo elasticsearch-keystore show s3.client.default.secret_key\n{}", g(40, ALNUM + "/"), "secret", "printed-secret"),
     ("the redis pass is {}", g(24), "password", "prose-is"),
+    ("[09:12] priya: new routing key is {} after the rotation", "R0" + g(30), "api_key", "prose-is"),
     ("header_up X-Internal-Auth {}", g(32), "token", "keyword-value"),
     # a key-named variable set from a call that turns a literal into the key
     ('var jwtKey = []byte("{}")', TOKEN, "api_key", "assignment"),
@@ -215,6 +216,9 @@ FOUND = [
     ("Gästnätet heter Kontoret och lösenordet är {}.", "Kanelbulle#2024", "password", "prose-password"),
     ("user: deploy, kata sandinya {} (sementara)", "Bakso-Malang_2025", "password", "prose-password"),
     ("uživatel app_rw, heslo {} – a ještě", "Švestka.9Knedlík", "password", "prose-password"),
+    # a passphrase told in prose between quotes: spaces and all
+    ("la phrase de passe c'est « {} ». Tu peux l'ouvrir ?", "ruisseau fromage plume 42 nuages", "password", "prose-password"),
+    ('Das Passwort ist „{}“ für alle', "Sonne Mond Sterne Regen", "password", "prose-password"),
     # a password that starts with `$` is no variable
     ("psql -W ${{PGPASSWORD:-{}}}", "$9xKq!pw77Zr", "password", "env-default"),
     ("        - name: DB_PASSWORD\n          value: \"{}\"\n", "$9xKq!pw77Zr", "password", "name-value"),
@@ -349,6 +353,8 @@ KEPT = [
     'expect "Password:"\nsend "$env(PW)\\r"',
     "Old value: 1\nNew value: 2024-11-06T10:00:00Z",                         # not a reset's output
     "# AUTH required8 for all clients",                                        # prose
+    'Das Passwort ist "nicht gesetzt", siehe README',                          # two words: no passphrase
+    "The signing key is rotated daily; the license key is printed on the box",  # prose about keys
     ">>> AUTH DIGEST-MD5 dXNlcm5hbWU9ImFsaWNlIixyZWFs",                        # a SASL message
     "sort -b -t, -k2 data.csv | awk '{print $1, checksum=ABCdef1234567890ghijKLMN}'",   # -b of another tool
     '{"content":"HTTP/1.1 200 OK\\nSet-Cookie: theme=dark; Path=/\\nnext: cursor=eyJwYWdlIjoyLCJzaXplIjo1MH0xNzEy\\n"}',

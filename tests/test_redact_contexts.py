@@ -173,6 +173,15 @@ def test_classify_key_lifts_the_excluded_segment_veto_only_for_a_qualified_secre
         ("secret", "token")]
 
 
+def test_classify_key_reads_kconfig_namespaces_and_qualified_tokens():
+    """A Kconfig symbol's namespace (`CONFIG_EXAMPLE_`) is no word of the key; `tokens` after an
+    auth word are tokens (`DENO_AUTH_TOKENS`), after anything else a count (`max_tokens`)."""
+    keys = ["CONFIG_EXAMPLE_WIFI_PASSWORD", "CONFIG_EXAMPLE_FAKE_PASSWORD", "EXAMPLE_PASSWORD",
+            "DENO_AUTH_TOKENS", "access_tokens", "max_tokens", "input_tokens"]
+    assert [classify_key(k) for k in keys] == [
+        ("pw", "password"), None, None, ("secret", "token"), ("secret", "token"), None, None]
+
+
 def test_netrc_entries_and_prose_about_passwords(redactor):
     p, q = pw(), pw()
     text = (f"machine api.example.com\n  login bot\n  account ops\n  password {p}\n"

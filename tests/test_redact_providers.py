@@ -152,6 +152,26 @@ def test_the_secret_half_of_an_aws_pair_goes_with_its_id(redactor, before, after
     assert sorted(f.rule for f in out.findings) == ["aws-access-key-id", "aws-secret-after-id"]
 
 
+RZP_ID = "rzp_live_" + g(14)
+
+
+@pytest.mark.parametrize("template", [
+    'return new RazorpayClient("{id}", "{secret}");',
+    "Key Id: {id}\nKey Secret: {secret}\n",
+    'client = razorpay.Client(auth=("{id}", "{secret}"))',
+])
+def test_a_razorpay_key_secret_goes_and_its_public_key_id_stays(redactor, template):
+    secret = g(24)
+    out = redactor.redact(template.format(id=RZP_ID, secret=secret))
+    assert out.text == template.format(id=RZP_ID, secret="[REDACTED:razorpay_key_secret]")
+
+
+@pytest.mark.parametrize("follower", [g(24, HEX), "order_" + g(14), "abcdefghijklmnopqrstuvwx"])
+def test_after_a_razorpay_id_a_hash_or_an_order_id_stays(redactor, follower):
+    text = f'checkout.open({{razorpay_key_id: "{RZP_ID}", order_id: "{follower}"}})'
+    assert redactor.redact(text).text == text
+
+
 @pytest.mark.parametrize("follower", [g(40, HEX), g(40, HEX).upper(), "ab" * 20, "x" * 40,
                                       g(40, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")])   # base32: one case
 def test_after_an_aws_id_a_hash_or_filler_stays(redactor, follower):
