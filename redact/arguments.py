@@ -236,6 +236,37 @@ def h_printed(rule, sp, data: bytes):
         yield s, e, rule.label
 
 
+#: The names in an expression: `settings.SECRET_KEY`, `os.environ["API_KEY"]`, `cfg.get("pw")`.
+_EXPR_NAMES = re.compile(r"[A-Za-z_][\w\-]*")
+
+
+def h_repl(rule, sp, data: bytes):
+    """The string an interpreter printed for an expression whose last name is a secret's
+    (`patterns.REPL_ECHO`: `(Pdb) p settings.EMAIL_HOST_PASSWORD` then `'v'`), in that name's
+    context (`keys.value_ok`)."""
+    names = _EXPR_NAMES.findall(_text(data, *sp[1]))
+    cls = classify_key(names[-1]) if names else None
+    found = _first(sp, (2, 3))
+    if cls is None or found is None:
+        return
+    _, s, e = found
+    if value_ok(cls[0], _text(data, s, e), quoted=True):
+        yield s, e, cls[1]
+
+
+def h_values_after(rule, sp, data: bytes):
+    """Every value the rule's `values` pattern (group 1) finds in the `window` bytes after the
+    rule's own match, an anchor that makes them secrets: a command that prints keys (`az storage
+    account keys list`: a table or JSON of them), a provider whose SMTP login is its API token
+    (Postmark: a UUID as user and password). A value needs three kinds of characters when the
+    rule says `mixed` (random base64 has them; a hash in hex has two)."""
+    end = sp[0][1]
+    mixed = rule.options.get("mixed")
+    for m in rule.options["values"].finditer(data, end, min(len(data), end + rule.options["window"])):
+        if not mixed or shapes.char_classes(_text(data, *m.span(1))) >= 3:
+            yield m.start(1), m.end(1), rule.label
+
+
 def h_piped(rule, sp, data: bytes):
     """The literal piped into a command that stores it as a secret (or as an environment
     variable whose name says secret: group 4, `vercel env add K`)."""

@@ -76,7 +76,8 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
     "ASSIGNMENT": ("assign", "xml", "cli", "is", "k8s", "reverse", "kwquoted", "pwvalue", "jprop",
                    "kwvalue", "phrase", "envdefault", "call", "printed", "piped",
                    "namevalue", "chat", "redis_auth", "generated",
-                   "userlist", "gradle", "command", "htpasswd", "prose", "nextline"),
+                   "userlist", "gradle", "command", "htpasswd", "prose", "nextline", "repl",
+                   "values_after"),
 }
 
 

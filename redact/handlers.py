@@ -414,7 +414,19 @@ def _h_phrase(rule: Rule, sp, data: bytes):
         return  # a sentence about a password, not a passphrase
     if any(shapes.is_reference(w) or shapes.is_placeholder(w) for w in words) or shapes.not_a_value(value):
         return  # also `password:  24 bytes` (`kubectl describe secret`)
+    if data[sp[1][1]:s].strip() == b"=":
+        # `spring.mail.password=v w` (.properties, INI): the line's rest; an environment variable's
+        # `DB_PASSWORD=v docker compose up` is a value, then a command (the assignment rule's), but
+        # for a Gmail app password (four groups of four letters)
+        key = _s(data, sp[1][0], sp[1][1])
+        if any(w.startswith("-") or "/" in w or "=" in w for w in words[1:]) or (
+                key.upper() == key and not _APP_PASSWORD.match(value)):
+            return
     yield s, _end(s, value), "password"
+
+
+#: A Google account's app password as Google shows it: four groups of four lower-case letters.
+_APP_PASSWORD = re.compile(r"[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4}$")
 
 
 def _h_cookie(rule: Rule, sp, data: bytes):
@@ -614,4 +626,6 @@ HANDLERS = {
     "htpasswd": arguments.h_htpasswd,
     "prose": arguments.h_prose,
     "piped": arguments.h_piped,
+    "repl": arguments.h_repl,
+    "values_after": arguments.h_values_after,
 }

@@ -131,7 +131,7 @@ _PROSE_PHRASE = (
 )
 PROSE_PASSWORD = (
     r"(?:" + PROSE_WORDS + r")[A-Za-z]*"
-    r"(?:(?:[ \t]+[^\s:=]+){0,4}?(?:" + PROSE_LINK + r")" + _PROSE_SPACE
+    r"(?:(?:[ \t]+[^\s:=]+){0,8}?(?:" + PROSE_LINK + r")" + _PROSE_SPACE
     # the value: ASCII, Latin or Greek letters (not CJK: `パスワードは英数字8文字以上`, where no space ends it)
     + r"|[ \t]+)(?:" + _PROSE_PHRASE + r"|(?:" + PROSE_OPEN + r")?" + _PROSE_SPACE
     + r"([^\s\"'`\\,;=\xd0-\xff]{6,}))"
@@ -222,3 +222,27 @@ PASSPHRASE_TAIL = (
     r"(?:[_.\-]?(?i:" + KEY_QUALIFIERS + r"))*[0-9]*[\"'\]]?[ \t]*(?::=|=>|=|:)[ \t]*[\"']"
     r"([^\s\"'\\${}%<>;,|&()][^\"'\\\n${}%<>]{0,60}[ \t][^\"'\\\n${}%<>]{0,60})[\"']"
 )
+
+
+#: An interactive interpreter's prompt (pdb and ipdb, Python's `>>>`, IPython's `In [n]:`, irb,
+#: pry, iex, the Scala and Node REPLs), an expression (printed with `p`/`print`/`puts` or alone),
+#: then the line it printed: a quoted string (after IPython's `Out[n]:`, irb's `=>`, Scala's
+#: `val res0: String =`). Groups: the expression, the value single- or double-quoted.
+REPL_ECHO = (
+    r"(?m)^[ \t]*(?:\(Pdb\+?\+?\)|ipdb>|>>>|In[ \t]*\[\d{1,5}\]:|irb\([^)\n]{0,40}\):\d{1,5}(?::\d{1,3})?[>*]"
+    r"|(?:\[\d{1,5}\][ \t]*)?pry\([^)\n]{0,40}\)>|iex\(\d{1,5}\)>|scala>|>)[ \t]+"
+    r"(?:(?:pp?|print|pprint|puts|IO\.puts|println)[ \t(]+)?([^\n]{1,200}?)\)?[ \t]*\r?\n"
+    r"[ \t]*(?:Out\[\d{1,5}\]:[ \t]*|=>[ \t]*|(?:val[ \t]+)?res\d{1,5}:[ \t]*String[ \t]*=[ \t]*)?"
+    r"(?:'([^'\n]{6,400})'|\"([^\"\n]{6,400})\")[ \t]*\r?$"
+)
+#: The commands that print an Azure storage account's keys (a table, TSV or JSON of them), and
+#: such a key: 64 bytes in base64, alone between spaces, quotes or separators.
+AZURE_KEYS_COMMAND = (r"\baz[ \t]+storage[ \t]+account[ \t]+keys[ \t]+(?:list|renew)\b"
+                      r"|\b(?:Get|New)-AzStorageAccountKey\b")
+AZURE_KEY_VALUE = re.compile(rb"""(?:^|[\s"',;=:|])([A-Za-z0-9+/]{86}==)(?=[\s"',;|]|$)""")
+#: Postmark's SMTP host and token header, and the UUID its SMTP login takes as user and password
+#: (its server API token: "use your Server API token as both the username and password").
+POSTMARK_ANCHOR = r"(?i)\bsmtp\.postmarkapp\.com\b|\bx-postmark-server-token\b"
+POSTMARK_TOKEN = re.compile(
+    rb"""(?i)(?:user(?:name)?|pass(?:word)?|token|key)[\w.\-]*\\?["']?[ \t]*[:=][ \t]*\\?["']?"""
+    rb"""([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b""")

@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 from .patterns import (
     ASSIGN_SEP_RE, CADDY_DNS_PROVIDERS, COMMAND_VALUE, COOKIE_HEADER, CREDENTIAL_CALL, END, ENV_DEFAULT, KEY_RE,
     NAME_VALUE, NAME_VALUE_HEAD, PASSPHRASE_TAIL, PROSE_PASSWORD, PROSE_WORDS, QUOTED_VALUE, SESSION_COOKIE, VALUE_RE,
-    key_word)
+    AZURE_KEY_VALUE, AZURE_KEYS_COMMAND, POSTMARK_ANCHOR, POSTMARK_TOKEN, REPL_ECHO, key_word)
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,11 @@ class Rule:
     kind: str = "token"
     min_entropy: float = 0.0
     options: dict = field(default_factory=dict, hash=False, compare=False)
+
+
+#: The prefix `docker compose` (and `kubectl logs --prefix`-like tools) put before each line of a
+#: service's output: `jenkins  | `.
+_LOG_PREFIX = r"(?:[\w.\-]{1,40}[ \t]+\|)?"
 
 
 def _tok(name: str, label: str, pattern: str, min_entropy: float = 0.0, **options) -> Rule:
@@ -195,7 +200,7 @@ RULES: tuple[Rule, ...] = (
     _tok("google-refresh-token", "google_oauth", r"(?:^|[^A-Za-z0-9/])(1//[0-9A-Za-z_\-]{40,})", min_entropy=3.5,
          needs_digit=True),
     _tok("google-oauth", "google_oauth",
-         r"\b(GOCSPX-[0-9A-Za-z_\-]{20,40}|ya29\.[0-9A-Za-z_\-]{20,})"),
+         r"\b(GOCSPX-[0-9A-Za-z_\-]{20,40}|ya29\.(?:[0-9A-Za-z_\-]{1,8}\.)?[0-9A-Za-z_\-]{20,})"),   # `ya29.c.`: impersonation
     # API key SID (SK) and account SID (AC): 32 hex; `ACxxxx...` is the documentation's own form
     _tok("twilio-key", "twilio_key", r"\b((?:SK|AC)[0-9a-fA-FxX]{32})\b", min_entropy=2.5,
          placeholder_ok=True),
@@ -342,6 +347,8 @@ RULES: tuple[Rule, ...] = (
     _tok("twitch-oauth", "twitch_token", r"(?:^|[^A-Za-z0-9_])oauth:([a-z0-9]{30})\b", min_entropy=3.5, needs_digit=True),
     _tok("salesforce-token", "salesforce_token", r"\b(00D[A-Za-z0-9]{12,15}![A-Za-z0-9._]{80,})"),
     _tok("teamwork-token", "teamwork_token", r"\b(tkn\.v1_[A-Za-z0-9+/=_\-]{40,})", min_entropy=3.5),
+    # Resend's API keys: `re_`, 8 letters and digits, `_`, 24 more
+    _tok("resend-key", "resend_key", r"\b(re_[A-Za-z0-9]{8}_[A-Za-z0-9]{24})\b", min_entropy=3.5, needs_digit=True),
     _tok("sonar-token", "sonar_token", r"\b(sq[upa]_[a-f0-9]{40})\b", min_entropy=3.0),
     _tok("fireworks-key", "token", r"\b(fw_[A-Za-z0-9]{24,40})\b", min_entropy=3.5, needs_digit=True),
     # AWS STS session tokens: base64 of a binary header, one of two documented starts
@@ -373,8 +380,8 @@ RULES: tuple[Rule, ...] = (
          r"(?i)\bnet[ \t]+use[ \t]+[^\n]*?/user:[^\s]+[ \t]+([^\s/\"'][^\s\"']*)", "pwvalue"),
     # .pgpass: `host:port:database:user:password`, one entry per line, nothing else on it
     Rule("pgpass-line", "password",
-         r"(?m)^[ \t]*[A-Za-z0-9_.*\-]+:(?:\d{1,5}|\*):[A-Za-z0-9_.*\-]+:[A-Za-z0-9_.*@\-]+:([^\s:]{6,})[ \t]*\r?$",
-         "pwvalue"),
+         r"(?m)^[ \t]*[A-Za-z0-9_.*\-]+:(?:\d{1,5}|\*):[A-Za-z0-9_.*\-]+:[A-Za-z0-9_.*@\-]+:((?:\\[:\\]|[^\s:]){6,})[ \t]*\r?$",
+         "pwvalue"),   # a `:` or `\` in the password is escaped with `\` (PostgreSQL's libpq docs)
     # Java system properties: `-Dsonar.login=VALUE`, `-Ddb.password=VALUE`, `-Dapi.token=VALUE`
     Rule("java-property", "secret",
          r"(?:^|[\s\"'])-D([A-Za-z0-9_.\-]*(?i:password|passwd|pwd|secret|token|login|apikey|api\.key|credentials?|auth)"
@@ -394,15 +401,17 @@ RULES: tuple[Rule, ...] = (
     Rule("keyword-value", "api_key",
          r"(?i)(?:^|[^A-Za-z0-9_.\-])([A-Za-z0-9_.\-]*(?:api[ _\-]?key|token|secret|passw(?:or)?d|key|auth))"
          r"[ \t]+([A-Za-z0-9_\-+/=.]{24,200})(?:[^A-Za-z0-9_\-+/=.]|$)", "kwvalue"),
-    # a passphrase with spaces, unquoted, after a password key on its own line (YAML, INI)
+    # a passphrase with spaces, unquoted, after a password key on its own line (YAML, INI,
+    # .properties: `spring.mail.password=abcd efgh ijkl mnop`, a Gmail app password)
     Rule("passphrase-line", "password",
-         r"(?im)^[ \t]*(?:- )?([A-Za-z0-9_.\-]*(?:password|passphrase|passwd|pass_phrase))(?::|[ \t]+=)[ \t]*"
+         r"(?im)^[ \t]*(?:- )?([A-Za-z0-9_.\-]*(?:password|passphrase|passwd|pass_phrase))(?::|[ \t]*=)[ \t]*"
          r"([^\s\"'#|>&{$%<\[][^\n\"'#]{0,80}[ \t][^\n\"'#]{0,80}?)[ \t]*\r?$", "phrase"),
     # --- credentials in URLs, connection strings, headers, commands ----------------------------
     # one rule (one label) for every key word: a second Set entry cost ~2% of the prefilter pass
     _tok("passphrase", "password",
          key_word("password", "passwd", "pass_phrase", "pwd", "secret", "api_key", "secret_key",
-                   "access_key") + PASSPHRASE_TAIL,
+                   "access_key", "ssh_pass", "become_pass", "sudo_pass", "db_pass", "smtp_pass",
+                   "mail_pass", "admin_pass", "root_pass", "user_pass") + PASSPHRASE_TAIL,
          placeholder_ok=True),
     Rule("url-userinfo", "password",
          r"\b[A-Za-z][A-Za-z0-9+.\-]*://([^\s:@/\"'<>\\]*):([^\s@/\"'<>\\]+)@", "userinfo"),
@@ -457,7 +466,8 @@ RULES: tuple[Rule, ...] = (
     # Redis: `requirepass` / `masterauth` in redis.conf (a `grep -n` line number before it too)
     Rule("redis-conf-password", "password",
          r"(?m)^[ \t]*(?:\d+:)?(?:requirepass|masterauth)[ \t]+((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'])+)", "pwvalue"),
-    # a password a tool generated and printed: Elasticsearch's `elasticsearch-reset-password`
+    # a password a tool generated and printed (each line may carry a compose service's `name | `
+    # prefix, `_LOG_PREFIX`): Elasticsearch's `elasticsearch-reset-password`
     # (`... user successfully reset.` then `New value: v`, a compose service's `name | ` prefix
     # allowed) and `elasticsearch-setup-passwords` (`PASSWORD elastic = v`), MySQL's first start
     # (`A temporary password is generated for root@localhost: v`). A line may also break
@@ -468,8 +478,9 @@ RULES: tuple[Rule, ...] = (
          # Jenkins' first start (`... password to proceed to installation:`, a blank line, the
          # password), Elasticsearch's (`Password for the elastic user (reset with ...):`, the next
          # line; `Copy the following enrollment token ...:`, the next line)
-         r"|password to proceed to installation:(?:[ \t]*\r?\n)+|Password for the [\w.\-]{1,40} user[^\n]{0,80}:[ \t]*\r?\n"
-         r"|enrollment token[^\n]{0,120}:[ \t]*\r?\n)"
+         r"|password to proceed to installation:(?:[ \t]*(?:\r?\n|(?:\\r)?\\n)" + _LOG_PREFIX + r")+"
+         r"|Password for the [\w.\-]{1,40} user[^\n]{0,80}:[ \t]*\r?\n" + _LOG_PREFIX
+         + r"|enrollment token[^\n]{0,120}:[ \t]*\r?\n" + _LOG_PREFIX + r")"
          r"[ \t]*([^\s\\]{8,1000})", "generated",
          options={"set_pattern": r"successfully reset\.|PASSWORD [\w.\-]+ =|temporary password is generated"
                                  r"|password to proceed to installation:|Password for the [\w.\-]+ user|enrollment token",
@@ -589,6 +600,19 @@ RULES: tuple[Rule, ...] = (
     Rule("terraform-random-password", "password",
          r"\"type\"[ \t]*:[ \t]*\"random_password\"[\s\S]{0,1000}?\"result\"[ \t]*:[ \t]*\"((?:[^\"\\\n]|\\.){1,200})\"",
          "command", options={"set_pattern": r"\"random_password\""}),
+    # the string an interpreter printed for a secret-named expression (`(Pdb) p settings.SECRET_KEY`)
+    Rule("repl-echo", "secret", REPL_ECHO, "repl"),
+    # the keys `az storage account keys list` printed, and Postmark's server token as SMTP login
+    Rule("azure-storage-keys-output", "azure_storage_key", AZURE_KEYS_COMMAND, "values_after",
+         options={"values": AZURE_KEY_VALUE, "window": 4096, "mixed": True}),
+    Rule("postmark-smtp-token", "token", POSTMARK_ANCHOR, "values_after",
+         options={"values": POSTMARK_TOKEN, "window": 2048}),
+    # `terraform output -json`: the value of an output marked sensitive (the keys come sorted:
+    # sensitive, type, value), also JSON-escaped inside a tool result
+    Rule("terraform-sensitive-output", "secret",
+         r"\\?\"sensitive\\?\"[ \t]*:[ \t]*true[ \t]*,(?:\s|\\[nrt])*\\?\"type\\?\"[ \t]*:[ \t]*\\?\"string\\?\"[ \t]*,"
+         r"(?:\s|\\[nrt])*\\?\"value\\?\"[ \t]*:[ \t]*\\?\"((?:[^\"\\\n]|\\[^\"\n]){1,1000})\\?\"",
+         "command", options={"set_pattern": r"sensitive\\?\"[ \t]*:[ \t]*true"}),
     # Redis ACLs: `ACL SETUSER name on >v ~keys`, a users.acl line `user name on >v ...`
     Rule("redis-acl-password", "password",
          r"(?im)(?:\bACL[ \t]+SETUSER[ \t]+\S+|^[ \t]*user[ \t]+\S+[ \t]+(?:on|off|reset)\b)(?:[ \t]+[^\s>]\S*)*?[ \t]+>([^\s]{1,200})",

@@ -462,7 +462,9 @@ def is_code_reference(value: str, quoted: bool = False) -> bool:
     """A function call, an index or an attribute path; unquoted, also a variable name
     (snake_case or camelCase, digits only at the end). See "Credential contexts"."""
     v = value.strip()
-    if _RE_CALL_OR_INDEX.match(v) or _RE_ATTR_PATH.match(v) or v.startswith(("(", "!!", "=>")):
+    if _RE_CALL_OR_INDEX.match(v) and (not quoted or v.rstrip(";,").endswith((")", "]"))):
+        return True  # quoted, a call is whole (`"os.getenv('X')"`; `"Xk29dLmQ(7pZ..."` is a password)
+    if _RE_ATTR_PATH.match(v) or v.startswith(("(", "!!", "=>")):
         return True  # also `(user) => ...`, `!!process.env.X`
     if not quoted and (_RE_CMDLET.match(v) or _RE_GRAPHQL_TYPE.match(v) or _RE_COMPOSITE.match(v)):
         return True
@@ -494,6 +496,8 @@ _RE_NOT_A_VALUE = re.compile(r"^\d+ bytes?$|^[\w.\-]+:/[\w./\-]+$")
 # A regular expression (`\s*bearer\s+|api[_-]?key=`: a redaction filter's pattern): two of its
 # classes and groups are code (one may be in a password: `Tq8[^vR2`).
 _RE_REGEX_VALUE = re.compile(r"\\[sdwSDWb][*+?{]|\[\^|\(\?[:i!=<]")
+# ... or one class of ranges with its count, alone (`ghp_[A-Za-z0-9]{36}`: a scanner's pattern)
+_RE_REGEX_COUNTED_CLASS = re.compile(r"\[[^\]\s]{0,20}[A-Za-z0-9]-[A-Za-z0-9][^\]\s]{0,20}\](?:\{\d{1,4}(?:,\d{0,4})?\}|[*+])")
 
 
 def not_a_value(value: str) -> bool:
@@ -501,7 +505,7 @@ def not_a_value(value: str) -> bool:
     (`_RE_PASSWORD_HASH`, `_RE_NOT_A_VALUE`, `_RE_REGEX_VALUE`): what a credential context holds
     when it holds no secret."""
     return bool(_RE_PASSWORD_HASH.match(value) or _RE_NOT_A_VALUE.match(value)
-                or len(_RE_REGEX_VALUE.findall(value)) >= 2)
+                or len(_RE_REGEX_VALUE.findall(value)) >= 2 or bool(_RE_REGEX_COUNTED_CLASS.search(value)))
 
 
 def context_secret(value: str, *, quoted: bool = False) -> bool:

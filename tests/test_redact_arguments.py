@@ -219,6 +219,31 @@ FOUND = [
     # a passphrase told in prose between quotes: spaces and all
     ("la phrase de passe c'est « {} ». Tu peux l'ouvrir ?", "ruisseau fromage plume 42 nuages", "password", "prose-password"),
     ('Das Passwort ist „{}“ für alle', "Sonne Mond Sterne Regen", "password", "prose-password"),
+    ("La contraseña de la base de datos de pruebas es «{}» (con espacios)", "cielo azul de marzo 42",
+     "password", "prose-password"),
+    # what an interpreter printed for a secret-named expression
+    ("(Pdb) p settings.EMAIL_HOST_PASSWORD\n'{}'\n(Pdb) c", g(32, "0123456789abcdef"), "password", "repl-echo"),
+    ('>>> os.environ["STRIPE_WEBHOOK_SECRET"]\n\'{}\'', PW, "secret", "repl-echo"),
+    ("In [3]: config.get('db_password')\nOut[3]: '{}'", PW, "password", "repl-echo"),
+    ('irb(main):001:0> ENV["API_TOKEN"]\n=> "{}"', TOKEN, "token", "repl-echo"),
+    # `terraform output -json`: a sensitive output's value (a `(` in a password is no call)
+    ('"db_master_password": {{\n  "sensitive": true,\n  "type": "string",\n  "value": "{}"\n}},',
+     "Xk29dLmQ(7pZ3vN8_sT4w", "secret", "terraform-sensitive-output"),
+    ('{{\\"sensitive\\": true, \\"type\\": \\"string\\", \\"value\\": \\"{}\\"}}', PW, "secret",
+     "terraform-sensitive-output"),
+    # a generated password behind a compose service's log prefix, a blank prefixed line between
+    ("jenkins  | Please use the following password to proceed to installation:\njenkins  |\njenkins  | {}\n"
+     "jenkins  |", g(32, "0123456789abcdef"), "password", "generated-password"),
+    # .pgpass escapes `:` in a password; .properties values run to the line's end
+    ("db-primary.prod:5432:*:migrator:{}", "Xk29dLmQ\\:7pZ3vN8s", "password", "pgpass-line"),
+    ("spring.mail.username=alerts@acme.io\nspring.mail.password={}\nspring.mail.port=587",
+     "abcd efgh ijkl mnop", "password", "passphrase-line"),
+    ("MAIL_PASSWORD={}\nMAIL_PORT=587", "qwer tyui opas dfgh", "password", "passphrase-line"),
+    ('db01 ansible_host=10.0.3.10 ansible_ssh_pass="{}"', "autumn leaves fall 2024", "password", "passphrase"),
+    ("DB_PASSWORD={} docker compose up -d", "hunter2-Xq9", "password", "assignment"),   # then a command
+    # Postmark's SMTP login is its server token, user and password alike
+    ("MAIL_HOST=smtp.postmarkapp.com\nMAIL_PORT=587\nMAIL_USERNAME={}\n", "3f2b8c1e-9d4a-4e6f-8b7a-1c2d3e4f5a6b",
+     "token", "postmark-smtp-token"),
     # a password that starts with `$` is no variable
     ("psql -W ${{PGPASSWORD:-{}}}", "$9xKq!pw77Zr", "password", "env-default"),
     ("        - name: DB_PASSWORD\n          value: \"{}\"\n", "$9xKq!pw77Zr", "password", "name-value"),
@@ -355,6 +380,10 @@ KEPT = [
     "# AUTH required8 for all clients",                                        # prose
     'Das Passwort ist "nicht gesetzt", siehe README',                          # two words: no passphrase
     "The signing key is rotated daily; the license key is printed on the box",  # prose about keys
+    ">>> settings.EMAIL_HOST_USER\n'postmaster@mg.acme.io'\n>>> os.getcwd()\n'/home/me/app'",  # no secret's name
+    '"vpc_id": {\n  "sensitive": false,\n  "type": "string",\n  "value": "vpc-0a1b2c3d4e5f67890"\n},',
+    "MAIL_HOST=smtp.mailgun.org\nMAIL_USERNAME=3f2b8c1e-9d4a-4e6f-8b7a-1c2d3e4f5a6b\n",  # a UUID, no Postmark
+    '  val GitHubPat  = """ghp_[A-Za-z0-9]{36}""".r',                           # a scanner's pattern
     ">>> AUTH DIGEST-MD5 dXNlcm5hbWU9ImFsaWNlIixyZWFs",                        # a SASL message
     "sort -b -t, -k2 data.csv | awk '{print $1, checksum=ABCdef1234567890ghijKLMN}'",   # -b of another tool
     '{"content":"HTTP/1.1 200 OK\\nSet-Cookie: theme=dark; Path=/\\nnext: cursor=eyJwYWdlIjoyLCJzaXplIjo1MH0xNzEy\\n"}',

@@ -67,6 +67,10 @@ CASES = [
     ("twitch-oauth", "twitch_token", "PASS oauth:{}", g(30, LOWER)),
     ("salesforce-token", "salesforce_token", "sf org display: Access Token {}", "00D" + g(15) + "!" + g(96, ALNUM + ".")),
     ("teamwork-token", "teamwork_token", "{}", "tkn.v1_" + g(60)),
+    ("resend-key", "resend_key", "RESEND_API_KEY={}", "re_" + g(8) + "_" + g(24)),
+    ("resend-key", "resend_key", "here's the staging key for Resend, don't commit it: {}", "re_" + g(8) + "_" + g(24)),
+    ("google-oauth", "google_oauth", "$ gcloud auth print-access-token --impersonate-service-account=x\n{}",
+     "ya29.c." + g(200, ALNUM + "_-")),
     ("sonar-token", "sonar_token", "SONAR_TOKEN={}", "squ_" + g(40, HEX)),
     ("aws-session-token", "aws_session_token", "aws_session_token = {}", "IQoJb3JpZ2luX2Vj" + g(400, ALNUM + "+/")),
     ("aws-session-token", "aws_session_token", "{}", "FwoGZXIvYXdzE" + g(300, ALNUM + "+/")),
@@ -117,6 +121,8 @@ NEAR_MISSES = [
     "xai-grok-2-vision-1212 is the model name",
     "gsk_setup.sh and tvly-search tool",
     "dckr_pat_ expects 27 characters",
+    "re_validate_emailaddressesfromthelistnow(x)",                                 # words after a prefix
+    "ya29.c.example",
     "tls.crt: " + CERT,                                                             # a base64 certificate
     "sl.bar.baz is a module path",
     "oauth:callback handler",
@@ -150,6 +156,24 @@ def test_the_secret_half_of_an_aws_pair_goes_with_its_id(redactor, before, after
     out = redactor.redact(before.format(id=AWS_ID) + secret + after)
     assert out.text == before.format(id="[REDACTED:aws_access_key]") + "[REDACTED:aws_secret_key]" + after
     assert sorted(f.rule for f in out.findings) == ["aws-access-key-id", "aws-secret-after-id"]
+
+
+AZ_KEY = g(86, ALNUM + "+/") + "=="
+
+
+@pytest.mark.parametrize("output", [
+    "CreationTime                      KeyName    Permissions    Value\n"
+    "2024-06-12T08:01:44.512353+00:00  key1       FULL           {k}\n",
+    '[\n  {{\n    "keyName": "key1",\n    "permissions": "FULL",\n    "value": "{k}"\n  }}\n]\n',
+])
+def test_the_keys_az_storage_prints_go(redactor, output):
+    text = "$ az storage account keys list -g rg -n acmedata -o table\n" + output
+    assert redactor.redact(text.format(k=AZ_KEY)).text == text.format(k="[REDACTED:azure_storage_key]")
+
+
+def test_a_key_shaped_base64_without_the_command_stays(redactor):
+    text = f"$ az storage account show -n acmedata\nchecksum {AZ_KEY}\n"
+    assert redactor.redact(text).text == text
 
 
 RZP_ID = "rzp_live_" + g(14)
