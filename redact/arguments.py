@@ -259,10 +259,16 @@ def h_values_after(rule, sp, data: bytes):
     rule's own match, an anchor that makes them secrets: a command that prints keys (`az storage
     account keys list`: a table or JSON of them), a provider whose SMTP login is its API token
     (Postmark: a UUID as user and password). A value needs three kinds of characters when the
-    rule says `mixed` (random base64 has them; a hash in hex has two)."""
+    rule says `mixed` (random base64 has them; a hash in hex has two). The window ends early at the
+    rule's `until` bytes, when it says where the anchor's block ends."""
     end = sp[0][1]
     mixed = rule.options.get("mixed")
-    for m in rule.options["values"].finditer(data, end, min(len(data), end + rule.options["window"])):
+    stop = min(len(data), end + rule.options["window"])
+    until = rule.options.get("until")   # where the anchor's block ends (`}` of `tokens { ... }`)
+    if until:
+        cut = data.find(until, end, stop)
+        stop = stop if cut < 0 else cut
+    for m in rule.options["values"].finditer(data, end, stop):
         if not mixed or shapes.char_classes(_text(data, *m.span(1))) >= 3:
             yield m.start(1), m.end(1), rule.label
 

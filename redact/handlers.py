@@ -98,9 +98,16 @@ def _h_token(rule: Rule, sp, data: bytes):
         return
     if rule.options.get("b64_private_key") and not _b64_private_key(value):
         return
+    public = rule.options.get("public_prefix")
+    if public and value.startswith(public):
+        key = _KEY_BEFORE_BARE.search(data, max(0, s - 130), s)
+        if key and says_not_secret(key.group(1).decode("latin-1")):
+            return  # `NEXT_PUBLIC_MAPBOX_TOKEN=pk.eyJ...`: a token public by design, named public
     yield s, e, rule.label
 
 
+#: The key right before a value, quoted or bare (`NEXT_PUBLIC_X=`, `"publicToken": "`).
+_KEY_BEFORE_BARE = re.compile(rb"""([A-Za-z0-9_.$\-]+)\\?["']?\]?[ \t]*(?:=>|:=|=|:)[ \t]*\\?["'`]?$""")
 #: Two path segments in a row (`src/app/`): a path, not base64 (whose `/` comes one in 64).
 _PATH_SEGMENTS = re.compile(r"[a-z0-9._\-]{3,}/[a-z0-9._\-]{3,}/")
 #: The `content` attribute of an HTML `<meta>` tag, right before the value's opening quote: a page's
@@ -313,15 +320,39 @@ def _h_assign(rule: Rule, sp, data: bytes):
         if at < 0:
             return
         e = at
+    if e - s > 300 and data[s:s + 2] == b"Ag" and _SEALED.search(data, max(0, s - 4096), s):
+        return  # a SealedSecret's `encryptedData`: ciphertext only its cluster's controller can open
     found = list(_keyed_value(data, sp[1], s, e, quoted, context=context))
     yield from found
     if found and not quoted:
         yield from _continued(data, found[0][1], found[0][2])
+    elif found and data[found[0][1]:found[0][1] + 1] in (b'"', b"'", b"`", b"\\"):
+        yield from _concatenated(data, found[0][1], found[0][2])
 
 
 #: A `.properties` value continued on the next line: a `\` glued to the value's end, then an
 #: indented line holding one token (no `=` or `:`: Dockerfile's `ENV A=1 \` continues with pairs).
 _CONTINUED = re.compile(rb"\\\r?\n[ \t]+([^\s=:\\]{6,1024})\\?[ \t]*(?:\r?\n|$)")
+
+
+#: A quoted value's closing quote, a concatenation operator (`+`, Lua's `..`, PHP's `.`, VB's `&`,
+#: Haskell's `<>`), a line break maybe, and the next literal: the secret goes on there
+#: (`PAYPAL_SECRET = "v1" +` then `"v2";`: split to pass a scanner, or by a formatter).
+_CONCAT = re.compile(rb"""\\?["'`][ \t]*(?:\+|\.\.|\.|&|<>)[ \t]*(?:\r?\n[ \t]*)?\\?["'`]([^"'`\\\n]{1,400})(?=\\?["'`])""")
+
+
+def _concatenated(data: bytes, e: int, label: str):
+    """The literals concatenated to a quoted value that ends at `e` (`_CONCAT`), up to eight."""
+    for _ in range(8):
+        m = _CONCAT.match(data, e)
+        if not m:
+            return
+        yield m.start(1), m.end(1), label
+        e = m.end(1)
+
+
+#: What marks a Bitnami SealedSecret manifest (its values are ciphertext, `Ag...`).
+_SEALED = re.compile(rb"\bkind:[ \t]*SealedSecret\b|\bencryptedData:")
 
 
 def _continued(data: bytes, e: int, label: str):
@@ -414,6 +445,8 @@ def _h_phrase(rule: Rule, sp, data: bytes):
         return  # a sentence about a password, not a passphrase
     if any(shapes.is_reference(w) or shapes.is_placeholder(w) for w in words) or shapes.not_a_value(value):
         return  # also `password:  24 bytes` (`kubectl describe secret`)
+    if any(_CREDENTIAL_WORD.match(w) for w in words):
+        return  # a message about one (`error.password=Password is too short`, an i18n bundle's line)
     if data[sp[1][1]:s].strip() == b"=":
         # `spring.mail.password=v w` (.properties, INI): the line's rest; an environment variable's
         # `DB_PASSWORD=v docker compose up` is a value, then a command (the assignment rule's), but
@@ -425,6 +458,8 @@ def _h_phrase(rule: Rule, sp, data: bytes):
     yield s, _end(s, value), "password"
 
 
+#: A word that names a credential: a phrase holding one talks about a password, it is none.
+_CREDENTIAL_WORD = re.compile(r"(?i)(?:pass(?:word|wort|phrase)?s?|token|secret|key|credentials?|login|pin)\W*$")
 #: A Google account's app password as Google shows it: four groups of four lower-case letters.
 _APP_PASSWORD = re.compile(r"[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4}$")
 

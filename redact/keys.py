@@ -132,6 +132,8 @@ def classify_key(key: str) -> tuple[str, str] | None:
         # `fake_token`, `dummy_password`, `nonMatchingToken`: the key says it is no secret; not a
         # Kconfig symbol's namespace (`CONFIG_EXAMPLE_WIFI_PASSWORD` of ESP-IDF's example menus)
         return None
+    if segs[-1] == "sitekey" or segs[-2:] == ("site", "key"):
+        return None  # `data-sitekey`, `RECAPTCHA_SITE_KEY`: a captcha's site key, public by design
     if segs[-1] == "secret" and "existing" in segs[:-1]:
         return None  # `existingSecret: grafana-admin` (a Helm chart's convention): the name of a secret
     if any(s in _EXCLUDED_SEGMENTS for s in segs):
@@ -191,6 +193,8 @@ def says_not_secret(key: str) -> bool:
         return False
     if segs and segs[-1] in _ID_LAST and not any(s in _ID_CREDENTIAL_WORDS for s in segs):
         return True
+    if segs and (segs[-1] == "sitekey" or segs[-2:] == ("site", "key")):
+        return True   # a captcha's site key (`data-sitekey`), public by design
     return any(s in _NOT_REAL or s in _PUBLIC_WORDS for s in segs)
 
 

@@ -51,15 +51,15 @@ KEY_RE = r"([A-Za-z0-9_.$\-]*(?:" + _KEYWORD_ALT + r")[A-Za-z0-9_.\-]*)"
 # `keys._clean_bare` cuts the value before a next `,name=` pair, and the scanner resumes there
 # (`scanner.Scanner.scan`), so the pair's own secret is found. A double-quoted value may be
 # JSON-escaped (`\"v\"` inside a JSON string: `aws secretsmanager` output, a tool result stored as
-# JSON); it ends at the first escaped or plain quote, so one match never runs on over the keys
-# after it.
+# JSON; `\\\"v\\\"` a level deeper, JSON in a string of it); it ends at the first escaped or plain
+# quote, so one match never runs on over the keys after it.
 
 #: A string literal's prefix: Python's `b"..."`, `r"..."`, `f"..."` (an f-string's `{name}` is a
 #: reference: `handlers._h_assign`), C#'s verbatim and Objective-C's `@"..."`. A value may also be
 #: triple-quoted (`"""v"""`, `'''v'''`: Python, Kotlin, Grafana's ini).
 STRING_PREFIX = r"(?:[bBfFrRuU]{1,2}|@)?"
 VALUE_RE = (
-    r"""(?:""" + STRING_PREFIX + r"""\\?"(?:"")?((?:[^"\\\n]|\\[^"\n]){6,})(?:"")?\\?"|""" + STRING_PREFIX
+    r"""(?:""" + STRING_PREFIX + r"""(?:\\\\){0,3}\\?"(?:"")?((?:[^"\\\n]|\\[^"\n]){6,})(?:"")?\\?"|""" + STRING_PREFIX
     + r"""'(?:'')?([^'\n]{6,})(?:'')?'|`([^`\n]{6,})`|([^\s"'`,;=](?:[^\s"'`,;]|,[^\s"'`,;]){5,}))"""
 )
 
@@ -131,7 +131,9 @@ _PROSE_PHRASE = (
 )
 PROSE_PASSWORD = (
     r"(?:" + PROSE_WORDS + r")[A-Za-z]*"
-    r"(?:(?:[ \t]+[^\s:=]+){0,8}?(?:" + PROSE_LINK + r")" + _PROSE_SPACE
+    # (up to four words before the link; five to eight when none holds a digit, which a value
+    # has: `heslo Švestka.9Knedlík – a ještě API klíč pro Mapy.cz: ...` links no later value)
+    r"(?:(?:(?:[ \t]+[^\s:=]+){0,4}?|(?:[ \t]+[^\s:=0-9]+){5,8}?)(?:" + PROSE_LINK + r")" + _PROSE_SPACE
     # the value: ASCII, Latin or Greek letters (not CJK: `パスワードは英数字8文字以上`, where no space ends it)
     + r"|[ \t]+)(?:" + _PROSE_PHRASE + r"|(?:" + PROSE_OPEN + r")?" + _PROSE_SPACE
     + r"([^\s\"'`\\,;=\xd0-\xff]{6,}))"
@@ -246,3 +248,8 @@ POSTMARK_ANCHOR = r"(?i)\bsmtp\.postmarkapp\.com\b|\bx-postmark-server-token\b"
 POSTMARK_TOKEN = re.compile(
     rb"""(?i)(?:user(?:name)?|pass(?:word)?|token|key)[\w.\-]*\\?["']?[ \t]*[:=][ \t]*\\?["']?"""
     rb"""([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b""")
+#: Consul's ACL tokens block (`acl { tokens { initial_management = "..." agent = "..." } }`, HCL or
+#: JSON), whose every value is a token (a UUID), whatever its name.
+CONSUL_TOKENS_BLOCK = r"(?m)^[ \t]*(?:tokens[ \t]*=?|\\?\"tokens\\?\"[ \t]*:)[ \t]*\{"
+CONSUL_TOKEN_VALUE = re.compile(
+    rb'[=:][ \t]*\\?"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\\?"')

@@ -69,7 +69,8 @@ from dataclasses import dataclass, field
 from .patterns import (
     ASSIGN_SEP_RE, CADDY_DNS_PROVIDERS, COMMAND_VALUE, COOKIE_HEADER, CREDENTIAL_CALL, END, ENV_DEFAULT, KEY_RE,
     NAME_VALUE, NAME_VALUE_HEAD, PASSPHRASE_TAIL, PROSE_PASSWORD, PROSE_WORDS, QUOTED_VALUE, SESSION_COOKIE, VALUE_RE,
-    AZURE_KEY_VALUE, AZURE_KEYS_COMMAND, POSTMARK_ANCHOR, POSTMARK_TOKEN, REPL_ECHO, key_word)
+    AZURE_KEY_VALUE, AZURE_KEYS_COMMAND, CONSUL_TOKEN_VALUE, CONSUL_TOKENS_BLOCK, POSTMARK_ANCHOR, POSTMARK_TOKEN,
+    REPL_ECHO, key_word)
 
 
 @dataclass(frozen=True)
@@ -269,7 +270,8 @@ RULES: tuple[Rule, ...] = (
     _tok("intra42-secret", "token", r"\b(s-s4t2(?:ud|af)-[A-Fa-f0-9]{64})"),
     _tok("linear-key", "linear_key", r"\b(lin_(?:api|oauth)_[A-Za-z0-9]{40})"),
     _tok("mapbox-token", "mapbox_token",
-         r"\b([pst]k\.eyJ[A-Za-z0-9_\-]{20,}\.[A-Za-z0-9_\-]{20,40}|[ps]k\.[a-z0-9]{60}\.[a-z0-9]{22})"),
+         r"\b([pst]k\.eyJ[A-Za-z0-9_\-]{20,}\.[A-Za-z0-9_\-]{20,40}|[ps]k\.[a-z0-9]{60}\.[a-z0-9]{22})",
+         public_prefix="pk."),   # a public token (`pk.`) under a key named public stays
     _tok("maxmind-key", "token", r"\b([A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk)", min_entropy=3.5),
     _tok("newrelic-key", "newrelic_key",
          r"\b(NRJS-[a-f0-9]{19}|NRII-[A-Za-z0-9\-]{32}|NRAK-[A-Za-z0-9]{27}|NRAL-[A-Za-z0-9]{27,40})"),
@@ -301,7 +303,7 @@ RULES: tuple[Rule, ...] = (
          r"(?i)telegr[\s\S]{0,80}?(?:^|[^0-9A-Za-z_])(\d{5,16}:A[A-Za-z0-9_\-]{34})(?:[^A-Za-z0-9_\-]|$)",
          min_entropy=3.0, needs_digit_after=":"),
     _tok("telegram-bot-token", "telegram_token",
-         r"(?:^|[^\w])(\d{5,16}:AA[A-Za-z0-9_\-]{33})" + r"(?:[^\w\-]|$)"),
+         r"(?:^|[^\w]|/bot)(\d{5,16}:AA[A-Za-z0-9_\-]{33})" + r"(?:[^\w\-]|$)"),   # `/bot<token>/sendMessage`: the API's URL
     _tok("typeform-token", "token", r"\b(tfp_[A-Za-z0-9\-_.=]{59})"),
     _tok("vault-token", "vault_token",
          r"\b(hv[sb]\.[\w\-]{90,}|s\.[A-Za-z0-9]{24})\b", min_entropy=3.0, needs_digit=True),
@@ -463,6 +465,11 @@ RULES: tuple[Rule, ...] = (
     # credentials someone types in a chat: `creds for the box: admin / v`, `login: admin:v`
     Rule("chat-credentials", "password",
          r"(?i)\b(?:creds?|credentials|login)\b[^\n]{0,40}?:[ \t]*[A-Za-z0-9._@\-]{2,40}[ \t]*(?:/|:)[ \t]*([^\s/:]{8,64})", "chat"),
+    # an e-mail address and a password as a pair (a tuple, a list, a set of test accounts):
+    # `("qa-admin@acme.io", "v")`, password shaped with letters and digits
+    Rule("login-pair", "password",
+         r"""(?:^|[\s=,:(\[{])[(\[{][ \t]*["'][^"'\s@]{1,64}@[A-Za-z0-9.\-]{1,100}\.[A-Za-z]{2,24}["'][ \t]*,[ \t]*"""
+         r"""["']([^"'\s]{8,64})["'][ \t]*[)\]}]""", "chat"),
     # Redis: `requirepass` / `masterauth` in redis.conf (a `grep -n` line number before it too)
     Rule("redis-conf-password", "password",
          r"(?m)^[ \t]*(?:\d+:)?(?:requirepass|masterauth)[ \t]+((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'])+)", "pwvalue"),
@@ -607,6 +614,8 @@ RULES: tuple[Rule, ...] = (
          options={"values": AZURE_KEY_VALUE, "window": 4096, "mixed": True}),
     Rule("postmark-smtp-token", "token", POSTMARK_ANCHOR, "values_after",
          options={"values": POSTMARK_TOKEN, "window": 2048}),
+    Rule("consul-acl-tokens", "token", CONSUL_TOKENS_BLOCK, "values_after",
+         options={"values": CONSUL_TOKEN_VALUE, "window": 2048, "until": b"}"}),
     # `terraform output -json`: the value of an output marked sensitive (the keys come sorted:
     # sensitive, type, value), also JSON-escaped inside a tool result
     Rule("terraform-sensitive-output", "secret",
@@ -646,7 +655,7 @@ RULES: tuple[Rule, ...] = (
     Rule("name-value", "secret", NAME_VALUE, "namevalue", options={"set_pattern": NAME_VALUE_HEAD}),
     # --- KEY = value, in every syntax -------------------------------------------------------
     Rule("assignment", "secret",
-         r"(?i)" + KEY_RE + r"""(?:\\?["']\]?|\]|\[\])?(?:[ \t]+(?:string|str|int|var|const|char\*?|\[\]byte|secret|password))?(?:,[ \t]*(?:_|err))?[ \t]*""" + ASSIGN_SEP_RE + r"[ \t]*(?:new[ \t]+)?" + VALUE_RE, "assign"),
+         r"(?i)" + KEY_RE + r"""(?:(?:\\\\){0,3}\\?["']\]?|\]|\[\])?(?:[ \t]+(?:string|str|int|var|const|char\*?|\[\]byte|secret|password))?(?:,[ \t]*(?:_|err))?[ \t]*""" + ASSIGN_SEP_RE + r"[ \t]*(?:new[ \t]+)?" + VALUE_RE, "assign"),
     # Android's Gradle fields: `buildConfigField "String", "API_KEY", "\"v\""` (a Java literal
     # inside a Groovy/Kotlin one), `resValue("string", "maps_api_key", "v")`
     Rule("gradle-field", "secret",

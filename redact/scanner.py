@@ -248,10 +248,13 @@ class Scanner:
                             # (`K=v\nDB_PASSWORD=...`: an env file inside a tool result): they are
                             # matched anew (`keys._clean_bare` cut the value there)
                             nxt = brk.end()
-                        elif len(raw) == found and quoted and inner > pos and _PAIRS_INSIDE.search(data, inner, end):
+                        elif len(raw) == found and quoted and inner > pos and (
+                                _PAIRS_INSIDE.search(data, inner, end) or data[sp[2][0]:sp[2][1]] == b","):
                             # a quoted value that is no secret may hold pairs of its own:
                             # `"AzureWebJobsStorage": "...;AccountKey=..."` (a connection string), a
-                            # query string, JSON in a string (a bare one, `K=NAME:latest`, is read as is)
+                            # query string, JSON in a string; after a comma it may be the next pair's
+                            # key (`"mailgun", "api_key": "v"`: a list, then a pair); a bare one
+                            # (`K=NAME:latest`) is read as is
                             nxt = inner
                 pos = nxt
         if not raw:
@@ -261,11 +264,11 @@ class Scanner:
 
 #: A JSON-escaped line break.
 _ESCAPED_BREAK = re.compile(rb"\\[nr]")
-#: What a quoted value holds when it holds pairs of its own (`a=1;b=2`, `a=1&b=2`, `{"a": 1, ...}`).
-_PAIRS_INSIDE = re.compile(rb"[;&,\s]")
 #: Rules whose bare values may hold a comma (`patterns.VALUE_RE`), and a next pair inside such a value.
 _PAIRED_KINDS = frozenset({"assign", "is"})
 _PAIR_NEXT_B = re.compile(PAIR_NEXT.pattern.encode())
+#: What a quoted value holds when it holds pairs of its own (`a=1;b=2`, `a=1&b=2`, `{"a": 1, ...}`).
+_PAIRS_INSIDE = re.compile(rb"[;&,\s]")
 
 
 def _to_char_spans(text: str, data: bytes, raw) -> list[Span]:

@@ -520,6 +520,8 @@ def context_secret(value: str, *, quoted: bool = False) -> bool:
         return False
     if len(set(v)) < 3 or v.lower() in STATUS_WORDS or is_url_or_path(v) or is_secret_name(v):
         return False
+    if v.lower() in _SECRET_NAME_WORDS:
+        return False  # `error.password.mismatch=Passwords do not match`: the word, not a value
     if _RE_MESSAGE_END.search(v) or _RE_FORMAT_FIELD.search(v) or _RE_GREP_LINE.match(v):
         return False
     if len(v) >= 12 and shannon(v) < 1.5:
@@ -528,7 +530,7 @@ def context_secret(value: str, *, quoted: bool = False) -> bool:
 
 
 _SECRET_NAME_WORDS = frozenset(
-    "password passwd pwd pass passphrase secret secrets token tokens key keys apikey credential "
+    "password passwords passwd pwd pass passphrase secret secrets token tokens key keys apikey credential "
     "credentials creds auth".split())
 _RE_NAME_PARTS = re.compile(r"^[a-z]+(?:[\-_.][a-z]+)+$|^[A-Z]+(?:[\-_.][A-Z]+)+$")
 _RE_CONSTANT = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?::(?:latest|\d+))?$")

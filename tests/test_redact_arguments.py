@@ -221,6 +221,7 @@ FOUND = [
     ('Das Passwort ist „{}“ für alle', "Sonne Mond Sterne Regen", "password", "prose-password"),
     ("La contraseña de la base de datos de pruebas es «{}» (con espacios)", "cielo azul de marzo 42",
      "password", "prose-password"),
+    ("uživatel app_rw, heslo {} – a ještě jedna věc pro tým: zítra", "Švestka.9Knedlík", "password", "prose-password"),
     # what an interpreter printed for a secret-named expression
     ("(Pdb) p settings.EMAIL_HOST_PASSWORD\n'{}'\n(Pdb) c", g(32, "0123456789abcdef"), "password", "repl-echo"),
     ('>>> os.environ["STRIPE_WEBHOOK_SECRET"]\n\'{}\'', PW, "secret", "repl-echo"),
@@ -241,6 +242,17 @@ FOUND = [
     ("MAIL_PASSWORD={}\nMAIL_PORT=587", "qwer tyui opas dfgh", "password", "passphrase-line"),
     ('db01 ansible_host=10.0.3.10 ansible_ssh_pass="{}"', "autumn leaves fall 2024", "password", "passphrase"),
     ("DB_PASSWORD={} docker compose up -d", "hunter2-Xq9", "password", "assignment"),   # then a command
+    # JSON in a string in a JSON string: escaped twice
+    ('"{{\\"settings\\":\\"{{\\\\\\"api_key\\\\\\":\\\\\\"{}\\\\\\"}}\\"}}"', g(32, "0123456789abcdef"),
+     "api_key", "assignment"),
+    # a provider's name in a list, then a pair: the name is no key of the pair after it
+    ('{{\\"provider\\":\\"mailgun\\",\\"api_key\\":\\"{}\\"}}', g(32, "0123456789abcdef"), "api_key", "assignment"),
+    # test accounts as (e-mail, password) pairs
+    ('STAGING_USERS = [\n    ("qa-admin@acme.io", "{}"),\n]', "Xk29dLmQ7p12", "password", "login-pair"),
+    # Consul's ACL tokens block: every value a token, whatever its name
+    ('acl {{\n  tokens {{\n    initial_management = "{}"\n  }}\n}}\nnode_id = "5b2b8c1e-9d4a-4e6f-8b7a-1c2d3e4f5a6d"',
+     "3f2b8c1e-9d4a-4e6f-8b7a-1c2d3e4f5a6b", "token", "consul-acl-tokens"),
+    ('encrypt = "{}"\nencrypt_verify_incoming = true', g(43, ALNUM + "+/") + "=", "secret", "quoted-high-entropy"),
     # Postmark's SMTP login is its server token, user and password alike
     ("MAIL_HOST=smtp.postmarkapp.com\nMAIL_PORT=587\nMAIL_USERNAME={}\n", "3f2b8c1e-9d4a-4e6f-8b7a-1c2d3e4f5a6b",
      "token", "postmark-smtp-token"),
@@ -384,6 +396,12 @@ KEPT = [
     '"vpc_id": {\n  "sensitive": false,\n  "type": "string",\n  "value": "vpc-0a1b2c3d4e5f67890"\n},',
     "MAIL_HOST=smtp.mailgun.org\nMAIL_USERNAME=3f2b8c1e-9d4a-4e6f-8b7a-1c2d3e4f5a6b\n",  # a UUID, no Postmark
     '  val GitHubPat  = """ghp_[A-Za-z0-9]{36}""".r',                           # a scanner's pattern
+    "error.password=Password is too short\nuser.password.mismatch=Passwords do not match",  # an i18n bundle
+    'send_mail("noreply@acme.io", "Welcome")\n("alice@example.com", "2024-01-01")',   # no password in the pair
+    '<div class="g-recaptcha" data-sitekey="6L' + g(38, ALNUM + "_-") + '"></div>',  # public by design
+    "RECAPTCHA_SITE_KEY=6L" + g(38, ALNUM + "_-"),
+    "kind: SealedSecret\nspec:\n  encryptedData:\n    JWT_SECRET: AgC" + g(500, ALNUM + "+/") + "==",  # ciphertext
+    'msg = "token expired: " + reason',
     ">>> AUTH DIGEST-MD5 dXNlcm5hbWU9ImFsaWNlIixyZWFs",                        # a SASL message
     "sort -b -t, -k2 data.csv | awk '{print $1, checksum=ABCdef1234567890ghijKLMN}'",   # -b of another tool
     '{"content":"HTTP/1.1 200 OK\\nSet-Cookie: theme=dark; Path=/\\nnext: cursor=eyJwYWdlIjoyLCJzaXplIjo1MH0xNzEy\\n"}',

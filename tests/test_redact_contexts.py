@@ -182,6 +182,18 @@ def test_classify_key_reads_kconfig_namespaces_and_qualified_tokens():
         ("pw", "password"), None, None, ("secret", "token"), ("secret", "token"), None, None]
 
 
+@pytest.mark.parametrize("template", [
+    'var PAYPAL_SECRET = "{a}" +\n                    "{b}";',
+    'static let mapboxToken = "{a}" +\n    "{b}"',
+    "local key = '{a}' .. '{b}'",
+])
+def test_a_secret_split_by_concatenation_goes_whole(redactor, template):
+    a, b = rand(40), rand(40)
+    out = redactor.redact(template.format(a=a, b=b)).text
+    assert a not in out and b not in out
+    assert out.count("[REDACTED:") == 2
+
+
 def test_netrc_entries_and_prose_about_passwords(redactor):
     p, q = pw(), pw()
     text = (f"machine api.example.com\n  login bot\n  account ops\n  password {p}\n"

@@ -68,6 +68,8 @@ CASES = [
     ("salesforce-token", "salesforce_token", "sf org display: Access Token {}", "00D" + g(15) + "!" + g(96, ALNUM + ".")),
     ("teamwork-token", "teamwork_token", "{}", "tkn.v1_" + g(60)),
     ("resend-key", "resend_key", "RESEND_API_KEY={}", "re_" + g(8) + "_" + g(24)),
+    ("telegram-bot-token", "telegram_token", 'DEBUG urllib3 https://api.telegram.org:443 "POST /bot{}/sendMessage HTTP/1.1"',
+     g(10, "0123456789") + ":AA" + g(33, ALNUM + "_-")),
     ("resend-key", "resend_key", "here's the staging key for Resend, don't commit it: {}", "re_" + g(8) + "_" + g(24)),
     ("google-oauth", "google_oauth", "$ gcloud auth print-access-token --impersonate-service-account=x\n{}",
      "ya29.c." + g(200, ALNUM + "_-")),
@@ -174,6 +176,15 @@ def test_the_keys_az_storage_prints_go(redactor, output):
 def test_a_key_shaped_base64_without_the_command_stays(redactor):
     text = f"$ az storage account show -n acmedata\nchecksum {AZ_KEY}\n"
     assert redactor.redact(text).text == text
+
+
+def test_a_public_mapbox_token_named_public_stays_and_no_other_does(redactor):
+    public = "pk.eyJ1Ijoi" + g(40) + "." + g(22)
+    secret = "sk.eyJ1Ijoi" + g(40) + "." + g(22)
+    kept = f"NEXT_PUBLIC_MAPBOX_TOKEN={public}"
+    assert redactor.redact(kept).text == kept
+    assert redactor.redact(f"MAPBOX_TOKEN={public}").text == "MAPBOX_TOKEN=[REDACTED:mapbox_token]"
+    assert redactor.redact(f"NEXT_PUBLIC_MAPBOX_TOKEN={secret}").text == "NEXT_PUBLIC_MAPBOX_TOKEN=[REDACTED:mapbox_token]"
 
 
 RZP_ID = "rzp_live_" + g(14)
