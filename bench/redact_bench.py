@@ -73,6 +73,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from redact_read_once import MODES as READ_ONCE_MODES, print_stages, read_once_throughput  # noqa: E402
+from redact_crafted import print_crafted  # noqa: E402
 from redact_verdicts import (FALSE_VERDICTS, VERDICTS, finding_id, judged_false, load_verdicts, row_id,  # noqa: E402
                              verdict_of)
 
@@ -797,6 +798,7 @@ def main(argv: list[str] | None = None) -> int:
             summary["speed"]["read once " + mode] = rate_once
             print(f"  {label + ', read once (' + f'{mb_once:.1f} MB, CPU time)':60} {rate_once:8.1f} MB/s")
         print_stages(roots, summary["speed"]["read once blocks"])
+        print_crafted()
 
     print("\n== goals")
     if "gitleaks" in summary:

@@ -242,16 +242,24 @@ _EXPR_NAMES = re.compile(r"[A-Za-z_][\w\-]*")
 
 def h_repl(rule, sp, data: bytes):
     """The string an interpreter printed for an expression whose last name is a secret's
-    (`patterns.REPL_ECHO`: `(Pdb) p settings.EMAIL_HOST_PASSWORD` then `'v'`), in that name's
-    context (`keys.value_ok`)."""
+    (`patterns.REPL_ECHO`: `(Pdb) p settings.EMAIL_HOST_PASSWORD` then `'v'`), shaped like one
+    (`keys.value_ok` out of a credential context: what an expression prints may be a message,
+    `'This password is too common'`, or a lexer's token kind, `'IDENTIFIER'`)."""
     names = _EXPR_NAMES.findall(_text(data, *sp[1]))
     cls = classify_key(names[-1]) if names else None
     found = _first(sp, (2, 3))
     if cls is None or found is None:
         return
     _, s, e = found
-    if value_ok(cls[0], _text(data, s, e), quoted=True):
+    value = _text(data, s, e)
+    if _MODULE_PATH.match(value) or not shapes.credential_like(value):
+        return   # `'django.contrib.auth.hashers.PBKDF2PasswordHasher'`, a sentence, a word
+    if value_ok(cls[0], value, quoted=True, context=False):
         yield s, e, cls[1]
+
+
+#: A dotted path of names (a module, a class, a setting's value): `django.contrib.auth.Hasher`.
+_MODULE_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){2,}$")
 
 
 def h_values_after(rule, sp, data: bytes):
@@ -260,7 +268,9 @@ def h_values_after(rule, sp, data: bytes):
     account keys list`: a table or JSON of them), a provider whose SMTP login is its API token
     (Postmark: a UUID as user and password). A value needs three kinds of characters when the
     rule says `mixed` (random base64 has them; a hash in hex has two). The window ends early at the
-    rule's `until` bytes, when it says where the anchor's block ends."""
+    rule's `until` bytes, when it says where the anchor's block ends, and starts `before` bytes
+    before the anchor when the rule says so. Each rule reads at most `max_matches` anchors per
+    text (`scanner.Scanner.scan`), so overlapping windows cost a bounded amount."""
     end = sp[0][1]
     mixed = rule.options.get("mixed")
     stop = min(len(data), end + rule.options["window"])
@@ -268,7 +278,8 @@ def h_values_after(rule, sp, data: bytes):
     if until:
         cut = data.find(until, end, stop)
         stop = stop if cut < 0 else cut
-    for m in rule.options["values"].finditer(data, end, stop):
+    start = max(0, sp[0][0] - rule.options.get("before", 0))   # the lines before it, when they count
+    for m in rule.options["values"].finditer(data, start, stop):
         if not mixed or shapes.char_classes(_text(data, *m.span(1))) >= 3:
             yield m.start(1), m.end(1), rule.label
 
@@ -358,6 +369,18 @@ def h_chat(rule, sp, data: bytes):
 _PROSE_END = re.compile("[»«」『』「”“„，。、；！？（）【】《》]")
 
 
+#: The words of a phrase that is about a password rather than one: its rules (length, characters,
+#: strength), where it is kept (a vault, a password manager, a wiki) and what happens to it, in
+#: the languages of `patterns.PROSE_WORDS` and English.
+_ABOUT_A_PASSWORD = re.compile(
+    r"(?i)\b(?:zeichen|caract[eè]res?|caracteres|characters?|chars?|znak(?:i|ów)|tecken|tegn|merkki[äa]|"
+    r"mindestens|minimum|m[ií]nimo|au moins|at least|almeno|co najmniej|minst|"
+    r"trop|zu|demasiado|muito|too|court|courte|kurz|corta|short|faible|schwach|d[ée]bil|weak|"
+    r"siehe|voir|ver|see|vault|coffre|tresor|b[oó]veda|cofre|wiki|1password|bitwarden|vaultwarden|"
+    r"keepass(?:xc)?|lastpass|dashlane|"
+    r"ge[äa]ndert|chang[ée]|cambia(?:da|do)?|changed|expired?|abgelaufen|oubli[ée]|vergessen)\b")
+
+
 def h_prose(rule, sp, data: bytes):
     """A password told in prose (`patterns.PROSE_PASSWORD`), up to its closing quote or punctuation:
     prose, so it must look like one: 8 or more characters, letters and digits, in a credential
@@ -374,6 +397,8 @@ def h_prose(rule, sp, data: bytes):
         lead = value[: len(value) - len(value.lstrip())]
         value = value.strip()
         s += len(lead.encode("utf-8", "surrogatepass"))
+        if " " in value and _ABOUT_A_PASSWORD.search(value):
+            return   # `„mindestens 12 Zeichen lang“`, `« dans le coffre Bitwarden »`: about it, not it
         shaped = any(c.isdigit() for c in value) or len(value.split()) >= 3
     else:
         shaped = any(c.isdigit() for c in value)

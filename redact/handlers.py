@@ -447,14 +447,11 @@ def _h_phrase(rule: Rule, sp, data: bytes):
         return  # also `password:  24 bytes` (`kubectl describe secret`)
     if any(_CREDENTIAL_WORD.match(w) for w in words):
         return  # a message about one (`error.password=Password is too short`, an i18n bundle's line)
-    if data[sp[1][1]:s].strip() == b"=":
-        # `spring.mail.password=v w` (.properties, INI): the line's rest; an environment variable's
-        # `DB_PASSWORD=v docker compose up` is a value, then a command (the assignment rule's), but
-        # for a Gmail app password (four groups of four letters)
-        key = _s(data, sp[1][0], sp[1][1])
-        if any(w.startswith("-") or "/" in w or "=" in w for w in words[1:]) or (
-                key.upper() == key and not _APP_PASSWORD.match(value)):
-            return
+    if data[sp[1][1]:s] == b"=" and not _APP_PASSWORD.match(value):
+        # `KEY=v w` with no space: `DB_PASSWORD=v docker compose up` is a value, then a command (the
+        # assignment rule's), `validation.password=Must be at least 8 characters` a message; but
+        # for a Google app password (four groups of four letters: `spring.mail.password=...`)
+        return
     yield s, _end(s, value), "password"
 
 
@@ -507,6 +504,8 @@ def _h_is(rule: Rule, sp, data: bytes):
     s, e, quoted = value_group(sp, 2)
     if not quoted and any(c in data[s:e] for c in b"()/"):
         return  # `getByText(/password is required/i))`: code around the words
+    if not quoted and data[e - 1:e] == b":" and data[s:e - 1].isalpha():
+        return  # `the master key is missing: ...`, `the api key is invalid: 401`: a word, then what follows
     yield from _keyed_value(data, sp[1], s, e, quoted, context=False)  # prose: "the token is invalid"
 
 

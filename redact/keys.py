@@ -128,9 +128,11 @@ def classify_key(key: str) -> tuple[str, str] | None:
         if segs[-1] == "id" and "access" in segs[:-1]:
             return "key", "api_key"
         return None
-    if any(s in _NOT_REAL for s in (segs[2:-1] if segs[0] == "config" else segs[:-1])):
+    kconfig = segs[0] == "config" and len(segs) >= 4 and key.strip().upper() == key.strip()
+    if any(s in _NOT_REAL for s in (segs[2:-1] if kconfig else segs[:-1])):
         # `fake_token`, `dummy_password`, `nonMatchingToken`: the key says it is no secret; not a
-        # Kconfig symbol's namespace (`CONFIG_EXAMPLE_WIFI_PASSWORD` of ESP-IDF's example menus)
+        # Kconfig symbol's namespace (`CONFIG_EXAMPLE_WIFI_PASSWORD` of ESP-IDF's example menus:
+        # upper case, `CONFIG_`, the namespace, then at least two words)
         return None
     if segs[-1] == "sitekey" or segs[-2:] == ("site", "key"):
         return None  # `data-sitekey`, `RECAPTCHA_SITE_KEY`: a captcha's site key, public by design

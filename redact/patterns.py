@@ -126,7 +126,8 @@ PROSE_OPEN = "|".join(['"', "'", "`"] + [_utf8(w) for w in ("«", "„", "“", 
 #: A value told in prose between quotes that may hold spaces (a passphrase), with its closing quote.
 _PROSE_PHRASE = (
     r"(?:\"(.{6,120}?)\"|" + "|".join(_utf8(a) + _PROSE_SPACE + r"(.{6,120}?)" + _PROSE_SPACE + _utf8(b)
-                                    for a, b in (("«", "»"), ("„", "“"), ("“", "”"), ("「", "」"), ("『", "』")))
+                                    for a, b in (("«", "»"), ("„", "“"), ("„", "”"), ("“", "”"), ("”", "”"),
+                                                 ("「", "」"), ("『", "』")))
     + r")"
 )
 PROSE_PASSWORD = (
@@ -226,28 +227,31 @@ PASSPHRASE_TAIL = (
 )
 
 
-#: An interactive interpreter's prompt (pdb and ipdb, Python's `>>>`, IPython's `In [n]:`, irb,
-#: pry, iex, the Scala and Node REPLs), an expression (printed with `p`/`print`/`puts` or alone),
-#: then the line it printed: a quoted string (after IPython's `Out[n]:`, irb's `=>`, Scala's
-#: `val res0: String =`). Groups: the expression, the value single- or double-quoted.
+#: An interactive interpreter's prompt (pdb and ipdb, Python's `>>>`, IPython's `In [n]:`, irb
+#: and Rails' `app(env)>`, pry, iex, gdb, Node's and Deno's `node>`), an expression (printed with
+#: `p`/`print`/`puts` or alone), then the line it printed: a quoted string (after IPython's
+#: `Out[n]:`, irb's `=>`, gdb's `$1 =`); the line break may be JSON-escaped (a tool result stored
+#: as JSON). A bare `>` is no prompt (a Markdown or e-mail quote). Groups: the expression, the
+#: value single- or double-quoted.
 REPL_ECHO = (
-    r"(?m)^[ \t]*(?:\(Pdb\+?\+?\)|ipdb>|>>>|In[ \t]*\[\d{1,5}\]:|irb\([^)\n]{0,40}\):\d{1,5}(?::\d{1,3})?[>*]"
-    r"|(?:\[\d{1,5}\][ \t]*)?pry\([^)\n]{0,40}\)>|iex\(\d{1,5}\)>|scala>|>)[ \t]+"
-    r"(?:(?:pp?|print|pprint|puts|IO\.puts|println)[ \t(]+)?([^\n]{1,200}?)\)?[ \t]*\r?\n"
-    r"[ \t]*(?:Out\[\d{1,5}\]:[ \t]*|=>[ \t]*|(?:val[ \t]+)?res\d{1,5}:[ \t]*String[ \t]*=[ \t]*)?"
-    r"(?:'([^'\n]{6,400})'|\"([^\"\n]{6,400})\")[ \t]*\r?$"
+    r"(?m)(?:^|\\n|\")[ \t]*(?:\(Pdb\+?\+?\)|ipdb>|>>>|In[ \t]*\[\d{1,5}\]:|irb\([^)\n]{0,40}\):\d{1,5}(?::\d{1,3})?[>*]"
+    r"|[\w\-]{1,30}\([\w\-]{1,20}\)(?::\d{1,5})?>|(?:\[\d{1,5}\][ \t]*)?pry\([^)\n]{0,40}\)>|iex\(\d{1,5}\)>"
+    r"|\(gdb\)|(?:node|deno)>)[ \t]+"
+    r"(?:(?:pp?|print|pprint|puts|IO\.puts|println)[ \t(]+)?([^\n\\]{1,200}?)\)?[ \t]*(?:\r?\n|\\n)"
+    r"[ \t]*(?:Out\[\d{1,5}\]:[ \t]*|=>[ \t]*|\$\d{1,5}[ \t]*=[ \t]*)?"
+    r"(?:'([^'\n\\]{6,400})'|\\?\"([^\"\n\\]{6,400})\\?\")[ \t]*(?:\r?$|\\n)"
 )
 #: The commands that print an Azure storage account's keys (a table, TSV or JSON of them), and
 #: such a key: 64 bytes in base64, alone between spaces, quotes or separators.
 AZURE_KEYS_COMMAND = (r"\baz[ \t]+storage[ \t]+account[ \t]+keys[ \t]+(?:list|renew)\b"
                       r"|\b(?:Get|New)-AzStorageAccountKey\b")
-AZURE_KEY_VALUE = re.compile(rb"""(?:^|[\s"',;=:|])([A-Za-z0-9+/]{86}==)(?=[\s"',;|]|$)""")
+AZURE_KEY_VALUE = re.compile(rb"""(?:^|[\s"',;=:|]|\\[tn])([A-Za-z0-9+/]{86}==)(?=[\s"',;|]|\\[tnr"]|$)""")
 #: Postmark's SMTP host and token header, and the UUID its SMTP login takes as user and password
 #: (its server API token: "use your Server API token as both the username and password").
 POSTMARK_ANCHOR = r"(?i)\bsmtp\.postmarkapp\.com\b|\bx-postmark-server-token\b"
-POSTMARK_TOKEN = re.compile(
-    rb"""(?i)(?:user(?:name)?|pass(?:word)?|token|key)[\w.\-]*\\?["']?[ \t]*[:=][ \t]*\\?["']?"""
-    rb"""([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b""")
+POSTMARK_TOKEN = re.compile(   # a key that ends in user, pass or token (not `user_id`, `MessageID`)
+    rb"""(?i)(?<![\w.\-])(?:[\w.\-]{0,40}?[_.\-])?(?:user(?:name)?|pass(?:word)?|(?:server[_\-]?|api[_\-]?)?token)"""
+    rb"""\\?["']?[ \t]*[:=][ \t]*\\?["']?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b""")
 #: Consul's ACL tokens block (`acl { tokens { initial_management = "..." agent = "..." } }`, HCL or
 #: JSON), whose every value is a token (a UUID), whatever its name.
 CONSUL_TOKENS_BLOCK = r"(?m)^[ \t]*(?:tokens[ \t]*=?|\\?\"tokens\\?\"[ \t]*:)[ \t]*\{"

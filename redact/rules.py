@@ -83,9 +83,10 @@ class Rule:
     options: dict = field(default_factory=dict, hash=False, compare=False)
 
 
-#: The prefix `docker compose` (and `kubectl logs --prefix`-like tools) put before each line of a
-#: service's output: `jenkins  | `.
-_LOG_PREFIX = r"(?:[\w.\-]{1,40}[ \t]+\|)?"
+#: The prefix `docker compose logs` puts before each line of a service's output (`jenkins  | `,
+#: with `-t` a timestamp after it), and `kubectl logs --prefix` (`[pod/jenkins-0/jenkins] `).
+_LOG_PREFIX = (r"(?:(?:[\w.\-]{1,40}[ \t]+\||\[[\w./\-]{1,80}\])"
+               r"(?:[ \t]*\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)?)?")
 
 
 def _tok(name: str, label: str, pattern: str, min_entropy: float = 0.0, **options) -> Rule:
@@ -611,16 +612,18 @@ RULES: tuple[Rule, ...] = (
     Rule("repl-echo", "secret", REPL_ECHO, "repl"),
     # the keys `az storage account keys list` printed, and Postmark's server token as SMTP login
     Rule("azure-storage-keys-output", "azure_storage_key", AZURE_KEYS_COMMAND, "values_after",
-         options={"values": AZURE_KEY_VALUE, "window": 4096, "mixed": True}),
+         options={"values": AZURE_KEY_VALUE, "window": 4096, "mixed": True, "max_matches": 20}),
     Rule("postmark-smtp-token", "token", POSTMARK_ANCHOR, "values_after",
-         options={"values": POSTMARK_TOKEN, "window": 2048}),
+         options={"values": POSTMARK_TOKEN, "window": 2048, "before": 1024, "max_matches": 20}),
     Rule("consul-acl-tokens", "token", CONSUL_TOKENS_BLOCK, "values_after",
-         options={"values": CONSUL_TOKEN_VALUE, "window": 2048, "until": b"}"}),
+         options={"values": CONSUL_TOKEN_VALUE, "window": 2048, "until": b"}", "max_matches": 20}),
     # `terraform output -json`: the value of an output marked sensitive (the keys come sorted:
     # sensitive, type, value), also JSON-escaped inside a tool result
     Rule("terraform-sensitive-output", "secret",
          r"\\?\"sensitive\\?\"[ \t]*:[ \t]*true[ \t]*,(?:\s|\\[nrt])*\\?\"type\\?\"[ \t]*:[ \t]*\\?\"string\\?\"[ \t]*,"
-         r"(?:\s|\\[nrt])*\\?\"value\\?\"[ \t]*:[ \t]*\\?\"((?:[^\"\\\n]|\\[^\"\n]){1,1000})\\?\"",
+         r"(?:\s|\\[nrt])*\\?\"value\\?\"[ \t]*:[ \t]*"
+         # plain JSON (`\"` is a quote inside the value), or JSON in a JSON string (`\"` ends it)
+         r"(?:\"((?:[^\"\\\n]|\\[^\n]){1,1000})\"|\\\"((?:[^\"\\\n]|\\[^\"\n]){1,1000})\\\")",
          "command", options={"set_pattern": r"sensitive\\?\"[ \t]*:[ \t]*true"}),
     # Redis ACLs: `ACL SETUSER name on >v ~keys`, a users.acl line `user name on >v ...`
     Rule("redis-acl-password", "password",

@@ -237,15 +237,19 @@ _RE_B64_BODY = re.compile(r"[A-Za-z0-9+/]+|[A-Za-z0-9_\-]+")
 #: What readable text holds when it is a credential or carries one: a credential word, or the `:`
 #: and `=` of `user:password`, `KEY=value`, `Authorization: ...`.
 _RE_ENCODED_CREDENTIAL = re.compile(r"(?i)pass|pwd|secret|token|key|auth|cred|bearer|private|[:=]")
-_RE_TEXT_WORDS = re.compile(r"[A-Za-z]{3,}[ \t\r\n]+\S")
+_RE_TEXT_WORDS = re.compile(r"[A-Za-z]{3}[ \t\r\n]+\S")   # (linear: no run of letters is read twice)
+#: What content holds and a passphrase does not: a line break or punctuation.
+_RE_TEXT_MARKS = re.compile(r"[\n.,;!?#()]")
 
 
 def encoded_text(value: str) -> bool:
     """`value` is base64 (standard or URL alphabet, padding optional) of readable text: 12 bytes or
-    more of printable UTF-8 with a word, whitespace and more after it, and no sign of a credential
-    (`_RE_ENCODED_CREDENTIAL`). Such a value is encoded content (a file, a message, a CSV), not a
-    random secret: random bytes decode to that with negligible probability. An encoded credential
-    (`user:password`, `DB_PASSWORD=...`, a PEM block) is never encoded text."""
+    more of printable UTF-8 with a word, whitespace and more after it, a line break or punctuation
+    (`_RE_TEXT_MARKS`: a passphrase or a seed phrase, words and spaces only, is no content), and no
+    sign of a credential (`_RE_ENCODED_CREDENTIAL`). Such a value is encoded content (a file, a
+    message, a CSV), not a random secret: random bytes decode to that with negligible probability.
+    An encoded credential (`user:password`, `DB_PASSWORD=...`, a PEM block) is never encoded text.
+    The first 4,096 decoded characters are read."""
     body = value.rstrip("=")
     if len(body) < 16 or len(body) > 65536 or not _RE_B64_BODY.fullmatch(body):
         return False
@@ -261,9 +265,10 @@ def encoded_text(value: str) -> bool:
         text = raw.decode("utf-8")
     except (ValueError, binascii.Error):
         return False
+    text = text[:4096]
     if len(raw) < 12 or not all(ch.isprintable() or ch in "\t\r\n" for ch in text):
         return False
-    return bool(_RE_TEXT_WORDS.search(text)) and not _RE_ENCODED_CREDENTIAL.search(text)
+    return bool(_RE_TEXT_WORDS.search(text) and _RE_TEXT_MARKS.search(text)) and not _RE_ENCODED_CREDENTIAL.search(text)
 
 
 def is_typed_sequence(value: str) -> bool:
@@ -421,6 +426,8 @@ STATUS_WORDS = frozenset(
 )
 _RE_YAML_TAG = re.compile(r"^![A-Za-z][\w:!]*$")
 _IDENT_PART = r"[A-Za-z_$][A-Za-z_$]*[0-9]*"
+#: A word and a number in brackets, quoted: `"Spring(2024)"`, `"hunter[42]"` (a password's shape).
+_RE_WORD_AND_NUMBER = re.compile(r"^[A-Za-z]+[(\[]\d+[)\]][^\w]*$")
 _RE_CALL_OR_INDEX = re.compile(
     r"^(?:\[\])?[A-Za-z_$][\w$]*(?:(?:\.|\?\.|::|->)[A-Za-z_$][\w$]*)*!?[ \t]*[(\[]")  # `env!(`, Go's `[]byte(`
 # A composite literal's type, its `{` ending the value (Go's `creds := aws.Credentials{`).
@@ -462,8 +469,10 @@ def is_code_reference(value: str, quoted: bool = False) -> bool:
     """A function call, an index or an attribute path; unquoted, also a variable name
     (snake_case or camelCase, digits only at the end). See "Credential contexts"."""
     v = value.strip()
-    if _RE_CALL_OR_INDEX.match(v) and (not quoted or v.rstrip(";,").endswith((")", "]"))):
-        return True  # quoted, a call is whole (`"os.getenv('X')"`; `"Xk29dLmQ(7pZ..."` is a password)
+    if _RE_CALL_OR_INDEX.match(v) and (not quoted or (v.rstrip(";,").endswith((")", "]"))
+                                                      and not _RE_WORD_AND_NUMBER.match(v))):
+        # quoted, a call is whole (`"os.getenv('X')"`); `"Xk29dLmQ(7pZ..."` and `"Spring(2024)"` are passwords
+        return True
     if _RE_ATTR_PATH.match(v) or v.startswith(("(", "!!", "=>")):
         return True  # also `(user) => ...`, `!!process.env.X`
     if not quoted and (_RE_CMDLET.match(v) or _RE_GRAPHQL_TYPE.match(v) or _RE_COMPOSITE.match(v)):
@@ -490,9 +499,10 @@ _RE_PASSWORD_HASH = re.compile(r"^(?:\$(?:1|2[abxy]?|5|6|y|7|gy|apr1|argon2(?:id
                                r"|md5[0-9a-f]{32}|SCRAM-SHA-256\$\d+:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+"
                                # MySQL's native hash (`IDENTIFIED BY PASSWORD '*...'`)
                                r"|\*[0-9A-Fa-f]{40})$")
-# A size (`kubectl describe secret`: `password:  24 bytes`) or a credential's id and file
-# (systemd's `LoadCredential=db-password:/run/secrets/db`).
-_RE_NOT_A_VALUE = re.compile(r"^\d+ bytes?$|^[\w.\-]+:/[\w./\-]+$")
+# A size (`kubectl describe secret`: `password:  24 bytes`), a credential's id and file
+# (systemd's `LoadCredential=db-password:/run/secrets/db`), an ISO 8601 timestamp (a log line's).
+_RE_NOT_A_VALUE = re.compile(r"^\d+ bytes?$|^[\w.\-]+:/[\w./\-]+$"
+                             r"|^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?(?:Z|[+-]\d\d:?\d\d)?$")   # a timestamp
 # A regular expression (`\s*bearer\s+|api[_-]?key=`: a redaction filter's pattern): two of its
 # classes and groups are code (one may be in a password: `Tq8[^vR2`).
 _RE_REGEX_VALUE = re.compile(r"\\[sdwSDWb][*+?{]|\[\^|\(\?[:i!=<]")

@@ -7,6 +7,8 @@ text around it that must stay."""
 
 from __future__ import annotations
 
+import base64
+
 import random
 import string
 
@@ -247,6 +249,25 @@ FOUND = [
      "api_key", "assignment"),
     # a provider's name in a list, then a pair: the name is no key of the pair after it
     ('{{\\"provider\\":\\"mailgun\\",\\"api_key\\":\\"{}\\"}}', g(32, "0123456789abcdef"), "api_key", "assignment"),
+    # a passphrase after an upper-case key and spaces, to the line's end
+    ("DB_PASSWORD = {}\nDB_HOST=db", "correct horse battery staple", "password", "passphrase-line"),
+    # a base64 seed phrase is no encoded content (words and spaces only)
+    ('WALLET_KEY = "{}"', base64.b64encode(b"abandon ability able about above absent absorb abstract").decode(),
+     "api_key", "assignment"),
+    # a password shaped like a word and a number in brackets is no call
+    ('password: "{}"', "Spring(2024)", "password", "assignment"),
+    # a generated password behind `kubectl logs --prefix` and `docker compose logs -t`
+    ("[pod/jenkins-0/jenkins] Please use the following password to proceed to installation:\n"
+     "[pod/jenkins-0/jenkins]\n[pod/jenkins-0/jenkins] {}\n", g(32, "0123456789abcdef"), "password", "generated-password"),
+    ("jenkins  | 2025-02-01T09:12:44.201Z Please use the following password to proceed to installation:\n"
+     "jenkins  | 2025-02-01T09:12:44.201Z\njenkins  | 2025-02-01T09:12:44.201Z {}\n", g(32, "0123456789abcdef"),
+     "password", "generated-password"),
+    # REPL output stored JSON-escaped, Rails' console, gdb
+    ("{{\"content\":\"(Pdb) p settings.EMAIL_HOST_PASSWORD\\n'{}'\\n(Pdb) c\"}}", PW, "password", "repl-echo"),
+    ("store(dev)> ENV['MAILGUN_SECRET']\n=> \"{}\"", TOKEN, "secret", "repl-echo"),
+    ('(gdb) p api_key\n$1 = "{}"', TOKEN, "api_key", "repl-echo"),
+    # a Polish passphrase in „...”
+    ("Hasło to „{}” – zapisz", "jesienny deszcz nad Wisłą 42", "password", "prose-password"),
     # test accounts as (e-mail, password) pairs
     ('STAGING_USERS = [\n    ("qa-admin@acme.io", "{}"),\n]', "Xk29dLmQ7p12", "password", "login-pair"),
     # Consul's ACL tokens block: every value a token, whatever its name
@@ -402,6 +423,25 @@ KEPT = [
     "RECAPTCHA_SITE_KEY=6L" + g(38, ALNUM + "_-"),
     "kind: SealedSecret\nspec:\n  encryptedData:\n    JWT_SECRET: AgC" + g(500, ALNUM + "+/") + "==",  # ciphertext
     'msg = "token expired: " + reason',
+    # an interpreter printing what is no secret: a quote, a lexer's token kinds, messages, paths
+    '> please reset the admin password\n"Done, I reset it and sent the new one over Signal"',
+    "(Pdb) p token\n'function'\n(Pdb) p self.token\n'IDENTIFIER'\niex(1)> token\n\"defmodule\"",
+    ">>> form.errors['password'][0]\n'This password is too common'",
+    ">>> settings.PASSWORD_HASHERS[0]\n'django.contrib.auth.hashers.PBKDF2PasswordHasher'",
+    # a UUID under a key that is no credential's, next to Postmark
+    'host: smtp.postmarkapp.com\n{"MessageID":"7c9e6679-7425-40de-944b-e07fc1f90ae7"}\n{"user_id": "7c9e6679-7425-40de-944b-e07fc1f90ae7"}',
+    # a password's rules or where it is kept, told between quotes
+    "Le mot de passe est « trop court et trop simple »",
+    "Das Passwort ist „mindestens 12 Zeichen lang“",
+    'Das Passwort ist "in 1Password unter Staging DB"',
+    # prose: the value is a word and a colon; a message after `=`; a timestamp is no password
+    "the master key is missing: ActiveSupport::MessageEncryptor::InvalidMessage",
+    "validation.password=Must be at least 8 characters",
+    "jenkins  | 2025-02-01T09:12:44.201Z Please use the following password to proceed to installation:\n"
+    "jenkins  | 2025-02-01T09:12:44.201Z\n",
+    # no credential word: `bypass`, `compass`; a key that says its value is not real
+    'bypass = "skip all checks here"\ncompass = "north by north west"',
+    'config_fake_token = "Xk29dLmQ7pZ3vN8sT4wYb6Rc"\nconst configFakeApiKey = "Xk29dLmQ7pZ3vN8sT4wYb6Rc";',
     ">>> AUTH DIGEST-MD5 dXNlcm5hbWU9ImFsaWNlIixyZWFs",                        # a SASL message
     "sort -b -t, -k2 data.csv | awk '{print $1, checksum=ABCdef1234567890ghijKLMN}'",   # -b of another tool
     '{"content":"HTTP/1.1 200 OK\\nSet-Cookie: theme=dark; Path=/\\nnext: cursor=eyJwYWdlIjoyLCJzaXplIjo1MH0xNzEy\\n"}',
