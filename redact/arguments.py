@@ -34,6 +34,9 @@ from .keys import classify_key, value_ok
 #: right after the user: the second, or the third when the first is no string literal and the
 #: second is (`login(page, "admin", "pw")`, a test helper's form).
 USER_THEN = 0
+#: sbt's `Credentials(realm, host, user, password)`: the fourth of four; AWS SDKs' `new
+#: Credentials(accessKeyId, secretAccessKey[, sessionToken])`: the second.
+SBT_OR_AWS = -2
 SECRET_ARGUMENT = {
     "login": (USER_THEN, "password"), "authenticate": (USER_THEN, "password"),
     "basicauth": (USER_THEN, "password"), "withbasicauth": (USER_THEN, "password"),
@@ -48,7 +51,7 @@ SECRET_ARGUMENT = {
     "mysqldbconnect": (3, "password"), "auth": (USER_THEN, "password"), "plainauth": (3, "password"),
     "crammd5auth": (2, "password"), "createcredential": (3, "password"), "createscramsha1credential": (3, "password"),
     "createscramsha256credential": (3, "password"), "totp": (1, "secret"), "hotp": (1, "secret"),
-    "cookie": (2, "token"),
+    "cookie": (2, "token"), "credentials": (SBT_OR_AWS, "password"),
 }
 
 
@@ -125,6 +128,7 @@ def arguments(data: bytes, start: int) -> list[tuple[int, int]]:
 
 def _call_name(raw: str) -> str:
     name = raw.lower().replace("_", "").replace("::", ".").removeprefix("->").lstrip(".")
+    name = name.removesuffix("->construct")   # `PDO->__construct(...)`: a PHP stack trace's frame
     if name.startswith("new"):
         name = name[3:].strip()
     parts = [p for p in name.replace(" ", "").split(".") if p and p != "new"]
@@ -161,6 +165,8 @@ def h_call(rule, sp, data: bytes):
     args = arguments(data, sp[0][1])
     if position == USER_THEN:
         position = 3 if len(args) >= 3 and _literal(data, *args[0]) is None and _literal(data, *args[1]) else 2
+    elif position == SBT_OR_AWS:
+        position = 4 if len(args) == 4 else 2
     if len(args) < position:
         return
     lit = _literal(data, *args[position - 1])

@@ -115,9 +115,10 @@ _PATH_SEGMENTS = re.compile(r"[a-z0-9._\-]{3,}/[a-z0-9._\-]{3,}/")
 _META_CONTENT = re.compile(rb"""(?i)<meta\b[^<>]*\scontent=\\?["']$""")
 #: The key a quoted value is assigned to, right before the value's opening quote (and its string
 #: prefix, as the rule's pattern allows one: `key = b'...'`).
-#: The public members of a JSON Web Key, and the `kty` member every JWK has (its private ones,
-#: `d`, `p`, `q`, `dp`, `dq`, `qi`, `k`, stay secret).
-_JWK_PUBLIC = frozenset({b"x", b"y", b"n", b"e"})
+#: The public members of a JSON Web Key (RFC 7517/7518: coordinates, modulus and exponent, the
+#: certificate's thumbprints), and the `kty` member every JWK has (its private ones, `d`, `p`, `q`,
+#: `dp`, `dq`, `qi`, `k`, stay secret).
+_JWK_PUBLIC = frozenset({b"x", b"y", b"n", b"e", b"x5t", b"S256"})   # (and `x5t#S256`, a thumbprint)
 _JWK_KTY = re.compile(rb"""["']?kty\\?["']?[ \t]*[:=]""")
 _KEY_BEFORE = re.compile(rb"""([A-Za-z0-9_.$\-]+)\\?["']?\]?[ \t]*(?:=>|:=|=|:)[ \t]*(?:[bBfFrRuU]{1,2})?\\?["']$""")
 
@@ -141,7 +142,7 @@ def _h_entropy(rule: Rule, sp, data: bytes):
     key = _KEY_BEFORE.search(data, max(0, s - 130), s)
     if key and says_not_secret(key.group(1).decode("latin-1")):
         return
-    if key and key.group(1) in _JWK_PUBLIC and _JWK_KTY.search(data, max(0, s - 400), e + 400):
+    if key and key.group(1) in _JWK_PUBLIC and _JWK_KTY.search(data, max(0, s - 1500), e + 1500):
         return   # a JSON Web Key's public members (RFC 7518: `x`, `y` of EC, `n`, `e` of RSA)
     if _META_CONTENT.search(data, max(0, s - 300), s):
         return
@@ -408,6 +409,19 @@ def _h_pwvalue(rule: Rule, sp, data: bytes):
         yield s, _end(s, value), rule.label
 
 
+def _h_spaced(rule: Rule, sp, data: bytes):
+    """`remote_password v` on a line of its own (a space-separated config: mosquitto, redis):
+    the key names a password or a secret, and the value is shaped like one (`keys.value_ok` out of a
+    credential context: such a line may be prose, `Password protected`)."""
+    cls = classify_key(_s(data, sp[1][0], sp[1][1]))
+    if cls is None or cls[0] not in ("pw", "secret"):
+        return
+    s, e = sp[2]
+    value = _clean_bare(_s(data, s, e))
+    if value and not value.startswith("$") and value_ok(cls[0], value, context=False):
+        yield s, _end(s, value), cls[1]
+
+
 def _h_jprop(rule: Rule, sp, data: bytes):
     """-DNAME=VALUE: NAME classified as a key (`sonar.login` names a token too), VALUE in context."""
     name = _s(data, sp[1][0], sp[1][1])
@@ -661,5 +675,6 @@ HANDLERS = {
     "prose": arguments.h_prose,
     "piped": arguments.h_piped,
     "repl": arguments.h_repl,
+    "spaced": _h_spaced,
     "values_after": arguments.h_values_after,
 }

@@ -166,8 +166,8 @@ def classify_key(key: str) -> tuple[str, str] | None:
         return "key", "api_key"
     if segs[-1] in ("auth", "oauth", "authtoken", "authorization", "apitoken", "accesstoken"):
         return "secret", "token"  # a key named auth is a credential context, a provider's too (`square_oauth`)
-    if provider:
-        return "provider", "token"
+    if provider and not any(s in ("id", "ids") for s in segs):
+        return "provider", "token"   # not `STRIPE_PRICE_ID_PRO`: an id of a provider's object
     return None
 
 
@@ -191,6 +191,8 @@ def says_not_secret(key: str) -> bool:
     `session_id`), and none is a password or secret word. For the rules that find a value with no
     key of their own (`quoted-high-entropy`), the key it is assigned to, when there is one."""
     segs = key_segments(key)
+    if segs and segs[-1] in _CHECKSUM_WORDS:
+        return True   # `password_hash`, `secret_digest`: what a secret hashes to, not the secret
     if _names_password_or_secret(segs):
         return False
     if segs and segs[-1] in _ID_LAST and not any(s in _ID_CREDENTIAL_WORDS for s in segs):

@@ -180,7 +180,7 @@ NAME_VALUE = NAME_VALUE_HEAD + (
 CREDENTIAL_CALL = (
     r"(?:^|[^A-Za-z0-9_])((?i:login|authenticate|basic_?auth|with_?basic_?auth|set_?basic_?auth|http_?basic_?auth"
     r"|http_?digest_?auth|bearer_?auth|mysqli?_connect)|(?i:jwt)\.(?:sign|encode|decode|verify)|Credentials\.basic"
-    r"|new[ \t]+PDO|Twilio(?:::REST)?::Client\.new|twilio\.rest\.Client|DBI->connect"
+    r"|new[ \t]+PDO|PDO->__construct|Credentials|Twilio(?:::REST)?::Client\.new|twilio\.rest\.Client|DBI->connect"
     r"|new[ \t]+UsernamePasswordCredentialsImpl|DriverManager\.getConnection|Sql\.newInstance"
     r"|MongoCredential\.Create(?:ScramSha(?:1|256))?Credential|pyotp\.(?:TOTP|HOTP)"
     r"|(?:new|New-Object)[ \t]+(?:System\.Net\.)?Cookie"
@@ -246,6 +246,10 @@ REPL_ECHO = (
 AZURE_KEYS_COMMAND = (r"\baz[ \t]+storage[ \t]+account[ \t]+keys[ \t]+(?:list|renew)\b"
                       r"|\b(?:Get|New)-AzStorageAccountKey\b")
 AZURE_KEY_VALUE = re.compile(rb"""(?:^|[\s"',;=:|]|\\[tn])([A-Za-z0-9+/]{86}==)(?=[\s"',;|]|\\[tnr"]|$)""")
+#: The InfluxDB commands that print API tokens (a table of them), and such a token: 64 bytes in
+#: base64url with its padding.
+INFLUX_TOKEN_COMMAND = r"\binflux[ \t]+(?:v1[ \t]+)?auth[ \t]+(?:create|list|ls|find)\b|\binflux[ \t]+setup\b"
+INFLUX_TOKEN_VALUE = re.compile(rb"""(?:^|[\s"',;=:|]|\\[tn])([A-Za-z0-9_\-]{86}==)(?=[\s"',;|]|\\[tnr"]|$)""")
 #: Postmark's SMTP host and token header, and the UUID its SMTP login takes as user and password
 #: (its server API token: "use your Server API token as both the username and password").
 POSTMARK_ANCHOR = r"(?i)\bsmtp\.postmarkapp\.com\b|\bx-postmark-server-token\b"

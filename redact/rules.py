@@ -69,7 +69,8 @@ from dataclasses import dataclass, field
 from .patterns import (
     ASSIGN_SEP_RE, CADDY_DNS_PROVIDERS, COMMAND_VALUE, COOKIE_HEADER, CREDENTIAL_CALL, END, ENV_DEFAULT, KEY_RE,
     NAME_VALUE, NAME_VALUE_HEAD, PASSPHRASE_TAIL, PROSE_PASSWORD, PROSE_WORDS, QUOTED_VALUE, SESSION_COOKIE, VALUE_RE,
-    AZURE_KEY_VALUE, AZURE_KEYS_COMMAND, CONSUL_TOKEN_VALUE, CONSUL_TOKENS_BLOCK, POSTMARK_ANCHOR, POSTMARK_TOKEN,
+    AZURE_KEY_VALUE, AZURE_KEYS_COMMAND, CONSUL_TOKEN_VALUE, CONSUL_TOKENS_BLOCK, INFLUX_TOKEN_COMMAND,
+    INFLUX_TOKEN_VALUE, POSTMARK_ANCHOR, POSTMARK_TOKEN,
     REPL_ECHO, key_word)
 
 
@@ -259,7 +260,8 @@ RULES: tuple[Rule, ...] = (
     _tok("flutterwave-key", "token",
          r"\b(FLW(?:SECK|PUBK)(?:_TEST)?-[a-hA-H0-9]{12,32}(?:-X)?)"),
     _tok("flyio-token", "flyio_token",
-         r"\b(fo1_[\w\-]{43}|fm1[ar]_[A-Za-z0-9+/]{100,}={0,3}|fm2_[A-Za-z0-9+/]{100,}={0,3})",
+         # (a token as `fly tokens create` prints it: `FlyV1 ` and macaroons joined by commas)
+         r"\b(fo1_[\w\-]{43}|(?:FlyV1 )?fm[12][ar]?_[A-Za-z0-9+/_\-]{100,}={0,3}(?:,fm[12][ar]?_[A-Za-z0-9+/_\-]{20,}={0,3})*)",
          min_entropy=3.5),
     _tok("frameio-token", "token", r"\b(fio-u-[A-Za-z0-9\-_=]{64})"),
     _tok("grafana-token", "grafana_token",
@@ -373,7 +375,7 @@ RULES: tuple[Rule, ...] = (
          r"(?:^|[\s;&|(`\"'])(?i:redis-cli(?:[ \t]+[^\s|;&<>]+)*?[ \t]+-a"
          r"|ssh-keygen(?:[ \t]+[^\s|;&<>]+)*?[ \t]+-[NP]|sqlcmd(?:[ \t]+[^\s|;&<>]+)*?[ \t]+-P"
          r"|ldap(?:search|modify|add|delete|passwd|whoami)(?:[ \t]+[^\s|;&<>]+)*?[ \t]+-w"
-         r"|(?:az[ \t]+login|mongo(?:sh)?)(?:[ \t]+[^\s|;&<>]+)*?[ \t]+(?:-p|--password))(?:[ \t]+|=)"
+         r"|(?:az[ \t]+login|mongo(?:sh)?|cypher-shell)(?:[ \t]+[^\s|;&<>]+)*?[ \t]+(?:-p|--password))(?:[ \t]+|=)"
          r"((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'|;&<>])+)", "pwvalue"),
     # SMB clients' `-U user%password`, Windows `net use \\host\share /user:NAME password`
     Rule("smb-user-password", "password",
@@ -615,6 +617,12 @@ RULES: tuple[Rule, ...] = (
          options={"values": AZURE_KEY_VALUE, "window": 4096, "mixed": True, "max_matches": 20}),
     Rule("postmark-smtp-token", "token", POSTMARK_ANCHOR, "values_after",
          options={"values": POSTMARK_TOKEN, "window": 2048, "before": 1024, "max_matches": 20}),
+    Rule("influx-token-output", "token", INFLUX_TOKEN_COMMAND, "values_after",
+         options={"values": INFLUX_TOKEN_VALUE, "window": 4096, "mixed": True, "max_matches": 20}),
+    # a space-separated config's password line (mosquitto, redis, sshd-like): `remote_password v`
+    Rule("spaced-config-password", "password",
+         r"(?im)^[ \t]*([A-Za-z0-9_.\-]*(?:password|passwd|_pass|secret))[ \t]+([^\s#;\"'=:]{6,200})[ \t]*\r?$",
+         "spaced"),
     Rule("consul-acl-tokens", "token", CONSUL_TOKENS_BLOCK, "values_after",
          options={"values": CONSUL_TOKEN_VALUE, "window": 2048, "until": b"}", "max_matches": 20}),
     # `terraform output -json`: the value of an output marked sensitive (the keys come sorted:

@@ -268,6 +268,15 @@ FOUND = [
     ('(gdb) p api_key\n$1 = "{}"', TOKEN, "api_key", "repl-echo"),
     # a Polish passphrase in „...”
     ("Hasło to „{}” – zapisz", "jesienny deszcz nad Wisłą 42", "password", "prose-password"),
+    # a PHP stack trace's frame of a credential call; sbt's and AWS SDKs' Credentials
+    ("#0 /var/www/lib/Db.php(18): PDO->__construct('mysql:host=10.0...', 'shop_rw', '{}', Array)", PW, "password",
+     "credential-call"),
+    ('credentials += Credentials(\n  "Sonatype Nexus Repository Manager",\n  "nexus.corp.example.com",\n'
+     '  "sbt-publisher",\n  "{}"\n)', PW, "password", "credential-call"),
+    # a space-separated config's password line, a graph shell's -p
+    ("remote_username edge-gw-07\nremote_password {}\ncleansession true", PW, "password", "spaced-config-password"),
+    ('$ cypher-shell -a neo4j+s://x.databases.neo4j.io -u neo4j -p {} "MATCH (n) RETURN count(n);"', TOKEN,
+     "password", "cli-password-flag"),
     # test accounts as (e-mail, password) pairs
     ('STAGING_USERS = [\n    ("qa-admin@acme.io", "{}"),\n]', "Xk29dLmQ7p12", "password", "login-pair"),
     # Consul's ACL tokens block: every value a token, whatever its name
@@ -423,6 +432,10 @@ KEPT = [
     "RECAPTCHA_SITE_KEY=6L" + g(38, ALNUM + "_-"),
     "kind: SealedSecret\nspec:\n  encryptedData:\n    JWT_SECRET: AgC" + g(500, ALNUM + "+/") + "==",  # ciphertext
     'msg = "token expired: " + reason',
+    "Password protected\nsecret handshake\ndb_password changeme",           # prose, a placeholder
+    "val c = Credentials(file)",
+    '  STRIPE_PRICE_ID_PRO: "price_' + g(24) + '"',                         # a provider object's id
+    '"password_hash": "' + g(44, ALNUM + "+/") + '",',                          # what a password hashes to
     # an interpreter printing what is no secret: a quote, a lexer's token kinds, messages, paths
     '> please reset the admin password\n"Done, I reset it and sent the new one over Signal"',
     "(Pdb) p token\n'function'\n(Pdb) p self.token\n'IDENTIFIER'\niex(1)> token\n\"defmodule\"",

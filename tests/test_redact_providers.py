@@ -68,6 +68,7 @@ CASES = [
     ("salesforce-token", "salesforce_token", "sf org display: Access Token {}", "00D" + g(15) + "!" + g(96, ALNUM + ".")),
     ("teamwork-token", "teamwork_token", "{}", "tkn.v1_" + g(60)),
     ("resend-key", "resend_key", "RESEND_API_KEY={}", "re_" + g(8) + "_" + g(24)),
+    ("flyio-token", "flyio_token", 'FLY_API_TOKEN: "{}"', "FlyV1 fm2_" + g(180, ALNUM + "_-") + ",fm2_" + g(60)),
     ("telegram-bot-token", "telegram_token", 'DEBUG urllib3 https://api.telegram.org:443 "POST /bot{}/sendMessage HTTP/1.1"',
      g(10, "0123456789") + ":AA" + g(33, ALNUM + "_-")),
     ("resend-key", "resend_key", "here's the staging key for Resend, don't commit it: {}", "re_" + g(8) + "_" + g(24)),
@@ -171,6 +172,13 @@ AZ_KEY = g(86, ALNUM + "+/") + "=="
 def test_the_keys_az_storage_prints_go(redactor, output):
     text = "$ az storage account keys list -g rg -n acmedata -o table\n" + output
     assert redactor.redact(text.format(k=AZ_KEY)).text == text.format(k="[REDACTED:azure_storage_key]")
+
+
+def test_the_tokens_influx_auth_prints_go(redactor):
+    token = g(86, ALNUM + "_-") + "=="
+    text = ("$ influx auth create --org homelab --read-buckets\nID\tDescription\tToken\tUser Name\n"
+            "0d1f\tgrafana-ro\t{t}\tadmin\n")
+    assert redactor.redact(text.format(t=token)).text == text.format(t="[REDACTED:token]")
 
 
 def test_a_key_shaped_base64_without_the_command_stays(redactor):
