@@ -28,6 +28,7 @@ import re
 
 from . import shapes
 from .keys import classify_key, value_ok
+from .patterns import ABOUT_A_PASSWORD
 
 #: The credential calls (`patterns.CREDENTIAL_CALL`'s group 1, lower-cased, `_` and the namespace
 #: dropped): which argument (1-based) is the secret, and its label. `USER_THEN` means the argument
@@ -248,20 +249,28 @@ _EXPR_NAMES = re.compile(r"[A-Za-z_][\w\-]*")
 
 def h_repl(rule, sp, data: bytes):
     """The string an interpreter printed for an expression whose last name is a secret's
-    (`patterns.REPL_ECHO`: `(Pdb) p settings.EMAIL_HOST_PASSWORD` then `'v'`), shaped like one
-    (`keys.value_ok` out of a credential context: what an expression prints may be a message,
-    `'This password is too common'`, or a lexer's token kind, `'IDENTIFIER'`)."""
-    names = _EXPR_NAMES.findall(_text(data, *sp[1]))
+    (`patterns.REPL_ECHO`: `(Pdb) p settings.EMAIL_HOST_PASSWORD` then `'v'`): a credential
+    context (`keys.value_ok`), but for what such an expression prints that is none: a message about
+    it (`'This password is too common'`), a lexer's token kind (`'IDENTIFIER'`), a class path."""
+    expression = _text(data, *sp[1])
+    names = _EXPR_NAMES.findall(expression)
     cls = classify_key(names[-1]) if names else None
-    found = _first(sp, (2, 3))
+    found = _first(sp, (2, 3, 4))
     if cls is None or found is None:
         return
+    if data[sp[0][0]:sp[1][0]].strip(b' \t"\\n').startswith(b">") and not any(c in expression for c in ".["):
+        return   # a bare `>` is Node's prompt before code (`process.env.X`), a quote's before prose
     _, s, e = found
     value = _text(data, s, e)
-    if _MODULE_PATH.match(value) or not shapes.credential_like(value):
-        return   # `'django.contrib.auth.hashers.PBKDF2PasswordHasher'`, a sentence, a word
-    if value_ok(cls[0], value, quoted=True, context=False):
+    if _MODULE_PATH.match(value) or (value.isalpha() and len(value) < 12) \
+            or any(_CREDENTIAL_WORD.match(w) for w in value.split()):
+        return   # a setting's class path, a lexer's token kind (`'IDENTIFIER'`), a message about it
+    if value_ok(cls[0], value, quoted=True):
         yield s, e, cls[1]
+
+
+#: A word that names a credential: a phrase holding one is about a credential, not one.
+_CREDENTIAL_WORD = re.compile(r"(?i)(?:pass(?:word|wort|phrase)?s?|token|secret|key|credentials?|login)\W*$")
 
 
 #: A dotted path of names (a module, a class, a setting's value): `django.contrib.auth.Hasher`.
@@ -269,22 +278,16 @@ _MODULE_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){2,}$")
 
 
 def h_values_after(rule, sp, data: bytes):
-    """Every value the rule's `values` pattern (group 1) finds in the `window` bytes after the
-    rule's own match, an anchor that makes them secrets: a command that prints keys (`az storage
-    account keys list`: a table or JSON of them), a provider whose SMTP login is its API token
-    (Postmark: a UUID as user and password). A value needs three kinds of characters when the
-    rule says `mixed` (random base64 has them; a hash in hex has two). The window ends early at the
-    rule's `until` bytes, when it says where the anchor's block ends, and starts `before` bytes
-    before the anchor when the rule says so. Each rule reads at most `max_matches` anchors per
-    text (`scanner.Scanner.scan`), so overlapping windows cost a bounded amount."""
-    end = sp[0][1]
+    """Every value the rule's `values` pattern (group 1) finds in the window after the rule's
+    anchor (group 1 of the match; the match runs on over the window, `rules._after`), an anchor
+    that makes them secrets: a command that prints keys (`az storage account keys list`: a table
+    or JSON of them), a provider whose SMTP login is its API token (Postmark: a UUID as user and
+    password). A value needs three kinds of characters when the rule says `mixed` (random base64
+    has them; a hash in hex has two). The values are also read `before` bytes before the anchor
+    when the rule says so."""
+    end, stop = sp[1][1], sp[0][1]     # the anchor's end, the window's (`rules._after`)
     mixed = rule.options.get("mixed")
-    stop = min(len(data), end + rule.options["window"])
-    until = rule.options.get("until")   # where the anchor's block ends (`}` of `tokens { ... }`)
-    if until:
-        cut = data.find(until, end, stop)
-        stop = stop if cut < 0 else cut
-    start = max(0, sp[0][0] - rule.options.get("before", 0))   # the lines before it, when they count
+    start = max(0, sp[1][0] - rule.options.get("before", 0))   # the lines before it, when they count
     for m in rule.options["values"].finditer(data, start, stop):
         if not mixed or shapes.char_classes(_text(data, *m.span(1))) >= 3:
             yield m.start(1), m.end(1), rule.label
@@ -364,6 +367,20 @@ def _looks_like_a_password(data: bytes, s: int, e: int, strip: str = ".,;)!?"):
     return None
 
 
+#: What a pair's second member is when it is no password: hex (a hash, an id), `0x...`, a phone.
+_NOT_A_PAIRED_PASSWORD = re.compile(r"(?:0x)?[0-9a-fA-F]+|\+?[\d\-\s().x]+")
+
+
+def h_login_pair(rule, sp, data: bytes):
+    """The password of an (e-mail, password) pair: password shaped (`_looks_like_a_password`) with
+    upper and lower case, and no hex, id or phone number (`commits = [("a@x.io", "3f9a1c2b")]`)."""
+    span = _looks_like_a_password(data, *sp[1])
+    if span:
+        value = _text(data, *span)
+        if not _NOT_A_PAIRED_PASSWORD.fullmatch(value) and value.lower() != value and value.upper() != value:
+            yield *span, rule.label
+
+
 def h_chat(rule, sp, data: bytes):
     """The password of `user / password` typed after a creds or login word (`_looks_like_a_password`)."""
     span = _looks_like_a_password(data, *sp[1])
@@ -373,18 +390,6 @@ def h_chat(rule, sp, data: bytes):
 
 #: Where a value told in prose ends: a quote, CJK or full-width punctuation or bracket.
 _PROSE_END = re.compile("[»«」『』「”“„，。、；！？（）【】《》]")
-
-
-#: The words of a phrase that is about a password rather than one: its rules (length, characters,
-#: strength), where it is kept (a vault, a password manager, a wiki) and what happens to it, in
-#: the languages of `patterns.PROSE_WORDS` and English.
-_ABOUT_A_PASSWORD = re.compile(
-    r"(?i)\b(?:zeichen|caract[eè]res?|caracteres|characters?|chars?|znak(?:i|ów)|tecken|tegn|merkki[äa]|"
-    r"mindestens|minimum|m[ií]nimo|au moins|at least|almeno|co najmniej|minst|"
-    r"trop|zu|demasiado|muito|too|court|courte|kurz|corta|short|faible|schwach|d[ée]bil|weak|"
-    r"siehe|voir|ver|see|vault|coffre|tresor|b[oó]veda|cofre|wiki|1password|bitwarden|vaultwarden|"
-    r"keepass(?:xc)?|lastpass|dashlane|"
-    r"ge[äa]ndert|chang[ée]|cambia(?:da|do)?|changed|expired?|abgelaufen|oubli[ée]|vergessen)\b")
 
 
 def h_prose(rule, sp, data: bytes):
@@ -403,7 +408,7 @@ def h_prose(rule, sp, data: bytes):
         lead = value[: len(value) - len(value.lstrip())]
         value = value.strip()
         s += len(lead.encode("utf-8", "surrogatepass"))
-        if " " in value and _ABOUT_A_PASSWORD.search(value):
+        if " " in value and ABOUT_A_PASSWORD.search(value):
             return   # `„mindestens 12 Zeichen lang“`, `« dans le coffre Bitwarden »`: about it, not it
         shaped = any(c.isdigit() for c in value) or len(value.split()) >= 3
     else:

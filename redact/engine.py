@@ -77,7 +77,7 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
                    "kwvalue", "phrase", "envdefault", "call", "printed", "piped",
                    "namevalue", "chat", "redis_auth", "generated",
                    "userlist", "gradle", "command", "htpasswd", "prose", "nextline", "repl",
-                   "values_after", "spaced"),
+                   "values_after", "spaced", "login_pair"),
 }
 
 

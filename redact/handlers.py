@@ -16,7 +16,7 @@ import re
 from . import arguments, shapes
 from .keys import (
     _ESCAPE_CUT, _RE_BARE_IDENT, _SPACE, _WELLFORMED_INTERP, _clean_bare, classify_key, says_not_secret, value_ok)
-from .patterns import SHELL_DEFAULT
+from .patterns import ABOUT_A_PASSWORD, SHELL_DEFAULT
 from .rules import Rule
 
 #: The rest of `${KEY:` as rule env-default reads it (`-v}`, `=v}`, Spring's `v}`), or an error
@@ -337,9 +337,12 @@ _CONTINUED = re.compile(rb"\\\r?\n[ \t]+([^\s=:\\]{6,1024})\\?[ \t]*(?:\r?\n|$)"
 
 
 #: A quoted value's closing quote, a concatenation operator (`+`, Lua's `..`, PHP's `.`, VB's `&`,
-#: Haskell's `<>`), a line break maybe, and the next literal: the secret goes on there
-#: (`PAYPAL_SECRET = "v1" +` then `"v2";`: split to pass a scanner, or by a formatter).
-_CONCAT = re.compile(rb"""\\?["'`][ \t]*(?:\+|\.\.|\.|&|<>)[ \t]*(?:\r?\n[ \t]*)?\\?["'`]([^"'`\\\n]{1,400})(?=\\?["'`])""")
+#: Haskell's `<>`) with a line break before or after it maybe (JSON-escaped too), Python's `\`
+#: line continuation, or spaces alone (literals side by side on one line), then the next literal
+#: of four characters or more, no space: the secret goes on there (`PAYPAL_SECRET = "v1" +` then `"v2";`: split to pass a
+#: scanner, or by a formatter).
+_CONCAT = re.compile(rb"""\\?["'`](?:[ \t]*(?:(?:\r?\n|\\n)[ \t]*)?(?:\+|\.\.|\.|&|<>)[ \t]*(?:(?:\r?\n|\\n)[ \t]*)?"""
+                     rb"""|[ \t]*\\\r?\n[ \t]*|[ \t]+)\\?["'`]([^"'`\\\s]{4,400})(?=\\?["'`])""")
 
 
 def _concatenated(data: bytes, e: int, label: str):
@@ -462,10 +465,15 @@ def _h_phrase(rule: Rule, sp, data: bytes):
     if any(_CREDENTIAL_WORD.match(w) for w in words):
         return  # a message about one (`error.password=Password is too short`, an i18n bundle's line)
     if data[sp[1][1]:s] == b"=" and not _APP_PASSWORD.match(value):
-        # `KEY=v w` with no space: `DB_PASSWORD=v docker compose up` is a value, then a command (the
-        # assignment rule's), `validation.password=Must be at least 8 characters` a message; but
-        # for a Google app password (four groups of four letters: `spring.mail.password=...`)
-        return
+        # `KEY=v w` with no space: an environment variable's `DB_PASSWORD=v docker compose up` is a
+        # value, then a command (the assignment rule's), unless a Google app password (four groups
+        # of four letters); a `.properties` line's value runs to the line's end
+        # (`db.password=Blue Canary Sings 42`), but a command's words or a message about it
+        # (`validation.password=Must be at least 8 characters`) are none
+        key = _s(data, sp[1][0], sp[1][1])
+        if key.upper() == key or any(w.startswith("-") or "/" in w or "=" in w for w in words[1:]) \
+                or ABOUT_A_PASSWORD.search(value):
+            return
     yield s, _end(s, value), "password"
 
 
@@ -520,6 +528,18 @@ def _h_is(rule: Rule, sp, data: bytes):
         return  # `getByText(/password is required/i))`: code around the words
     if not quoted and data[e - 1:e] == b":" and data[s:e - 1].isalpha():
         return  # `the master key is missing: ...`, `the api key is invalid: 401`: a word, then what follows
+    if quoted and b" " in data[s:e]:
+        # `the wifi password is "purple monkey dishwasher 7"`: a passphrase after a password word,
+        # with a digit or three words, and no word about a password (`"at least 12 characters"`)
+        cls = classify_key(_s(data, sp[1][0], sp[1][1]))
+        value = _s(data, s, e)
+        words = value.split()
+        if (cls is not None and cls[0] == "pw" and 2 <= len(words) <= 8 and len(value) >= 8
+                and (any(c.isdigit() for c in value) or len(words) >= 3)
+                and not ABOUT_A_PASSWORD.search(value) and not any(_CREDENTIAL_WORD.match(w) for w in words)
+                and shapes.context_secret(value, quoted=True)):
+            yield s, e, cls[1]
+        return
     yield from _keyed_value(data, sp[1], s, e, quoted, context=False)  # prose: "the token is invalid"
 
 
@@ -676,5 +696,6 @@ HANDLERS = {
     "piped": arguments.h_piped,
     "repl": arguments.h_repl,
     "spaced": _h_spaced,
+    "login_pair": arguments.h_login_pair,
     "values_after": arguments.h_values_after,
 }

@@ -228,18 +228,20 @@ PASSPHRASE_TAIL = (
 
 
 #: An interactive interpreter's prompt (pdb and ipdb, Python's `>>>`, IPython's `In [n]:`, irb
-#: and Rails' `app(env)>`, pry, iex, gdb, Node's and Deno's `node>`), an expression (printed with
-#: `p`/`print`/`puts` or alone), then the line it printed: a quoted string (after IPython's
-#: `Out[n]:`, irb's `=>`, gdb's `$1 =`); the line break may be JSON-escaped (a tool result stored
-#: as JSON). A bare `>` is no prompt (a Markdown or e-mail quote). Groups: the expression, the
-#: value single- or double-quoted.
+#: and Rails' `app(env)>`, pry, iex, gdb, Scala's `scala>`, Node's and Deno's bare `>`: a Markdown
+#: quote too, which `arguments.h_repl` tells apart), an expression (printed with `p`/`print`/`puts`
+#: or alone), then the line it printed: a quoted string (after IPython's `Out[n]:`, irb's `=>`,
+#: gdb's `$1 =`), or Scala's `val res0: String = v`. A line break may be JSON-escaped, and the echo
+#: may end a JSON string (a tool result stored as JSON). Groups: the expression, the value single-
+#: quoted, double-quoted, bare (Scala).
 REPL_ECHO = (
     r"(?m)(?:^|\\n|\")[ \t]*(?:\(Pdb\+?\+?\)|ipdb>|>>>|In[ \t]*\[\d{1,5}\]:|irb\([^)\n]{0,40}\):\d{1,5}(?::\d{1,3})?[>*]"
     r"|[\w\-]{1,30}\([\w\-]{1,20}\)(?::\d{1,5})?>|(?:\[\d{1,5}\][ \t]*)?pry\([^)\n]{0,40}\)>|iex\(\d{1,5}\)>"
-    r"|\(gdb\)|(?:node|deno)>)[ \t]+"
-    r"(?:(?:pp?|print|pprint|puts|IO\.puts|println)[ \t(]+)?([^\n\\]{1,200}?)\)?[ \t]*(?:\r?\n|\\n)"
-    r"[ \t]*(?:Out\[\d{1,5}\]:[ \t]*|=>[ \t]*|\$\d{1,5}[ \t]*=[ \t]*)?"
-    r"(?:'([^'\n\\]{6,400})'|\\?\"([^\"\n\\]{6,400})\\?\")[ \t]*(?:\r?$|\\n)"
+    r"|\(gdb\)|scala>|>)[ \t]+"
+    r"(?:(?:pp?|print|pprint|puts|IO\.puts|println)[ \t(]+)?((?:[^\n\\]|\\\"){1,200}?)\)?[ \t]*(?:\r?\n|\\n)"
+    r"[ \t]*(?:(?:Out\[\d{1,5}\]:[ \t]*|=>[ \t]*|\$\d{1,5}[ \t]*=[ \t]*)?"
+    r"(?:'([^'\n\\]{6,400})'|\\?\"([^\"\n\\]{6,400})\\?\")"
+    r"|(?:val[ \t]+)?res\d{1,5}:[ \t]*String[ \t]*=[ \t]*([^\s\"'\\]{6,400}))[ \t]*(?:\r?$|\\n|\")"
 )
 #: The commands that print an Azure storage account's keys (a table, TSV or JSON of them), and
 #: such a key: 64 bytes in base64, alone between spaces, quotes or separators.
@@ -254,10 +256,23 @@ INFLUX_TOKEN_VALUE = re.compile(rb"""(?:^|[\s"',;=:|]|\\[tn])([A-Za-z0-9_\-]{86}
 #: (its server API token: "use your Server API token as both the username and password").
 POSTMARK_ANCHOR = r"(?i)\bsmtp\.postmarkapp\.com\b|\bx-postmark-server-token\b"
 POSTMARK_TOKEN = re.compile(   # a key that ends in user, pass or token (not `user_id`, `MessageID`)
-    rb"""(?i)(?<![\w.\-])(?:[\w.\-]{0,40}?[_.\-])?(?:user(?:name)?|pass(?:word)?|(?:server[_\-]?|api[_\-]?)?token)"""
+    rb"""(?i)(?<![\w.\-])(?:[\w.\-]{0,40}?[_.\-])?(?:user(?:name)?|login|pass(?:word)?|(?:server[_\-]?|api[_\-]?)?token)"""
     rb"""\\?["']?[ \t]*[:=][ \t]*\\?["']?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b""")
 #: Consul's ACL tokens block (`acl { tokens { initial_management = "..." agent = "..." } }`, HCL or
 #: JSON), whose every value is a token (a UUID), whatever its name.
-CONSUL_TOKENS_BLOCK = r"(?m)^[ \t]*(?:tokens[ \t]*=?|\\?\"tokens\\?\"[ \t]*:)[ \t]*\{"
+CONSUL_TOKENS_BLOCK = r"(?m)(?:^[ \t]*|[{;][ \t]*)tokens[ \t]*=?[ \t]*\{|\\?\"tokens\\?\"[ \t]*:[ \t]*\{"
 CONSUL_TOKEN_VALUE = re.compile(
-    rb'[=:][ \t]*\\?"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\\?"')
+    rb'[=:][ \t]*\\?"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\\?"')
+
+
+#: The words of a phrase that is about a password rather than one: its rules (length, characters,
+#: strength), where it is kept (a vault, a password manager, a wiki), what happens to it, or that it
+#: is the same as another, in the languages of `PROSE_WORDS` and English (no short word that a
+#: passphrase may hold: `zu`, `see`, `too`).
+ABOUT_A_PASSWORD = re.compile(
+    r"(?i)\b(?:zeichen|caract[eè]res?|caracteres|characters?|chars|znak(?:i|ów)|tecken|tegn|merkki[äa]|"
+    r"mindestens|minimum|m[ií]nimo|au moins|at least|almeno|co najmniej|minst|"
+    r"court|courte|kurz|corta|faible|schwach|d[ée]bil|"
+    r"siehe|coffre|tresor|b[oó]veda|cofre|wiki|1password|bitwarden|vaultwarden|keepass(?:xc)?|lastpass|dashlane|"
+    r"ge[äa]ndert|chang[ée]|cambiada|changed|abgelaufen|oubli[ée]|vergessen|"
+    r"same as|misma|mismo|gleiche|m[êe]me|mesma|stessa)\b")

@@ -90,6 +90,16 @@ _LOG_PREFIX = (r"(?:(?:[\w.\-]{1,40}[ \t]+\||\[[\w./\-]{1,80}\])"
                r"(?:[ \t]*\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)?)?")
 
 
+def _after(name: str, label: str, anchor: str, window: str = r"[\s\S]", **options) -> Rule:
+    """A rule whose values follow an anchor (`arguments.h_values_after`): the anchor as group 1,
+    then up to 1,000 bytes of `window` characters (the most RE2 counts; `[^}]`: to the end of the
+    anchor's block), taken by the match itself, so the next anchor is looked for after that window
+    (anchors in a row cost one read of the text, and none is dropped); the prefilter holds the
+    anchor alone."""
+    return Rule(name, label, "(" + anchor + ")" + window + "{0,1000}", "values_after",
+                options={**options, "set_pattern": anchor})
+
+
 def _tok(name: str, label: str, pattern: str, min_entropy: float = 0.0, **options) -> Rule:
     return Rule(name, label, pattern, "token", min_entropy, options)
 
@@ -469,10 +479,10 @@ RULES: tuple[Rule, ...] = (
     Rule("chat-credentials", "password",
          r"(?i)\b(?:creds?|credentials|login)\b[^\n]{0,40}?:[ \t]*[A-Za-z0-9._@\-]{2,40}[ \t]*(?:/|:)[ \t]*([^\s/:]{8,64})", "chat"),
     # an e-mail address and a password as a pair (a tuple, a list, a set of test accounts):
-    # `("qa-admin@acme.io", "v")`, password shaped with letters and digits
+    # `("qa-admin@acme.io", "v")`, with upper and lower case and digits (`h_login_pair`)
     Rule("login-pair", "password",
          r"""(?:^|[\s=,:(\[{])[(\[{][ \t]*["'][^"'\s@]{1,64}@[A-Za-z0-9.\-]{1,100}\.[A-Za-z]{2,24}["'][ \t]*,[ \t]*"""
-         r"""["']([^"'\s]{8,64})["'][ \t]*[)\]}]""", "chat"),
+         r"""["']([^"'\s]{8,64})["'][ \t]*[)\]}]""", "login_pair"),
     # Redis: `requirepass` / `masterauth` in redis.conf (a `grep -n` line number before it too)
     Rule("redis-conf-password", "password",
          r"(?m)^[ \t]*(?:\d+:)?(?:requirepass|masterauth)[ \t]+((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'])+)", "pwvalue"),
@@ -613,18 +623,14 @@ RULES: tuple[Rule, ...] = (
     # the string an interpreter printed for a secret-named expression (`(Pdb) p settings.SECRET_KEY`)
     Rule("repl-echo", "secret", REPL_ECHO, "repl"),
     # the keys `az storage account keys list` printed, and Postmark's server token as SMTP login
-    Rule("azure-storage-keys-output", "azure_storage_key", AZURE_KEYS_COMMAND, "values_after",
-         options={"values": AZURE_KEY_VALUE, "window": 4096, "mixed": True, "max_matches": 20}),
-    Rule("postmark-smtp-token", "token", POSTMARK_ANCHOR, "values_after",
-         options={"values": POSTMARK_TOKEN, "window": 2048, "before": 1024, "max_matches": 20}),
-    Rule("influx-token-output", "token", INFLUX_TOKEN_COMMAND, "values_after",
-         options={"values": INFLUX_TOKEN_VALUE, "window": 4096, "mixed": True, "max_matches": 20}),
+    _after("azure-storage-keys-output", "azure_storage_key", AZURE_KEYS_COMMAND, values=AZURE_KEY_VALUE, mixed=True),
+    _after("postmark-smtp-token", "token", POSTMARK_ANCHOR, values=POSTMARK_TOKEN, before=1024),
+    _after("influx-token-output", "token", INFLUX_TOKEN_COMMAND, values=INFLUX_TOKEN_VALUE, mixed=True),
     # a space-separated config's password line (mosquitto, redis, sshd-like): `remote_password v`
     Rule("spaced-config-password", "password",
          r"(?im)^[ \t]*([A-Za-z0-9_.\-]*(?:password|passwd|_pass|secret))[ \t]+([^\s#;\"'=:]{6,200})[ \t]*\r?$",
          "spaced"),
-    Rule("consul-acl-tokens", "token", CONSUL_TOKENS_BLOCK, "values_after",
-         options={"values": CONSUL_TOKEN_VALUE, "window": 2048, "until": b"}", "max_matches": 20}),
+    _after("consul-acl-tokens", "token", CONSUL_TOKENS_BLOCK, r"[^}]", values=CONSUL_TOKEN_VALUE),
     # `terraform output -json`: the value of an output marked sensitive (the keys come sorted:
     # sensitive, type, value), also JSON-escaped inside a tool result
     Rule("terraform-sensitive-output", "secret",

@@ -249,11 +249,12 @@ class Scanner:
                             # matched anew (`keys._clean_bare` cut the value there)
                             nxt = brk.end()
                         elif len(raw) == found and quoted and inner > pos and (
-                                _PAIRS_INSIDE.search(data, inner, end) or data[sp[2][0]:sp[2][1]] == b","):
+                                _PAIRS_INSIDE.search(data, inner, end)
+                                or (data[sp[2][0]:sp[2][1]] == b"," and _KEY_AFTER.match(data, end))):
                             # a quoted value that is no secret may hold pairs of its own:
                             # `"AzureWebJobsStorage": "...;AccountKey=..."` (a connection string), a
                             # query string, JSON in a string; after a comma it may be the next pair's
-                            # key (`"mailgun", "api_key": "v"`: a list, then a pair); a bare one
+                            # key (`"mailgun", "api_key": "v"`: a list item, then a pair); a bare one
                             # (`K=NAME:latest`) is read as is
                             nxt = inner
                 pos = nxt
@@ -267,6 +268,8 @@ _ESCAPED_BREAK = re.compile(rb"\\[nr]")
 #: Rules whose bare values may hold a comma (`patterns.VALUE_RE`), and a next pair inside such a value.
 _PAIRED_KINDS = frozenset({"assign", "is"})
 _PAIR_NEXT_B = re.compile(PAIR_NEXT.pattern.encode())
+#: A quoted value's closing quote (escaped, maybe twice), then a key's separator: the value is a key.
+_KEY_AFTER = re.compile(rb"""(?:\\\\)*\\?["'][ \t]*[:=]""")
 #: What a quoted value holds when it holds pairs of its own (`a=1;b=2`, `a=1&b=2`, `{"a": 1, ...}`).
 _PAIRS_INSIDE = re.compile(rb"[;&,\s]")
 

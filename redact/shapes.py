@@ -502,7 +502,7 @@ _RE_PASSWORD_HASH = re.compile(r"^(?:\$(?:1|2[abxy]?|5|6|y|7|gy|apr1|argon2(?:id
 # A size (`kubectl describe secret`: `password:  24 bytes`), a credential's id and file
 # (systemd's `LoadCredential=db-password:/run/secrets/db`), an ISO 8601 timestamp (a log line's).
 _RE_NOT_A_VALUE = re.compile(r"^\d+ bytes?$|^[\w.\-]+:/[\w./\-]+$"
-                             r"|^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?(?:Z|[+-]\d\d:?\d\d)?$")   # a timestamp
+                             r"|^\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?(?:Z|[+-]\d\d:?\d\d)?)?$")   # a date
 # A regular expression (`\s*bearer\s+|api[_-]?key=`: a redaction filter's pattern): two of its
 # classes and groups are code (one may be in a password: `Tq8[^vR2`).
 _RE_REGEX_VALUE = re.compile(r"\\[sdwSDWb][*+?{]|\[\^|\(\?[:i!=<]")

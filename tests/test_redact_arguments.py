@@ -277,6 +277,21 @@ FOUND = [
     ("remote_username edge-gw-07\nremote_password {}\ncleansession true", PW, "password", "spaced-config-password"),
     ('$ cypher-shell -a neo4j+s://x.databases.neo4j.io -u neo4j -p {} "MATCH (n) RETURN count(n);"', TOKEN,
      "password", "cli-password-flag"),
+    # a .properties line's passphrase runs to the line's end; English prose between quotes
+    ("db.password={}\ndb.pool=10", "Blue Canary Sings 42", "password", "passphrase-line"),
+    ('the wifi password is "{}", ask Sam', "purple monkey dishwasher 7", "password", "prose-is"),
+    # more interpreters: Scala's unquoted echo, Node's bare `>` before code, a passphrase echoed,
+    # an echo ending a JSON string
+    ("scala> apiToken\nval res0: String = {}", TOKEN, "token", "repl-echo"),
+    ("> process.env.API_KEY\n'{}'", TOKEN, "api_key", "repl-echo"),
+    (">>> os.environ['DB_PASSWORD']\n'{}'", "correct horse battery staple", "password", "repl-echo"),
+    ('{{"content":">>> settings.SECRET_KEY\\n\'{}\'"}}', TOKEN, "secret", "repl-echo"),
+    # Consul's tokens on one line of JSON, upper-case; Postmark's login after many mentions
+    ('{{"acl": {{"enabled": true, "tokens": {{"initial_management": "{}"}}}}}}', "3F2B8C1E-9D4A-4E6F-8B7A-1C2D3E4F5A6B",
+     "token", "consul-acl-tokens"),
+    ("".join(f"./config/mail{i}.php:3: 'host' => 'smtp.postmarkapp.com',\n" for i in range(25)) + "x" * 4000
+     + "\nMAIL_HOST=smtp.postmarkapp.com\nsmtp_login: {}\n", "3f2b8c1e-9d4a-4e6f-8b7a-1c2d3e4f5a6b", "token",
+     "postmark-smtp-token"),
     # test accounts as (e-mail, password) pairs
     ('STAGING_USERS = [\n    ("qa-admin@acme.io", "{}"),\n]', "Xk29dLmQ7p12", "password", "login-pair"),
     # Consul's ACL tokens block: every value a token, whatever its name
@@ -432,6 +447,11 @@ KEPT = [
     "RECAPTCHA_SITE_KEY=6L" + g(38, ALNUM + "_-"),
     "kind: SealedSecret\nspec:\n  encryptedData:\n    JWT_SECRET: AgC" + g(500, ALNUM + "+/") + "==",  # ciphertext
     'msg = "token expired: " + reason',
+    '"grant_types_supported": ["authorization_code", "urn:ietf:params:oauth:grant-type:device_code"]',
+    'commits = [("alice@acme.io", "3f9a1c2b"), ("bob@acme.io", "7d8e9f0a")]\n{"alice@acme.io", "0x1F2E3D4C"}\n'
+    '[("alice@acme.io", "u_8f3a2c91")]\n[("alice@acme.io", "+1-415-555-0123x9")]',       # hashes, ids, phones
+    "last_password_change: 2025-02-01 09:12:44",                                         # a date
+    "The password is \"at least 12 characters long\"\nThe password is \"not set\"",
     "Password protected\nsecret handshake\ndb_password changeme",           # prose, a placeholder
     "val c = Credentials(file)",
     '  STRIPE_PRICE_ID_PRO: "price_' + g(24) + '"',                         # a provider object's id

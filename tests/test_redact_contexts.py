@@ -186,12 +186,24 @@ def test_classify_key_reads_kconfig_namespaces_and_qualified_tokens():
     'var PAYPAL_SECRET = "{a}" +\n                    "{b}";',
     'static let mapboxToken = "{a}" +\n    "{b}"',
     "local key = '{a}' .. '{b}'",
+    'private static final String API_KEY = "{a}"\n        + "{b}";',            # the operator leads
+    '{{"code":"API_KEY = \\"{a}\\" +\\n  \\"{b}\\""}}',                       # JSON-escaped
+    'PAYPAL_SECRET = "{a}" \\\n  "{b}"',                                         # Python's `\`
+    'API_KEY = "{a}" "{b}"',                                                     # side by side
 ])
 def test_a_secret_split_by_concatenation_goes_whole(redactor, template):
     a, b = rand(40), rand(40)
     out = redactor.redact(template.format(a=a, b=b)).text
     assert a not in out and b not in out
     assert out.count("[REDACTED:") == 2
+
+
+def test_concatenation_takes_literals_only_and_no_next_statement(redactor):
+    a = rand(40)
+    for text, kept in [(f'API_KEY = "{a}" + " " + user', ' + " " + user'),
+                       (f'password: "{a}"\n"user": "bobsmith"', '\n"user": "bobsmith"')]:
+        out = redactor.redact(text).text
+        assert a not in out and out.endswith(kept)
 
 
 def test_netrc_entries_and_prose_about_passwords(redactor):
