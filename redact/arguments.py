@@ -38,6 +38,7 @@ USER_THEN = 0
 #: sbt's `Credentials(realm, host, user, password)`: the fourth of four; AWS SDKs' `new
 #: Credentials(accessKeyId, secretAccessKey[, sessionToken])`: the second.
 SBT_OR_AWS = -2
+_AWS_CREDENTIALS = re.compile(rb"(?:new[ \t]+|AWS\.)$")
 SECRET_ARGUMENT = {
     "login": (USER_THEN, "password"), "authenticate": (USER_THEN, "password"),
     "basicauth": (USER_THEN, "password"), "withbasicauth": (USER_THEN, "password"),
@@ -53,6 +54,7 @@ SECRET_ARGUMENT = {
     "crammd5auth": (2, "password"), "createcredential": (3, "password"), "createscramsha1credential": (3, "password"),
     "createscramsha256credential": (3, "password"), "totp": (1, "secret"), "hotp": (1, "secret"),
     "cookie": (2, "token"), "credentials": (SBT_OR_AWS, "password"),
+    "searchclientcreate": (2, "api_key"), "algoliasearch": (2, "api_key"),   # Algolia: (app id, api key)
 }
 
 
@@ -135,7 +137,7 @@ def _call_name(raw: str) -> str:
     parts = [p for p in name.replace(" ", "").split(".") if p and p != "new"]
     if parts and parts[-1] == "client" and any("twilio" in p for p in parts):
         return "twilioclient"
-    if len(parts) >= 2 and parts[-2] in ("jwt", "credentials"):
+    if len(parts) >= 2 and parts[-2] in ("jwt", "credentials", "searchclient"):
         return parts[-2] + parts[-1]
     if name.replace(" ", "") == "dbi->connect":
         return "dbiconnect"
@@ -173,6 +175,10 @@ def h_call(rule, sp, data: bytes):
     lit = _literal(data, *args[position - 1])
     if lit is None:
         return
+    if name == "credentials" and position == 2 and not _AWS_CREDENTIALS.search(data, max(0, sp[1][0] - 8), sp[1][0]):
+        return   # two arguments: only AWS SDKs' `new AWS.Credentials(id, secret)`, not any `Credentials(a, b)`
+    if data[lit[1] - 3:lit[1]] == b"...":
+        lit = (lit[0], lit[1] - 3)   # a PHP stack trace cuts arguments to 15 characters and `...`
     value = _text(data, *lit)
     if name == "auth" and (data[sp[1][0] - 1:sp[1][0]] not in (b".", b">") or _NAME.match(value)):
         return  # only a method (`$smtp->auth(u, v)`, `.auth(u, v)`), and a name is none (`roles_v2`)
@@ -258,17 +264,20 @@ def h_repl(rule, sp, data: bytes):
     found = _first(sp, (2, 3, 4))
     if cls is None or found is None:
         return
-    if data[sp[0][0]:sp[1][0]].strip(b' \t"\\n').startswith(b">") and not any(c in expression for c in ".["):
+    if data[sp[0][0]:sp[1][0]].strip(b' \t"\\n').startswith(b">") and (
+            not any(c in expression for c in ".[") or any(c.isspace() for c in expression)):
         return   # a bare `>` is Node's prompt before code (`process.env.X`), a quote's before prose
     _, s, e = found
     value = _text(data, s, e)
     if _MODULE_PATH.match(value) or (value.isalpha() and len(value) < 12) \
-            or any(_CREDENTIAL_WORD.match(w) for w in value.split()):
-        return   # a setting's class path, a lexer's token kind (`'IDENTIFIER'`), a message about it
+            or any(_CREDENTIAL_WORD.match(w) for w in value.split()) or _SENTENCE.search(value):
+        return   # a setting's class path, a lexer's token kind (`'IDENTIFIER'`), a message, a sentence
     if value_ok(cls[0], value, quoted=True):
         yield s, e, cls[1]
 
 
+#: Words, then punctuation and a space: a sentence (`'Hello there, friend'`), no passphrase.
+_SENTENCE = re.compile(r"[A-Za-z]{2}[,.;:!?] [A-Za-z]")
 #: A word that names a credential: a phrase holding one is about a credential, not one.
 _CREDENTIAL_WORD = re.compile(r"(?i)(?:pass(?:word|wort|phrase)?s?|token|secret|key|credentials?|login)\W*$")
 
@@ -289,7 +298,7 @@ def h_values_after(rule, sp, data: bytes):
     mixed = rule.options.get("mixed")
     start = max(0, sp[1][0] - rule.options.get("before", 0))   # the lines before it, when they count
     for m in rule.options["values"].finditer(data, start, stop):
-        if not mixed or shapes.char_classes(_text(data, *m.span(1))) >= 3:
+        if not mixed or shapes.char_classes(_text(data, *m.span(1)).rstrip("=")) >= 3:
             yield m.start(1), m.end(1), rule.label
 
 
@@ -367,18 +376,18 @@ def _looks_like_a_password(data: bytes, s: int, e: int, strip: str = ".,;)!?"):
     return None
 
 
-#: What a pair's second member is when it is no password: hex (a hash, an id), `0x...`, a phone.
-_NOT_A_PAIRED_PASSWORD = re.compile(r"(?:0x)?[0-9a-fA-F]+|\+?[\d\-\s().x]+")
+#: What a pair's second member is when it is no password: hex (a hash, an id), `0x...`, a phone,
+#: an id with a prefix (`u_8f3a2c91`), a word and a number (a role, a name: `Editor01`, `SuperAdmin`).
+_NOT_A_PAIRED_PASSWORD = re.compile(r"(?:0x)?[0-9a-fA-F]+|\+?[\d\-\s().x]+|[a-z]{1,4}_[0-9a-f]+|[A-Za-z]+\d{0,4}[!?.]?")
 
 
 def h_login_pair(rule, sp, data: bytes):
-    """The password of an (e-mail, password) pair: password shaped (`_looks_like_a_password`) with
-    upper and lower case, and no hex, id or phone number (`commits = [("a@x.io", "3f9a1c2b")]`)."""
+    """The password of an (e-mail, password) pair: password shaped (`_looks_like_a_password`),
+    and no hex, id, phone number or word and number (`commits = [("a@x.io", "3f9a1c2b")]`,
+    `ROLES = [("a@x.io", "Editor01")]`)."""
     span = _looks_like_a_password(data, *sp[1])
-    if span:
-        value = _text(data, *span)
-        if not _NOT_A_PAIRED_PASSWORD.fullmatch(value) and value.lower() != value and value.upper() != value:
-            yield *span, rule.label
+    if span and not _NOT_A_PAIRED_PASSWORD.fullmatch(_text(data, *span)):
+        yield *span, rule.label
 
 
 def h_chat(rule, sp, data: bytes):

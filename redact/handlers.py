@@ -321,6 +321,9 @@ def _h_assign(rule: Rule, sp, data: bytes):
         if at < 0:
             return
         e = at
+    if data[sp[1][1] - 3:sp[1][1]].lower() == b"key" and _EXISTING_SECRET.search(data, max(0, s - 400), s) \
+            and _NAME_OF_A_KEY.match(data, s, e):
+        return  # a Helm chart's `existingSecret: db` then `userKey: admin-user`: the name of a key in it
     if e - s > 300 and data[s:s + 2] == b"Ag" and _SEALED.search(data, max(0, s - 4096), s):
         return  # a SealedSecret's `encryptedData`: ciphertext only its cluster's controller can open
     found = list(_keyed_value(data, sp[1], s, e, quoted, context=context))
@@ -337,12 +340,13 @@ _CONTINUED = re.compile(rb"\\\r?\n[ \t]+([^\s=:\\]{6,1024})\\?[ \t]*(?:\r?\n|$)"
 
 
 #: A quoted value's closing quote, a concatenation operator (`+`, Lua's `..`, PHP's `.`, VB's `&`,
-#: Haskell's `<>`) with a line break before or after it maybe (JSON-escaped too), Python's `\`
-#: line continuation, or spaces alone (literals side by side on one line), then the next literal
-#: of four characters or more, no space: the secret goes on there (`PAYPAL_SECRET = "v1" +` then `"v2";`: split to pass a
+#: Haskell's `<>`) with a line break before it (the next line indented: a diff's `+` at a line's
+#: start is none) or after it (JSON-escaped too), Python's `\` line continuation, or spaces alone
+#: (literals side by side on one line), then the next literal of four characters or more, no
+#: space, and no key (no `:` or `=` after it): the secret goes on there (`PAYPAL_SECRET = "v1" +` then `"v2";`: split to pass a
 #: scanner, or by a formatter).
-_CONCAT = re.compile(rb"""\\?["'`](?:[ \t]*(?:(?:\r?\n|\\n)[ \t]*)?(?:\+|\.\.|\.|&|<>)[ \t]*(?:(?:\r?\n|\\n)[ \t]*)?"""
-                     rb"""|[ \t]*\\\r?\n[ \t]*|[ \t]+)\\?["'`]([^"'`\\\s]{4,400})(?=\\?["'`])""")
+_CONCAT = re.compile(rb"""\\?["'`](?:[ \t]*(?:(?:\r?\n|\\n)[ \t]+)?(?:\+|\.\.|\.|&|<>)[ \t]*(?:(?:\r?\n|\\n)[ \t]*)?"""
+                     rb"""|[ \t]*\\\r?\n[ \t]*|[ \t]+)\\?["'`]([^"'`\\\s]{4,400})(?=\\?["'`](?![ \t]*[:=]))""")
 
 
 def _concatenated(data: bytes, e: int, label: str):
@@ -355,6 +359,9 @@ def _concatenated(data: bytes, e: int, label: str):
         e = m.end(1)
 
 
+#: A Helm chart's reference to a Secret that exists (`existingSecret:`), and a key's name in it.
+_EXISTING_SECRET = re.compile(rb"(?i)existing_?secret")
+_NAME_OF_A_KEY = re.compile(rb"[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)*\b")
 #: What marks a Bitnami SealedSecret manifest (its values are ciphertext, `Ag...`).
 _SEALED = re.compile(rb"\bkind:[ \t]*SealedSecret\b|\bencryptedData:")
 
@@ -472,13 +479,16 @@ def _h_phrase(rule: Rule, sp, data: bytes):
         # (`validation.password=Must be at least 8 characters`) are none
         key = _s(data, sp[1][0], sp[1][1])
         if key.upper() == key or any(w.startswith("-") or "/" in w or "=" in w for w in words[1:]) \
-                or ABOUT_A_PASSWORD.search(value):
+                or ABOUT_A_PASSWORD.search(value) or words[0].lower() in _INSTRUCTION_WORDS:
             return
     yield s, _end(s, value), "password"
 
 
 #: A word that names a credential: a phrase holding one talks about a password, it is none.
 _CREDENTIAL_WORD = re.compile(r"(?i)(?:pass(?:word|wort|phrase)?s?|token|secret|key|credentials?|login|pin)\W*$")
+#: How a message telling what to do with a password starts (`help.password=Choose 3 random words`).
+_INSTRUCTION_WORDS = frozenset("choose enter type use set pick provide must should please your the a an "
+                               "leave ask see".split())
 #: A Google account's app password as Google shows it: four groups of four lower-case letters.
 _APP_PASSWORD = re.compile(r"[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4}$")
 
@@ -528,18 +538,8 @@ def _h_is(rule: Rule, sp, data: bytes):
         return  # `getByText(/password is required/i))`: code around the words
     if not quoted and data[e - 1:e] == b":" and data[s:e - 1].isalpha():
         return  # `the master key is missing: ...`, `the api key is invalid: 401`: a word, then what follows
-    if quoted and b" " in data[s:e]:
-        # `the wifi password is "purple monkey dishwasher 7"`: a passphrase after a password word,
-        # with a digit or three words, and no word about a password (`"at least 12 characters"`)
-        cls = classify_key(_s(data, sp[1][0], sp[1][1]))
-        value = _s(data, s, e)
-        words = value.split()
-        if (cls is not None and cls[0] == "pw" and 2 <= len(words) <= 8 and len(value) >= 8
-                and (any(c.isdigit() for c in value) or len(words) >= 3)
-                and not ABOUT_A_PASSWORD.search(value) and not any(_CREDENTIAL_WORD.match(w) for w in words)
-                and shapes.context_secret(value, quoted=True)):
-            yield s, e, cls[1]
-        return
+    if not quoted and data[e - 1:e] == b":":
+        e -= 1   # `the api key is v: use it`: the colon is the sentence's
     yield from _keyed_value(data, sp[1], s, e, quoted, context=False)  # prose: "the token is invalid"
 
 

@@ -94,8 +94,16 @@ QUOTED_VALUE = r"(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})')"
 
 
 def _utf8(text: str) -> str:
-    """`text` as a pattern for UTF-8 bytes read as Latin-1 (how every rule is compiled), escaped."""
-    return re.escape(text.encode("utf-8").decode("latin-1"))
+    """`text` as a pattern for UTF-8 bytes read as Latin-1 (how every rule is compiled), escaped;
+    with a non-ASCII character, also as JSON writes it escaped (`cl\u00e9`: a Codex rollout, any
+    `json.dumps` with its default `ensure_ascii`)."""
+    raw = re.escape(text.encode("utf-8").decode("latin-1"))
+    if text.isascii():
+        return raw
+    escaped = "".join(ch if ord(ch) < 128 else "\\u%04x" % ord(ch) for ch in text)
+    if any(ord(ch) > 0xFFFF for ch in text):
+        return raw   # (a surrogate pair in JSON: none of the words needs one)
+    return "(?:" + raw + "|" + re.escape(escaped).replace("u", "[uU]") + ")"
 
 
 #: Words that name a password or a key in prose: German, French, Spanish, Portuguese, Italian,
@@ -180,7 +188,7 @@ NAME_VALUE = NAME_VALUE_HEAD + (
 CREDENTIAL_CALL = (
     r"(?:^|[^A-Za-z0-9_])((?i:login|authenticate|basic_?auth|with_?basic_?auth|set_?basic_?auth|http_?basic_?auth"
     r"|http_?digest_?auth|bearer_?auth|mysqli?_connect)|(?i:jwt)\.(?:sign|encode|decode|verify)|Credentials\.basic"
-    r"|new[ \t]+PDO|PDO->__construct|Credentials|Twilio(?:::REST)?::Client\.new|twilio\.rest\.Client|DBI->connect"
+    r"|new[ \t]+PDO|PDO->__construct|Credentials|SearchClient\.[Cc]reate|algoliasearch|Twilio(?:::REST)?::Client\.new|twilio\.rest\.Client|DBI->connect"
     r"|new[ \t]+UsernamePasswordCredentialsImpl|DriverManager\.getConnection|Sql\.newInstance"
     r"|MongoCredential\.Create(?:ScramSha(?:1|256))?Credential|pyotp\.(?:TOTP|HOTP)"
     r"|(?:new|New-Object)[ \t]+(?:System\.Net\.)?Cookie"
@@ -259,10 +267,12 @@ POSTMARK_TOKEN = re.compile(   # a key that ends in user, pass or token (not `us
     rb"""(?i)(?<![\w.\-])(?:[\w.\-]{0,40}?[_.\-])?(?:user(?:name)?|login|pass(?:word)?|(?:server[_\-]?|api[_\-]?)?token)"""
     rb"""\\?["']?[ \t]*[:=][ \t]*\\?["']?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b""")
 #: Consul's ACL tokens block (`acl { tokens { initial_management = "..." agent = "..." } }`, HCL or
-#: JSON), whose every value is a token (a UUID), whatever its name.
+#: JSON), and its tokens (UUIDs) by Consul's names for them.
 CONSUL_TOKENS_BLOCK = r"(?m)(?:^[ \t]*|[{;][ \t]*)tokens[ \t]*=?[ \t]*\{|\\?\"tokens\\?\"[ \t]*:[ \t]*\{"
 CONSUL_TOKEN_VALUE = re.compile(
-    rb'[=:][ \t]*\\?"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\\?"')
+    rb'(?:initial_management|agent_recovery|agent_master|agent|default|replication|master|dns'
+    rb'|config_file_service_registration)\\?"?[ \t]*[=:][ \t]*\\?"'
+    rb'([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\\?"')
 
 
 #: The words of a phrase that is about a password rather than one: its rules (length, characters,

@@ -448,6 +448,7 @@ RULES: tuple[Rule, ...] = (
          min_entropy=3.0, needs_digit=True),
     Rule("url-query-secret", "password",
          r"(?i)[?&;]((?:[a-z0-9_\-]*(?:password|passwd|pwd|secret|token)|api[_\-]?key|apikey|access[_\-]?key|client[_\-]?secret"
+         r"|appid"   # OpenWeather's API key
          r"|[a-z0-9_\-]*signature|sig))"
          r"=([^&\s\"'<>#;]{4,})", "query"),
     # `Authorization: ...`, `"Authorization", "..."` (a header set by a call), `Authorization "..."`
@@ -477,7 +478,8 @@ RULES: tuple[Rule, ...] = (
          r"(?i)\bConvertTo-SecureString(?:[ \t]+-String)?[ \t]+(\"[^\"\n]*\"|'[^'\n]*')[^\n]*-AsPlainText", "pwvalue"),
     # credentials someone types in a chat: `creds for the box: admin / v`, `login: admin:v`
     Rule("chat-credentials", "password",
-         r"(?i)\b(?:creds?|credentials|login)\b[^\n]{0,40}?:[ \t]*[A-Za-z0-9._@\-]{2,40}[ \t]*(?:/|:)[ \t]*([^\s/:]{8,64})", "chat"),
+         r"(?i)\b(?:creds?|credentials|login)\b[^\n\\]{0,40}?:[ \t]*[A-Za-z0-9._@\-]{2,40}[ \t]*(?:/|:)[ \t]*"
+         r"([^\s/:\"'\\]{8,64})", "chat"),   # (not over a JSON-escaped line break or quote)
     # an e-mail address and a password as a pair (a tuple, a list, a set of test accounts):
     # `("qa-admin@acme.io", "v")`, with upper and lower case and digits (`h_login_pair`)
     Rule("login-pair", "password",
@@ -500,10 +502,13 @@ RULES: tuple[Rule, ...] = (
          # line; `Copy the following enrollment token ...:`, the next line)
          r"|password to proceed to installation:(?:[ \t]*(?:\r?\n|(?:\\r)?\\n)" + _LOG_PREFIX + r")+"
          r"|Password for the [\w.\-]{1,40} user[^\n]{0,80}:[ \t]*\r?\n" + _LOG_PREFIX
-         + r"|enrollment token[^\n]{0,120}:[ \t]*\r?\n" + _LOG_PREFIX + r")"
+         + r"|enrollment token[^\n]{0,120}:[ \t]*\r?\n" + _LOG_PREFIX
+         # the Elasticsearch package's first install (`... for the elastic built-in superuser is : v`)
+         + r"|generated password for the [\w.\-]{1,40} built-in superuser is[ \t]*:)"
          r"[ \t]*([^\s\\]{8,1000})", "generated",
          options={"set_pattern": r"successfully reset\.|PASSWORD [\w.\-]+ =|temporary password is generated"
-                                 r"|password to proceed to installation:|Password for the [\w.\-]+ user|enrollment token",
+                                 r"|password to proceed to installation:|Password for the [\w.\-]+ user|enrollment token"
+                                 r"|generated password for the",
                   "set_group": "keyed"}),
     # Mattermost's incoming webhooks: `https://chat.example.com/hooks/<26 characters>`
     _tok("mattermost-webhook", "webhook", r"\bhttps?://[A-Za-z0-9.\-]+(?::\d+)?/hooks/([a-z0-9]{26})\b",
@@ -627,8 +632,9 @@ RULES: tuple[Rule, ...] = (
     _after("postmark-smtp-token", "token", POSTMARK_ANCHOR, values=POSTMARK_TOKEN, before=1024),
     _after("influx-token-output", "token", INFLUX_TOKEN_COMMAND, values=INFLUX_TOKEN_VALUE, mixed=True),
     # a space-separated config's password line (mosquitto, redis, sshd-like): `remote_password v`
+    # (a key of two words or more: `secret santa2024` is prose)
     Rule("spaced-config-password", "password",
-         r"(?im)^[ \t]*([A-Za-z0-9_.\-]*(?:password|passwd|_pass|secret))[ \t]+([^\s#;\"'=:]{6,200})[ \t]*\r?$",
+         r"(?im)^[ \t]*([A-Za-z0-9]+[_.\-][A-Za-z0-9_.\-]*(?:password|passwd|pass|secret))[ \t]+([^\s#;\"'=:]{6,200})[ \t]*\r?$",
          "spaced"),
     _after("consul-acl-tokens", "token", CONSUL_TOKENS_BLOCK, r"[^}]", values=CONSUL_TOKEN_VALUE),
     # `terraform output -json`: the value of an output marked sensitive (the keys come sorted:

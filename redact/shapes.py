@@ -455,10 +455,18 @@ _RE_FORMAT_FIELD = re.compile(r"\{[A-Za-z_][\w.]{2,}\}|%[sd]|%\([\w]+\)[sdr]")
 _RE_SECRET_REF = re.compile(r"\bop://[^\s/]+/|^credentialsJSON:|^arn:aws[\w-]*:")
 
 
+#: A secret's mount spec (BuildKit's `--secret id=npm_token,env=NPM_TOKEN`, `--mount=type=secret,id=x`,
+#: compose's long syntax): a name and where the secret comes from, not the secret.
+_RE_SECRET_SPEC = re.compile(r"^(?:type=secret,)?id=[\w.\-]+(?:,(?:src|source|env|target|dst|type|required|mode|uid|gid)"
+                             r"=[^,\s]+)*$")
+
+
 def is_reference(value: str) -> bool:
     """A variable or a reference standing for the secret (see "Credential contexts")."""
     v = value.strip().strip("\"'`")
     if not v:
+        return True
+    if _RE_SECRET_SPEC.match(v):
         return True
     if _RE_TEMPLATE.match(v) or _RE_CIPHERTEXT.match(v) or _RE_YAML_TAG.match(v.split()[0]) or _RE_SECRET_REF.search(v):
         return True
@@ -500,9 +508,10 @@ _RE_PASSWORD_HASH = re.compile(r"^(?:\$(?:1|2[abxy]?|5|6|y|7|gy|apr1|argon2(?:id
                                # MySQL's native hash (`IDENTIFIED BY PASSWORD '*...'`)
                                r"|\*[0-9A-Fa-f]{40})$")
 # A size (`kubectl describe secret`: `password:  24 bytes`), a credential's id and file
-# (systemd's `LoadCredential=db-password:/run/secrets/db`), an ISO 8601 timestamp (a log line's).
+# (systemd's `LoadCredential=db-password:/run/secrets/db`), an ISO 8601 timestamp with its time (a
+# log line's; a date alone may be a password).
 _RE_NOT_A_VALUE = re.compile(r"^\d+ bytes?$|^[\w.\-]+:/[\w./\-]+$"
-                             r"|^\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?(?:Z|[+-]\d\d:?\d\d)?)?$")   # a date
+                             r"|^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?(?:Z|[+-]\d\d:?\d\d)?$")   # a timestamp
 # A regular expression (`\s*bearer\s+|api[_-]?key=`: a redaction filter's pattern): two of its
 # classes and groups are code (one may be in a password: `Tq8[^vR2`).
 _RE_REGEX_VALUE = re.compile(r"\\[sdwSDWb][*+?{]|\[\^|\(\?[:i!=<]")

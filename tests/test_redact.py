@@ -384,7 +384,7 @@ def test_a_json_web_keys_public_members_survive_and_its_private_one_does_not(red
     x, y, d = _random_b64(43, 26), _random_b64(43, 27), _random_b64(43, 28)
     public = f'const jwk = {{\n  kty: "EC",\n  crv: "P-256",\n  x: "{x}",\n  y: "{y}",\n}};'
     assert redactor.redact(public).text == public
-    rsa = '{"kty": "RSA", "n": "%s", "e": "AQAB", "x5t#S256": "%s"}' % (_random_b64(342, 29), x)
+    rsa = '{"kty": "RSA", "n": "%s", "e": "AQAB", "x5t#S256": "%s"}' % (_random_b64(683, 29), x)   # 4096 bits
     assert redactor.redact(rsa).text == rsa
     private = '{"kty": "EC", "crv": "P-256", "x": "%s", "y": "%s", "d": "%s"}' % (x, y, d)
     assert redactor.redact(private).text == private.replace(d, "[REDACTED:secret]")

@@ -277,9 +277,8 @@ FOUND = [
     ("remote_username edge-gw-07\nremote_password {}\ncleansession true", PW, "password", "spaced-config-password"),
     ('$ cypher-shell -a neo4j+s://x.databases.neo4j.io -u neo4j -p {} "MATCH (n) RETURN count(n);"', TOKEN,
      "password", "cli-password-flag"),
-    # a .properties line's passphrase runs to the line's end; English prose between quotes
+    # a .properties line's passphrase runs to the line's end
     ("db.password={}\ndb.pool=10", "Blue Canary Sings 42", "password", "passphrase-line"),
-    ('the wifi password is "{}", ask Sam', "purple monkey dishwasher 7", "password", "prose-is"),
     # more interpreters: Scala's unquoted echo, Node's bare `>` before code, a passphrase echoed,
     # an echo ending a JSON string
     ("scala> apiToken\nval res0: String = {}", TOKEN, "token", "repl-echo"),
@@ -292,6 +291,25 @@ FOUND = [
     ("".join(f"./config/mail{i}.php:3: 'host' => 'smtp.postmarkapp.com',\n" for i in range(25)) + "x" * 4000
      + "\nMAIL_HOST=smtp.postmarkapp.com\nsmtp_login: {}\n", "3f2b8c1e-9d4a-4e6f-8b7a-1c2d3e4f5a6b", "token",
      "postmark-smtp-token"),
+    # a diff's removed line keeps its secret out, and the added line is read on its own
+    ('-    "password": "{}"\n+    "password_file": "/run/secrets/db"', PW, "password", "assignment"),
+    # one-case test passwords; PHP's cut arguments; AWS SDKs' two-argument Credentials
+    ('TEST_USERS = [("qa-admin@acme.io", "{}")]', "k7x9m2p4q8w1", "password", "login-pair"),
+    ("#0 /var/www/lib/Db.php(18): PDO->__construct('mysql:host=10.0...', 'shop_rw', '{}...', Array)",
+     "Xk29dLmQ7pZ3vN8", "password", "credential-call"),
+    # Postmark's token before its host; a JWK's thumbprint far from its `kty`
+    ("MAIL_USERNAME={}\nMAIL_HOST=smtp.postmarkapp.com", "3f2b8c1e-9d4a-4e6f-8b7a-1c2d3e4f5a6b", "token",
+     "postmark-smtp-token"),
+    # a word in prose written JSON-escaped (a Codex rollout's `\u00e9`)
+    ('{{"message":"Voici ma cl\\u00e9 API Mistral pour les tests : {} \\u2014 mets-la"}}', TOKEN, "password",
+     "prose-password"),
+    # Algolia's clients take (app id, api key); OpenWeather's key is `appid`; Elasticsearch's first install
+    ('client = SearchClient.create("ABCDEFGHIJ", "{}")', g(32, "0123456789abcdef"), "api_key", "credential-call"),
+    ("const client = algoliasearch('ABCDEFGHIJ', '{}');", g(32, "0123456789abcdef"), "api_key", "credential-call"),
+    ('"GET /data/2.5/forecast?lat=52.52&appid={} HTTP/1.1" 200', g(32, "0123456789abcdef"), "token",
+     "url-query-secret"),
+    ("The generated password for the elastic built-in superuser is : {}\n\nIf this node", PW, "password",
+     "generated-password"),
     # test accounts as (e-mail, password) pairs
     ('STAGING_USERS = [\n    ("qa-admin@acme.io", "{}"),\n]', "Xk29dLmQ7p12", "password", "login-pair"),
     # Consul's ACL tokens block: every value a token, whatever its name
@@ -451,6 +469,20 @@ KEPT = [
     'commits = [("alice@acme.io", "3f9a1c2b"), ("bob@acme.io", "7d8e9f0a")]\n{"alice@acme.io", "0x1F2E3D4C"}\n'
     '[("alice@acme.io", "u_8f3a2c91")]\n[("alice@acme.io", "+1-415-555-0123x9")]',       # hashes, ids, phones
     "last_password_change: 2025-02-01 09:12:44",                                         # a date
+    'the root password is "empty by default" on MariaDB 10\nthe password is "in the .env file"',  # English prose
+    '   "db": {\n+    "password_file": "/run/secrets/db"\n   }\nRead password_file at startup.',  # a diff's line
+    'ROLES = [("alice@acme.io", "SuperAdmin"), ("bob@acme.io", "Editor01")]',             # roles, not passwords
+    '> see settings.DATABASE_PASSWORD\n"Ask the ops team for the current one"',           # a quote, not a REPL
+    ">>> tokenizer.decode(ids).token\n'Hello there, friend'",                            # a sentence
+    'creds = Credentials("profile-default", "us-east-1-region")',                        # no AWS SDK call
+    "docker build --secret id=npm_token,env=NPM_TOKEN -t svc:dev .\n"
+    "RUN --mount=type=secret,id=npmrc,target=/root/.npmrc npm ci",                        # a secret's mount spec
+    "admin:\n  existingSecret: grafana-admin\n  userKey: admin-user\n  passwordKey: admin-password\n",  # key names
+    '{"content":"access_key     ****************ABCD shared-credentials-file    \\nsecret_key     '
+    '****************ab12 shared\\n","timestamp":"2025-08-01T08:12:56.327Z"}',            # masked, then JSON
+    "secret santa2024\nsecret_santa draw2024",                                            # prose
+    '{"tokens": {"prompt": 120, "completion": 40, "request_id": "7c9e6679-7425-40de-944b-e07fc1f90ae7"}}',
+    "$ az storage account keys list -n x\nsha512 of backup: " + g(86, "0123456789abcdef") + "==",
     "The password is \"at least 12 characters long\"\nThe password is \"not set\"",
     "Password protected\nsecret handshake\ndb_password changeme",           # prose, a placeholder
     "val c = Credentials(file)",
