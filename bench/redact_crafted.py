@@ -30,6 +30,7 @@ def crafted_texts() -> dict[str, str]:
         "key= then 64 KB base64 of letters (encoded text)": ("export STRIPE_KEY=" + blob + "\n") * 16,
         "Postmark host, then key x 680 per line": ("smtp.postmarkapp.com " + "key" * 680 + "\n") * 485,
         "az storage keys list, repeated": "az storage account keys list " * 30_000,
+        "influx auth list, repeated": "influx auth list " * 60_000,
         "login(\" repeated (credential calls)": 'login("' * 140_000,
         "tokens { repeated (Consul blocks)": "tokens {\n" * 110_000,
         "(Pdb) p token, repeated": "(Pdb) p token\n" * 70_000,

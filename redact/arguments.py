@@ -286,17 +286,27 @@ _CREDENTIAL_WORD = re.compile(r"(?i)(?:pass(?:word|wort|phrase)?s?|token|secret|
 _MODULE_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){2,}$")
 
 
-def h_values_after(rule, sp, data: bytes):
-    """Every value the rule's `values` pattern (group 1) finds in the window after the rule's
-    anchor (group 1 of the match; the match runs on over the window, `rules._after`), an anchor
-    that makes them secrets: a command that prints keys (`az storage account keys list`: a table
-    or JSON of them), a provider whose SMTP login is its API token (Postmark: a UUID as user and
-    password). A value needs three kinds of characters when the rule says `mixed` (random base64
-    has them; a hash in hex has two). The values are also read `before` bytes before the anchor
-    when the rule says so."""
-    end, stop = sp[1][1], sp[0][1]     # the anchor's end, the window's (`rules._after`)
+def h_values_after(rule, sp, data: bytes, state: dict):
+    """Every value the rule's `values` pattern (group 1) finds in the `window` bytes after the
+    rule's anchor (its match), an anchor that makes them secrets: a command that prints keys (`az
+    storage account keys list`: a table or JSON of them), a provider whose SMTP login is its API
+    token (Postmark: a UUID as user and password), Consul's tokens block. The window ends early at
+    the rule's `until` bytes (the end of the anchor's block), and the values are also read `before`
+    bytes before the anchor when the rule says so. `state` (one per rule and scan) holds where the
+    last window ended: a window starts no earlier than 256 bytes before it, so anchors in a row read
+    each byte about once. A value needs three kinds of characters, padding aside, when the rule
+    says `mixed` (random base64 has them; a hash in hex has two)."""
+    begin, end = sp[0]
+    stop = min(len(data), end + rule.options["window"])
+    until = rule.options.get("until")
+    if until:
+        cut = data.find(until, end, stop)
+        stop = stop if cut < 0 else cut
+    start = max(0, begin - rule.options.get("before", 0), state.get("read", 0) - 256)
+    if stop <= start:
+        return
+    state["read"] = max(stop, state.get("read", 0))
     mixed = rule.options.get("mixed")
-    start = max(0, sp[1][0] - rule.options.get("before", 0))   # the lines before it, when they count
     for m in rule.options["values"].finditer(data, start, stop):
         if not mixed or shapes.char_classes(_text(data, *m.span(1)).rstrip("=")) >= 3:
             yield m.start(1), m.end(1), rule.label

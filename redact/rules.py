@@ -64,6 +64,7 @@ Positional kinds, whose handlers live in `redact.arguments`:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from .patterns import (
@@ -90,14 +91,11 @@ _LOG_PREFIX = (r"(?:(?:[\w.\-]{1,40}[ \t]+\||\[[\w./\-]{1,80}\])"
                r"(?:[ \t]*\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)?)?")
 
 
-def _after(name: str, label: str, anchor: str, window: str = r"[\s\S]", **options) -> Rule:
-    """A rule whose values follow an anchor (`arguments.h_values_after`): the anchor as group 1,
-    then up to 1,000 bytes of `window` characters (the most RE2 counts; `[^}]`: to the end of the
-    anchor's block), taken by the match itself, so the next anchor is looked for after that window
-    (anchors in a row cost one read of the text, and none is dropped); the prefilter holds the
-    anchor alone."""
-    return Rule(name, label, "(" + anchor + ")" + window + "{0,1000}", "values_after",
-                options={**options, "set_pattern": anchor})
+def _after(name: str, label: str, anchor: str, kilobytes: int, **options) -> Rule:
+    """A rule whose values follow an anchor (`arguments.h_values_after`): the pattern is the anchor,
+    and the handler reads the `kilobytes` KB after it (`window`), each byte once per scan however
+    many anchors come in a row (`scanner.Scanner.scan` keeps where the last window ended)."""
+    return Rule(name, label, anchor, "values_after", options={**options, "window": kilobytes * 1024})
 
 
 def _tok(name: str, label: str, pattern: str, min_entropy: float = 0.0, **options) -> Rule:
@@ -628,15 +626,15 @@ RULES: tuple[Rule, ...] = (
     # the string an interpreter printed for a secret-named expression (`(Pdb) p settings.SECRET_KEY`)
     Rule("repl-echo", "secret", REPL_ECHO, "repl"),
     # the keys `az storage account keys list` printed, and Postmark's server token as SMTP login
-    _after("azure-storage-keys-output", "azure_storage_key", AZURE_KEYS_COMMAND, values=AZURE_KEY_VALUE, mixed=True),
-    _after("postmark-smtp-token", "token", POSTMARK_ANCHOR, values=POSTMARK_TOKEN, before=1024),
-    _after("influx-token-output", "token", INFLUX_TOKEN_COMMAND, values=INFLUX_TOKEN_VALUE, mixed=True),
+    _after("azure-storage-keys-output", "azure_storage_key", AZURE_KEYS_COMMAND, 2, values=AZURE_KEY_VALUE, mixed=True),
+    _after("postmark-smtp-token", "token", POSTMARK_ANCHOR, 2, values=POSTMARK_TOKEN, before=1024),
+    _after("influx-token-output", "token", INFLUX_TOKEN_COMMAND, 4, values=INFLUX_TOKEN_VALUE, mixed=True),
     # a space-separated config's password line (mosquitto, redis, sshd-like): `remote_password v`
     # (a key of two words or more: `secret santa2024` is prose)
     Rule("spaced-config-password", "password",
          r"(?im)^[ \t]*([A-Za-z0-9]+[_.\-][A-Za-z0-9_.\-]*(?:password|passwd|pass|secret))[ \t]+([^\s#;\"'=:]{6,200})[ \t]*\r?$",
          "spaced"),
-    _after("consul-acl-tokens", "token", CONSUL_TOKENS_BLOCK, r"[^}]", values=CONSUL_TOKEN_VALUE),
+    _after("consul-acl-tokens", "token", CONSUL_TOKENS_BLOCK, 2, values=CONSUL_TOKEN_VALUE, until=b"}"),
     # `terraform output -json`: the value of an output marked sensitive (the keys come sorted:
     # sensitive, type, value), also JSON-escaped inside a tool result
     Rule("terraform-sensitive-output", "secret",

@@ -20,6 +20,7 @@ Invariants:
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import logging
 import re
@@ -211,6 +212,9 @@ class Scanner:
             match = self._match[i]
             paired = rule.kind in _PAIRED_KINDS
             budget = rule.options.get("max_matches")   # matches read per text, if the rule caps them
+            if rule.kind in _STATEFUL_KINDS:    # a handler that keeps state over one scan's matches
+                state: dict = {}
+                handler = functools.partial(HANDLERS[rule.kind], state=state)
             pos = 0
             while True:
                 # RE2's own match call (what `finditer` loops over, without building a match
@@ -265,6 +269,8 @@ class Scanner:
 
 #: A JSON-escaped line break.
 _ESCAPED_BREAK = re.compile(rb"\\[nr]")
+#: Rule kinds whose handler takes a `state` dict, one per rule and scan (`arguments.h_values_after`).
+_STATEFUL_KINDS = frozenset({"values_after"})
 #: Rules whose bare values may hold a comma (`patterns.VALUE_RE`), and a next pair inside such a value.
 _PAIRED_KINDS = frozenset({"assign", "is"})
 _PAIR_NEXT_B = re.compile(PAIR_NEXT.pattern.encode())

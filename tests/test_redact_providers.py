@@ -181,6 +181,18 @@ def test_the_tokens_influx_auth_prints_go(redactor):
     assert redactor.redact(text.format(t=token)).text == text.format(t="[REDACTED:token]")
 
 
+def test_a_long_influx_table_goes_whole_and_a_second_scan_finds_the_same():
+    """The window after an anchor is read once per scan (`h_values_after`'s state), never skipped
+    in a scan of its own: the same bytes scanned twice give the same spans."""
+    from reverie.redact.scanner import Scanner
+
+    rows = "".join(f"0d{i:014x}\tgrafana-ro-{i}\t{g(86, ALNUM + '_-')}==\tadmin\t[read:orgs/buckets]\n" for i in range(10))
+    text = "$ influx auth list\nID\tDescription\tToken\tUser Name\tPermissions\n" + rows
+    scanner = Scanner.shared()
+    first, again = scanner.scan(text), scanner.scan(text)
+    assert ([s.rule for s in first], again) == (["influx-token-output"] * 10, first)
+
+
 def test_a_key_shaped_base64_without_the_command_stays(redactor):
     text = f"$ az storage account show -n acmedata\nchecksum {AZ_KEY}\n"
     assert redactor.redact(text).text == text
