@@ -39,6 +39,7 @@ USER_THEN = 0
 #: Credentials(accessKeyId, secretAccessKey[, sessionToken])`: the second.
 SBT_OR_AWS = -2
 _AWS_CREDENTIALS = re.compile(rb"(?:new[ \t]+|AWS\.)$")
+_ALGOLIA_KEY = re.compile(rb"[0-9a-f]{32}")
 SECRET_ARGUMENT = {
     "login": (USER_THEN, "password"), "authenticate": (USER_THEN, "password"),
     "basicauth": (USER_THEN, "password"), "withbasicauth": (USER_THEN, "password"),
@@ -177,6 +178,8 @@ def h_call(rule, sp, data: bytes):
         return
     if name == "credentials" and position == 2 and not _AWS_CREDENTIALS.search(data, max(0, sp[1][0] - 8), sp[1][0]):
         return   # two arguments: only AWS SDKs' `new AWS.Credentials(id, secret)`, not any `Credentials(a, b)`
+    if name in ("searchclientcreate", "algoliasearch") and not _ALGOLIA_KEY.fullmatch(data, *lit):
+        return   # Algolia's API keys: 32 hex characters (`algoliasearch('latency', 'docsearch-...')`)
     if data[lit[1] - 3:lit[1]] == b"...":
         lit = (lit[0], lit[1] - 3)   # a PHP stack trace cuts arguments to 15 characters and `...`
     value = _text(data, *lit)
@@ -387,15 +390,17 @@ def _looks_like_a_password(data: bytes, s: int, e: int, strip: str = ".,;)!?"):
 
 
 #: What a pair's second member is when it is no password: hex (a hash, an id), `0x...`, a phone,
-#: an id with a prefix (`u_8f3a2c91`), a word and a number (a role, a name: `Editor01`, `SuperAdmin`).
-_NOT_A_PAIRED_PASSWORD = re.compile(r"(?:0x)?[0-9a-fA-F]+|\+?[\d\-\s().x]+|[a-z]{1,4}_[0-9a-f]+|[A-Za-z]+\d{0,4}[!?.]?")
+#: an id with a prefix (`u_8f3a2c91`) or in capitals (Slack's `U04ABCD1234`), words and at most two
+#: digits (a role, a name: `Editor01`, `SuperAdmin`; `Welcome2024!` is a password).
+_NOT_A_PAIRED_PASSWORD = re.compile(r"(?:0x)?[0-9a-fA-F]+|\+?[\d\-\s().x]+|[a-z]{1,4}_[0-9a-f]+"
+                                    r"|(?:[A-Z][a-z]+)+\d{0,2}|[a-z]+\d{0,2}|[A-Z][0-9A-Z]{7,15}")
 
 
 def h_login_pair(rule, sp, data: bytes):
     """The password of an (e-mail, password) pair: password shaped (`_looks_like_a_password`),
     and no hex, id, phone number or word and number (`commits = [("a@x.io", "3f9a1c2b")]`,
     `ROLES = [("a@x.io", "Editor01")]`)."""
-    span = _looks_like_a_password(data, *sp[1])
+    span = _looks_like_a_password(data, *sp[1], strip="")   # a quoted literal: its `!` is its own
     if span and not _NOT_A_PAIRED_PASSWORD.fullmatch(_text(data, *span)):
         yield *span, rule.label
 

@@ -216,10 +216,14 @@ def _keyed_value(data: bytes, key: tuple[int, int], s: int, e: int, quoted: bool
         value = _clean_bare(value)
     if not value or _SPACE.search(value) or _WELLFORMED_INTERP.search(value):
         return
+    if not quoted and shapes.is_date(value) and _TIME_AFTER.match(data, s + len(value)):
+        return  # `last_password_change: 2025-02-01 09:12:44`: a timestamp, its date and time apart
     if value_ok(cls[0], value, quoted, context):
         yield s, _end(s, value), cls[1]
 
 
+#: A time after a date (a timestamp written with a space).
+_TIME_AFTER = re.compile(rb"[ T]\d\d:\d\d")
 #: Calls that turn the literal they are given into the key they return, and so hold a secret as
 #: their argument: `[]byte("v")`, `hex.DecodeString("v")`, `bytes.fromhex("v")`, `b64decode("v")`,
 #: `Buffer.from("v", "hex")`, `Encoding.UTF8.GetBytes("v")`, `Keys.hmacShaKeyFor(`, `SecretStr("v")`,
@@ -321,8 +325,8 @@ def _h_assign(rule: Rule, sp, data: bytes):
         if at < 0:
             return
         e = at
-    if data[sp[1][1] - 3:sp[1][1]].lower() == b"key" and _EXISTING_SECRET.search(data, max(0, s - 400), s) \
-            and _NAME_OF_A_KEY.match(data, s, e):
+    if _HELM_KEY_NAME.fullmatch(data, sp[1][0], sp[1][1]) and _EXISTING_SECRET.search(data, max(0, s - 400), s) \
+            and _NAME_OF_A_KEY.fullmatch(data, s, e):
         return  # a Helm chart's `existingSecret: db` then `userKey: admin-user`: the name of a key in it
     if e - s > 300 and data[s:s + 2] == b"Ag" and _SEALED.search(data, max(0, s - 4096), s):
         return  # a SealedSecret's `encryptedData`: ciphertext only its cluster's controller can open
@@ -360,8 +364,10 @@ def _concatenated(data: bytes, e: int, label: str):
 
 
 #: A Helm chart's reference to a Secret that exists (`existingSecret:`), and a key's name in it.
-_EXISTING_SECRET = re.compile(rb"(?i)existing_?secret")
-_NAME_OF_A_KEY = re.compile(rb"[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)*\b")
+_EXISTING_SECRET = re.compile(rb"""existingSecret\w*["']?[ \t]*:[ \t]*["']?[a-z0-9]""")   # named, not ""
+_HELM_KEY_NAME = re.compile(rb"(?:user(?:name)?|password|secret|admin(?:Password)?|root(?:Password)?"
+                            rb"|replication(?:Password)?|token|key|existingSecret\w*)Key")
+_NAME_OF_A_KEY = re.compile(rb"[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)*")
 #: What marks a Bitnami SealedSecret manifest (its values are ciphertext, `Ag...`).
 _SEALED = re.compile(rb"\bkind:[ \t]*SealedSecret\b|\bencryptedData:")
 
@@ -404,6 +410,8 @@ def _h_cli(rule: Rule, sp, data: bytes):
     quoted = data[s:s + 1] in (b'"', b"'")
     if quoted:
         s, e = s + 1, e - 1
+    if shapes.is_reference(_s(data, s, e)):
+        return   # the whole argument (`--secret type=env,id=GH_TOKEN,env=GH_TOKEN`), before a comma cuts it
     yield from _keyed_value(data, sp[1], s, e, quoted)
 
 
@@ -487,8 +495,12 @@ def _h_phrase(rule: Rule, sp, data: bytes):
 #: A word that names a credential: a phrase holding one talks about a password, it is none.
 _CREDENTIAL_WORD = re.compile(r"(?i)(?:pass(?:word|wort|phrase)?s?|token|secret|key|credentials?|login|pin)\W*$")
 #: How a message telling what to do with a password starts (`help.password=Choose 3 random words`).
-_INSTRUCTION_WORDS = frozenset("choose enter type use set pick provide must should please your the a an "
-                               "leave ask see".split())
+_INSTRUCTION_WORDS = frozenset("choose enter type use pick provide must should please leave ask see contains "
+                               "reset".split())
+#: English words of a sentence, which a passphrase told in prose does not hold.
+_FUNCTION_WORDS = frozenset("the a an your my our their his her its in on by of to from with via or and is are "
+                            "was be been set same one default file env var never only plus than as at for not no "
+                            "it this that".split())
 #: A Google account's app password as Google shows it: four groups of four lower-case letters.
 _APP_PASSWORD = re.compile(r"[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4}$")
 
@@ -540,6 +552,19 @@ def _h_is(rule: Rule, sp, data: bytes):
         return  # `the master key is missing: ...`, `the api key is invalid: 401`: a word, then what follows
     if not quoted and data[e - 1:e] == b":":
         e -= 1   # `the api key is v: use it`: the colon is the sentence's
+    if quoted and b" " in data[s:e]:
+        # `the wifi password is "purple monkey dishwasher 7"`: a passphrase after a password word,
+        # with a digit, and no word of a sentence (`"your birth year plus 2 letters"`, `"in the
+        # .env file"`) or about a password (`"at least 12 characters"`)
+        cls = classify_key(_s(data, sp[1][0], sp[1][1]))
+        value = _s(data, s, e)
+        words = value.lower().split()
+        if (cls is not None and cls[0] == "pw" and 2 <= len(words) <= 8 and len(value) >= 8
+                and any(c.isdigit() for c in value) and not any(w in _FUNCTION_WORDS for w in words)
+                and not ABOUT_A_PASSWORD.search(value) and not any(_CREDENTIAL_WORD.match(w) for w in words)
+                and shapes.context_secret(value, quoted=True)):
+            yield s, e, cls[1]
+        return
     yield from _keyed_value(data, sp[1], s, e, quoted, context=False)  # prose: "the token is invalid"
 
 

@@ -26,7 +26,7 @@ _CHECKSUM_WORDS = frozenset("sha sha1 sha256 sha512 md5 hash digest checksum eta
 # A key whose last segment is one of these names metadata about a secret, not the secret.
 _EXCLUDED_LAST = frozenset(
     """id ids name names url urls uri uris endpoint endpoints file files path paths dir directory
-    change changed changes date time timestamp at updated created
+    changed time date timestamp at updated created
     length len size type types count counts limit limits ttl timeout expiry expires expiration
     expire expired header headers env var vars variable field fields prefix suffix format version
     mode policy provider providers method methods required enabled enable disabled hint label
@@ -213,6 +213,8 @@ def value_ok(tier: str, value: str, quoted: bool = False, context: bool = True) 
     (`shapes.password_shaped` / `secret_shaped`). 'key' (a bare or unqualified *key) and
     'provider' keys need a random-looking token (`shapes.token_shaped`) that is no encoded
     readable text (`shapes.encoded_text`)."""
+    if tier != "pw" and shapes.is_date(value):
+        return False  # `token_expires_on: 2025-12-31`: a date (after a password key, it may be the password)
     if tier in ("pw", "secret") and context:
         return shapes.context_secret(value, quoted=quoted)
     if shapes.not_a_value(value) or shapes.is_reference(value):

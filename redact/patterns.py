@@ -100,10 +100,11 @@ def _utf8(text: str) -> str:
     raw = re.escape(text.encode("utf-8").decode("latin-1"))
     if text.isascii():
         return raw
-    escaped = "".join(ch if ord(ch) < 128 else "\\u%04x" % ord(ch) for ch in text)
     if any(ord(ch) > 0xFFFF for ch in text):
         return raw   # (a surrogate pair in JSON: none of the words needs one)
-    return "(?:" + raw + "|" + re.escape(escaped).replace("u", "[uU]") + ")"
+    escaped = "".join(re.escape(ch) if ord(ch) < 128 else r"\\u" + "".join(
+        "[%s%s]" % (d, d.upper()) if d.isalpha() else d for d in "%04x" % ord(ch)) for ch in text)
+    return "(?:" + raw + "|" + escaped + ")"
 
 
 #: Words that name a password or a key in prose: German, French, Spanish, Portuguese, Italian,
@@ -123,7 +124,7 @@ PROSE_WORDS = "|".join(
 #: them; a dash between spaces: `api-key-v` is one word); with no words between, a space alone
 #: (`Passwort v`). `=` is the assignment rule's, which reads a value's end better (`pw=v,user=x`);
 #: a value told in prose ends at `,`, `;` or `=` too.
-_PROSE_SPACE = r"(?:[ \t]|\xc2\xa0)*"   # a no-break space too (French puts one inside « »)
+_PROSE_SPACE = r"(?:[ \t]|\xc2\xa0|\\u00[aA]0)*"   # a no-break space too (French puts one inside « »)
 PROSE_LINK = (
     r"[ \t]+(?:(?i:is|are|was|to|ist|lautet|est|c'est|es|era|jest|sont|son|er|adalah|je|on|ja)\b|(?:"
     + "|".join(_utf8(w) for w in ("é", "è", "são", "это", "är", "là", "c’est")) + r")[ \t])"
@@ -188,7 +189,7 @@ NAME_VALUE = NAME_VALUE_HEAD + (
 CREDENTIAL_CALL = (
     r"(?:^|[^A-Za-z0-9_])((?i:login|authenticate|basic_?auth|with_?basic_?auth|set_?basic_?auth|http_?basic_?auth"
     r"|http_?digest_?auth|bearer_?auth|mysqli?_connect)|(?i:jwt)\.(?:sign|encode|decode|verify)|Credentials\.basic"
-    r"|new[ \t]+PDO|PDO->__construct|Credentials|SearchClient\.[Cc]reate|algoliasearch|Twilio(?:::REST)?::Client\.new|twilio\.rest\.Client|DBI->connect"
+    r"|new[ \t]+PDO|PDO->__construct|Credentials|SearchClient(?:\.|::)[Cc]reate|algoliasearch|Twilio(?:::REST)?::Client\.new|twilio\.rest\.Client|DBI->connect"
     r"|new[ \t]+UsernamePasswordCredentialsImpl|DriverManager\.getConnection|Sql\.newInstance"
     r"|MongoCredential\.Create(?:ScramSha(?:1|256))?Credential|pyotp\.(?:TOTP|HOTP)"
     r"|(?:new|New-Object)[ \t]+(?:System\.Net\.)?Cookie"

@@ -446,9 +446,10 @@ RULES: tuple[Rule, ...] = (
          min_entropy=3.0, needs_digit=True),
     Rule("url-query-secret", "password",
          r"(?i)[?&;]((?:[a-z0-9_\-]*(?:password|passwd|pwd|secret|token)|api[_\-]?key|apikey|access[_\-]?key|client[_\-]?secret"
-         r"|appid"   # OpenWeather's API key
          r"|[a-z0-9_\-]*signature|sig))"
          r"=([^&\s\"'<>#;]{4,})", "query"),
+    # OpenWeather's API key in a query (`&appid=` and 32 hex; other `appid`s are public app ids)
+    _tok("openweather-appid", "token", r"[?&;]appid=([0-9a-f]{32})(?:[^0-9A-Za-z]|$)", needs_digit=True),
     # `Authorization: ...`, `"Authorization", "..."` (a header set by a call), `Authorization "..."`
     # (nginx `proxy_set_header`, Apache `RequestHeader set`)
     Rule("authorization-header", "authorization",
@@ -477,7 +478,7 @@ RULES: tuple[Rule, ...] = (
     # credentials someone types in a chat: `creds for the box: admin / v`, `login: admin:v`
     Rule("chat-credentials", "password",
          r"(?i)\b(?:creds?|credentials|login)\b[^\n\\]{0,40}?:[ \t]*[A-Za-z0-9._@\-]{2,40}[ \t]*(?:/|:)[ \t]*"
-         r"([^\s/:\"'\\]{8,64})", "chat"),   # (not over a JSON-escaped line break or quote)
+         r"([^\s/:\\\"]{8,64})", "chat"),   # (not over a JSON-escaped line break, nor a JSON string's end)
     # an e-mail address and a password as a pair (a tuple, a list, a set of test accounts):
     # `("qa-admin@acme.io", "v")`, with upper and lower case and digits (`h_login_pair`)
     Rule("login-pair", "password",
@@ -630,9 +631,10 @@ RULES: tuple[Rule, ...] = (
     _after("postmark-smtp-token", "token", POSTMARK_ANCHOR, 2, values=POSTMARK_TOKEN, before=1024),
     _after("influx-token-output", "token", INFLUX_TOKEN_COMMAND, 4, values=INFLUX_TOKEN_VALUE, mixed=True),
     # a space-separated config's password line (mosquitto, redis, sshd-like): `remote_password v`
-    # (a key of two words or more: `secret santa2024` is prose)
+    # (`pass` and `secret` in a key of two words or more: `secret santa2024` is prose)
     Rule("spaced-config-password", "password",
-         r"(?im)^[ \t]*([A-Za-z0-9]+[_.\-][A-Za-z0-9_.\-]*(?:password|passwd|pass|secret))[ \t]+([^\s#;\"'=:]{6,200})[ \t]*\r?$",
+         r"(?im)^[ \t]*([A-Za-z0-9_.\-]*(?:password|passwd)|[A-Za-z0-9]+[_.\-][A-Za-z0-9_.\-]*(?:pass|secret))"
+         r"[ \t]+([^\s#;\"'=:]{6,200})[ \t]*\r?$",
          "spaced"),
     _after("consul-acl-tokens", "token", CONSUL_TOKENS_BLOCK, 2, values=CONSUL_TOKEN_VALUE, until=b"}"),
     # `terraform output -json`: the value of an output marked sensitive (the keys come sorted:

@@ -457,8 +457,14 @@ _RE_SECRET_REF = re.compile(r"\bop://[^\s/]+/|^credentialsJSON:|^arn:aws[\w-]*:"
 
 #: A secret's mount spec (BuildKit's `--secret id=npm_token,env=NPM_TOKEN`, `--mount=type=secret,id=x`,
 #: compose's long syntax): a name and where the secret comes from, not the secret.
-_RE_SECRET_SPEC = re.compile(r"^(?:type=secret,)?id=[\w.\-]+(?:,(?:src|source|env|target|dst|type|required|mode|uid|gid)"
-                             r"=[^,\s]+)*$")
+_RE_SECRET_SPEC = re.compile(r"^(?=(?:[^,]*,)*id=)(?:id|src|source|env|target|dst|type|required|mode|uid|gid)=[^,\s]+"
+                             r"(?:,(?:id|src|source|env|target|dst|type|required|mode|uid|gid)=[^,\s]+)*$")
+_RE_DATE = re.compile(r"^\d{4}-\d\d-\d\d$")
+
+
+def is_date(value: str) -> bool:
+    """An ISO 8601 date alone (`2025-12-31`)."""
+    return bool(_RE_DATE.match(value.strip()))
 
 
 def is_reference(value: str) -> bool:

@@ -307,9 +307,18 @@ FOUND = [
     ('client = SearchClient.create("ABCDEFGHIJ", "{}")', g(32, "0123456789abcdef"), "api_key", "credential-call"),
     ("const client = algoliasearch('ABCDEFGHIJ', '{}');", g(32, "0123456789abcdef"), "api_key", "credential-call"),
     ('"GET /data/2.5/forecast?lat=52.52&appid={} HTTP/1.1" 200', g(32, "0123456789abcdef"), "token",
-     "url-query-secret"),
+     "openweather-appid"),
     ("The generated password for the elastic built-in superuser is : {}\n\nIf this node", PW, "password",
      "generated-password"),
+    # next to a Helm `existingSecret` that is empty, a `*Key` value is the secret itself
+    ('auth:\n  existingSecret: ""\n  encryptionKey: {}\n', g(32, "0123456789abcdef"), "api_key", "assignment"),
+    # an English passphrase with a digit, told between quotes; a common test password in a pair
+    ('the wifi password is "{}", ask Sam', "purple monkey dishwasher 7", "password", "prose-is"),
+    ('TEST_USERS = [("qa-admin@acme.io", "{}")]', "Welcome2024!", "password", "login-pair"),
+    # a word in prose escaped by a JSON writer that uses upper-case hex (.NET, Jackson)
+    ('{{"m": "Voici ma cl\\u00E9 API : {} merci"}}', TOKEN, "password", "prose-password"),
+    # a one-word key of a space-separated config
+    ("rpcpassword {}\nrpcport 8332", PW, "password", "spaced-config-password"),
     # test accounts as (e-mail, password) pairs
     ('STAGING_USERS = [\n    ("qa-admin@acme.io", "{}"),\n]', "Xk29dLmQ7p12", "password", "login-pair"),
     # Consul's ACL tokens block: every value a token, whatever its name
@@ -475,6 +484,11 @@ KEPT = [
     '> see settings.DATABASE_PASSWORD\n"Ask the ops team for the current one"',           # a quote, not a REPL
     ">>> tokenizer.decode(ids).token\n'Hello there, friend'",                            # a sentence
     'creds = Credentials("profile-default", "us-east-1-region")',                        # no AWS SDK call
+    "https://open.weixin.qq.com/connect/oauth2/authorize?appid=wx8f3a2c91b7d4e6f0&redirect_uri=x",  # an app id
+    'SLACK = [("alice@acme.io", "U04ABCD1234"), ("bob@acme.io", "U05EFGH5678")]',        # user ids
+    "token_expires_on: 2025-12-31\nsecret_generated: 2025-02-01",                        # dates
+    "algoliasearch('latency', 'docsearch-2024-index')",                                  # no Algolia key
+    "docker build --secret type=env,id=GH_TOKEN,env=GH_TOKEN --secret src=./token.txt,id=api_token .\n"
     "docker build --secret id=npm_token,env=NPM_TOKEN -t svc:dev .\n"
     "RUN --mount=type=secret,id=npmrc,target=/root/.npmrc npm ci",                        # a secret's mount spec
     "admin:\n  existingSecret: grafana-admin\n  userKey: admin-user\n  passwordKey: admin-password\n",  # key names
