@@ -98,6 +98,15 @@ def _after(name: str, label: str, anchor: str, kilobytes: int, **options) -> Rul
     return Rule(name, label, anchor, "values_after", options={**options, "window": kilobytes * 1024})
 
 
+def _command(name: str, label: str, pattern: str, head: str, bare: bool = False) -> Rule:
+    """A rule whose value a command, a call or a config line takes as an argument
+    (`arguments.h_command`): `head` is the start the prefilter holds (`set_pattern`), and `bare`
+    says every group is a bare value (else the groups are read as double-quoted, single-quoted,
+    bare)."""
+    options = {"set_pattern": head, **({"bare_groups": True} if bare else {})}
+    return Rule(name, label, pattern, "command", options=options)
+
+
 def _tok(name: str, label: str, pattern: str, min_entropy: float = 0.0, **options) -> Rule:
     return Rule(name, label, pattern, "token", min_entropy, options)
 
@@ -515,10 +524,10 @@ RULES: tuple[Rule, ...] = (
     # a Google Authenticator export (`otpauth-migration://offline?data=...`: every account's seed)
     _tok("otpauth-migration", "secret", r"\botpauth-migration://offline\?data=([A-Za-z0-9%+/=_\-]{20,})"),
     # a tuple of user and password given to an auth parameter: `auth=("user", "v")`, `AUTH = ('neo4j', 'v')`
-    Rule("auth-tuple", "password",
+    _command("auth-tuple", "password",
          r"(?i)\b[a-z_]*auth[a-z_]*[ \t]*[=:][ \t]*[(\[][ \t]*[\"'][^\"'\n]{1,100}[\"'][ \t]*,[ \t]*"
          + QUOTED_VALUE + r"[ \t]*[)\]]",
-         "command", options={"set_pattern": r"(?i)auth[a-z_]*[ \t]*[=:][ \t]*[(\[][ \t]*[\"']"}),
+         r"(?i)auth[a-z_]*[ \t]*[=:][ \t]*[(\[][ \t]*[\"']"),
     # PgBouncer's auth file (`userlist.txt`, `auth_file`): lines of `"user" "password"`, in a text
     # that names the file or PgBouncer (the same shape is a Valve KeyValues line)
     Rule("pgbouncer-userlist", "password",
@@ -583,47 +592,47 @@ RULES: tuple[Rule, ...] = (
          r"[ \t]*:[ \t]*\\?[\"'])([^\"'\s;,\\]{8,})", "cookie"),
     # --- commands that take a password as a positional argument (redact.arguments.h_command) ---
     # archives: `zip -P v`, `unzip -P v`, `7z a -pv`, `rar a -pv`
-    Rule("archive-password", "password",
+    _command("archive-password", "password",
          r"(?:^|[\s;&|(`\"/\\])(?:zip|zipcloak|unzip)(?:\.exe)?\b[^\n|;&]{0,200}?[ \t]-[A-Za-z]*P[ \t]+" + COMMAND_VALUE
          + r"|(?:^|[\s;&|(`\"/\\])(?:7z|7za|7zr|7zz|rar|unrar)(?:\.exe)?\b[^\n|;&]{0,200}?[ \t]-p" + COMMAND_VALUE,
-         "command", options={"set_pattern": r"(?:zip|zipcloak|7z[arz]?|rar)\b"}),
+         r"(?:zip|zipcloak|7z[arz]?|rar)\b"),
     # `rabbitmqctl add_user u v`, `rabbitmqctl change_password u v`, MinIO's `mc alias set n url key v`
-    Rule("command-password", "password",
+    _command("command-password", "password",
          r"\brabbitmqctl(?:[ \t]+-\S+)*[ \t]+(?:add_user|change_password)[ \t]+\S+[ \t]+" + COMMAND_VALUE
          + r"|\bmc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+\S+[ \t]+\S+[ \t]+\S+[ \t]+" + COMMAND_VALUE,
-         "command", options={"set_pattern": r"\brabbitmqctl\b|\bmc[ \t]+(?:alias|config)[ \t]"}),
+         r"\brabbitmqctl\b|\bmc[ \t]+(?:alias|config)[ \t]"),
     # `cargo login <token>`
-    Rule("login-argument", "token",
+    _command("login-argument", "token",
          r"\bcargo[ \t]+login(?:[ \t]+--registry[ \t=]+\S+)?[ \t]+" + COMMAND_VALUE,
-         "command", options={"set_pattern": r"\bcargo[ \t]+login[ \t]"}),
+         r"\bcargo[ \t]+login[ \t]"),
     # HTTPie's `http -a user:v` / `--auth user:v`
-    Rule("httpie-auth", "password",
+    _command("httpie-auth", "password",
          r"(?:^|[\s;&|(\"'])(?:http|https|xh|xhs)(?:[ \t][^\n|;&]{0,200}?)?[ \t](?:-a|--auth)[ \t=]+[^\s:\"']+:" + COMMAND_VALUE,
-         "command", options={"set_pattern": r"[ \t](?:-a|--auth)[ \t=]"}),
+         r"[ \t](?:-a|--auth)[ \t=]"),
     # Apache's `htpasswd -b [file] user v` (`-n`: no file)
     Rule("htpasswd-batch", "password",
          r"\bhtpasswd((?:[ \t]+-[A-Za-z0-9]+)+)[ \t]+(\S+)[ \t]+(\S+)"
          r"(?:[ \t]+((?:\\?\"[^\"\\\n]*\\?\"|'[^'\n]*'|[^\s|;&\"'\\])+))?", "htpasswd",
          options={"set_pattern": r"\bhtpasswd[ \t]+-"}),
     # SQL: `IDENTIFIED BY 'v'` (MySQL, Oracle), `SET PASSWORD ... = 'v'`, MySQL's `PASSWORD('v')`
-    Rule("sql-password", "password",
+    _command("sql-password", "password",
          r"(?i)\bIDENTIFIED(?:[ \t]+WITH[ \t]+\S+)?[ \t]+BY[ \t]+(?:PASSWORD[ \t]+)?(?:\\?\"([^\"\\\n]{1,200})\\?\"|'([^'\n]{1,200})')"
          + r"|\b(?:SET[ \t]+PASSWORD\b[^=\n]{0,200}=[ \t]*(?:PASSWORD[ \t]*\([ \t]*)?|PASSWORD[ \t]*\([ \t]*)"
          + QUOTED_VALUE,
-         "command", options={"set_pattern": r"(?i)\bIDENTIFIED[ \t]|\bPASSWORD[ \t]*\(|\bSET[ \t]+PASSWORD\b"}),
+         r"(?i)\bIDENTIFIED[ \t]|\bPASSWORD[ \t]*\(|\bSET[ \t]+PASSWORD\b"),
     # libcurl's `CURLOPT_USERPWD, "user:v"` and `CURLOPT_PASSWORD, "v"` (C, PHP's curl_setopt)
-    Rule("curl-option-password", "password",
+    _command("curl-option-password", "password",
          r"CURLOPT_(?:PROXY)?USERPWD[ \t]*,[ \t]*L?\"[^\":\n]*:([^\"\n]{1,200})\""
          r"|CURLOPT_(?:PROXY)?PASSWORD[ \t]*,[ \t]*L?\"([^\"\n]{1,200})\"",
-         "command", options={"set_pattern": r"CURLOPT_"}),
+         r"CURLOPT_"),
     # Go's MySQL DSN: `user:v@tcp(host:3306)/db`, `user:v@(localhost)/`, `user:v@unix(/run/...)`
-    Rule("go-mysql-dsn", "password",
+    _command("go-mysql-dsn", "password",
          r"(?:^|[\s\"'`=(,])[A-Za-z0-9_.\-]{1,64}:([^\s\"'`]{1,200}?)@(?:tcp|unix|udp)?\(",
-         "command", options={"bare_groups": True, "set_pattern": r"@(?:tcp|unix|udp)?\("}),
+         r"@(?:tcp|unix|udp)?\(", bare=True),
     # a Terraform state's generated password: a `random_password` resource's `result`
-    Rule("terraform-random-password", "password",
+    _command("terraform-random-password", "password",
          r"\"type\"[ \t]*:[ \t]*\"random_password\"[\s\S]{0,1000}?\"result\"[ \t]*:[ \t]*\"((?:[^\"\\\n]|\\.){1,200})\"",
-         "command", options={"set_pattern": r"\"random_password\""}),
+         r"\"random_password\""),
     # the string an interpreter printed for a secret-named expression (`(Pdb) p settings.SECRET_KEY`)
     Rule("repl-echo", "secret", REPL_ECHO, "repl"),
     # the keys `az storage account keys list` printed, and Postmark's server token as SMTP login
@@ -639,37 +648,37 @@ RULES: tuple[Rule, ...] = (
     _after("consul-acl-tokens", "token", CONSUL_TOKENS_BLOCK, 2, values=CONSUL_TOKEN_VALUE, until=b"}"),
     # `terraform output -json`: the value of an output marked sensitive (the keys come sorted:
     # sensitive, type, value), also JSON-escaped inside a tool result
-    Rule("terraform-sensitive-output", "secret",
+    _command("terraform-sensitive-output", "secret",
          r"\\?\"sensitive\\?\"[ \t]*:[ \t]*true[ \t]*,(?:\s|\\[nrt])*\\?\"type\\?\"[ \t]*:[ \t]*\\?\"string\\?\"[ \t]*,"
          r"(?:\s|\\[nrt])*\\?\"value\\?\"[ \t]*:[ \t]*"
          # plain JSON (`\"` is a quote inside the value), or JSON in a JSON string (`\"` ends it)
          r"(?:\"((?:[^\"\\\n]|\\[^\n]){1,1000})\"|\\\"((?:[^\"\\\n]|\\[^\"\n]){1,1000})\\\")",
-         "command", options={"set_pattern": r"sensitive\\?\"[ \t]*:[ \t]*true"}),
+         r"sensitive\\?\"[ \t]*:[ \t]*true"),
     # Redis ACLs: `ACL SETUSER name on >v ~keys`, a users.acl line `user name on >v ...`
-    Rule("redis-acl-password", "password",
+    _command("redis-acl-password", "password",
          r"(?im)(?:\bACL[ \t]+SETUSER[ \t]+\S+|^[ \t]*user[ \t]+\S+[ \t]+(?:on|off|reset)\b)(?:[ \t]+[^\s>]\S*)*?[ \t]+>([^\s]{1,200})",
-         "command", options={"bare_groups": True, "set_pattern": r"(?im)setuser|^[ \t]*user[ \t]"}),
+         r"(?im)setuser|^[ \t]*user[ \t]", bare=True),
     # Postfix's sasl_passwd: `[smtp.example.com]:587 user@example.com:v` (a Gmail app password has
     # spaces; a dotted host, a port and a mail user: `[uvicorn.error] INFO: ...` is a log line)
-    Rule("postfix-sasl-password", "password",
+    _command("postfix-sasl-password", "password",
          r"(?m)^\[[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+\]:\d{1,5}[ \t]+[^\s:@]+@[^\s:]+:([^\n]{1,200}?)[ \t]*\r?$",
-         "command", options={"bare_groups": True, "set_pattern": r"(?m)^\[[A-Za-z0-9\-]+\."}),
+         r"(?m)^\[[A-Za-z0-9\-]+\.", bare=True),
     # strongSwan's ipsec.secrets: `: PSK "v"`, `user : EAP "v"`, XAUTH, NTLM, a smartcard's PIN
     # (quoted: `Security: PSK authentication enabled` is a status line)
-    Rule("ipsec-secret", "password",
+    _command("ipsec-secret", "password",
          r"(?m)^[^\n:]{0,200}:[ \t]*(?:PSK|EAP|XAUTH|NTLM|PIN)[ \t]+" + QUOTED_VALUE,
-         "command", options={"set_pattern": r"(?:PSK|EAP|XAUTH|NTLM|PIN)[ \t]"}),
+         r"(?:PSK|EAP|XAUTH|NTLM|PIN)[ \t]"),
     # Oracle's unquoted `IDENTIFIED BY v` (upper case: `identified by` is also English)
     Rule("sql-password-bare", "password", r"\bIDENTIFIED[ \t]+BY[ \t]+([A-Za-z0-9_#$!@%^*+\-]{8,128})", "prose"),
     # an expect script's answer to a password prompt: `expect "password:"` (or `"*assword*"`)
     # then `send "v\r"`
-    Rule("expect-send-password", "password",
+    _command("expect-send-password", "password",
          r"\bexpect[ \t]+(?:-re[ \t]+)?[\"{][^\"}\n]*(?i:assword|passphrase)[^\"}\n]*[\"}][ \t]*(?:\r?\n|;|\{)[ \t]*"
          r"send[ \t]+(?:--[ \t]+)?\"([^\"\n\\]{1,200})(?:\\r|\\n)?\""
          # pexpect: `child.expect('Password:')`, then `child.sendline('v')`
          r"|\.expect\([ \t]*[rb]?[\"'][^\"'\n]*(?i:assword|passphrase)[^\"'\n]*[\"'][^)\n]*\)[ \t]*(?:\r?\n[ \t]*|;[ \t]*)"
          r"\w+\.send(?:line)?\([ \t]*[rb]?" + QUOTED_VALUE,
-         "command", options={"set_pattern": r"\bexpect[ \t]+(?:-re[ \t]+)?[\"{]|\.expect\("}),
+         r"\bexpect[ \t]+(?:-re[ \t]+)?[\"{]|\.expect\("),
     # --- secrets code passes by position (redact.arguments) ---------------------------------
     Rule("env-default", "secret", ENV_DEFAULT, "envdefault"),
     # (at most 500 calls read per text: past it, no real file has that many, and crafted text,
