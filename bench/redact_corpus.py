@@ -63,12 +63,14 @@ def load_corpus(root: Path = CORPUS_DIR) -> list[dict]:
                     text = base64.b64encode((_pem(rng)[0] + "\n").encode()).decode()
                     values.append(text)
                     return text
-                v = _GEN.sub(lambda g: _draw(rng, g.group(1), int(g.group(2))), inner)
+                v = _GEN.sub(draw, inner)
                 values.append(v)
                 return v
 
-            text = _MARK.sub(mark, raw)
-            text = _GEN.sub(lambda g: _draw(rng, g.group(1), int(g.group(2))), text)
+            def draw(g, rng=rng):
+                return _draw(rng, g.group(1), int(g.group(2)))
+
+            text = _GEN.sub(draw, _MARK.sub(mark, raw))
             cases.append({"file": path.name, "family": fam, "label": label, "text": text,
                           "values": values if label == "secret" else []})
     return cases

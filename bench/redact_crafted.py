@@ -10,9 +10,7 @@ from __future__ import annotations
 import base64
 import random
 import string
-import sys
 import time
-from pathlib import Path
 
 _RNG = random.Random(20261202)
 
@@ -64,5 +62,4 @@ def print_crafted(redactor=None) -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
     print_crafted()

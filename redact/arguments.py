@@ -28,7 +28,7 @@ import re
 
 from . import shapes
 from .keys import classify_key, value_ok
-from .patterns import ABOUT_A_PASSWORD
+from .patterns import ABOUT_A_PASSWORD, CREDENTIAL_WORDS
 
 #: The credential calls (`patterns.CREDENTIAL_CALL`'s group 1, lower-cased, `_` and the namespace
 #: dropped): which argument (1-based) is the secret, and its label. `USER_THEN` means the argument
@@ -282,7 +282,7 @@ def h_repl(rule, sp, data: bytes):
 #: Words, then punctuation and a space: a sentence (`'Hello there, friend'`), no passphrase.
 _SENTENCE = re.compile(r"[A-Za-z]{2}[,.;:!?] [A-Za-z]")
 #: A word that names a credential: a phrase holding one is about a credential, not one.
-_CREDENTIAL_WORD = re.compile(r"(?i)(?:pass(?:word|wort|phrase)?s?|token|secret|key|credentials?|login)\W*$")
+_CREDENTIAL_WORD = re.compile(r"(?i)(?:" + CREDENTIAL_WORDS + r")\W*$")
 
 
 #: A dotted path of names (a module, a class, a setting's value): `django.contrib.auth.Hasher`.
@@ -464,17 +464,14 @@ USERLIST_CONTEXT = 4096
 _USERLIST_NAMES = re.compile(rb"(?i)userlist|pgbouncer|auth_file")
 
 
-_USERLIST_SEEN: list = [None, []]   # [the text, where `_USERLIST_NAMES` match in it]: found once per text
-
-
-def h_userlist(rule, sp, data: bytes):
+def h_userlist(rule, sp, data: bytes, state: dict):
     """A PgBouncer auth file's password (`"user" "password"`), when the text names the file or
     PgBouncer (`_USERLIST_NAMES`) within `USERLIST_CONTEXT` bytes before it, password shaped with
-    letters and digits, no hash."""
+    letters and digits, no hash. Where the names stand is found once per scan (`state`)."""
     s, e = sp[1]
-    if _USERLIST_SEEN[0] is not data:
-        _USERLIST_SEEN[0], _USERLIST_SEEN[1] = data, [m.start() for m in _USERLIST_NAMES.finditer(data)]
-    names = _USERLIST_SEEN[1]
+    names = state.get("names")
+    if names is None:
+        names = state["names"] = [m.start() for m in _USERLIST_NAMES.finditer(data)]
     k = bisect.bisect_left(names, s)
     if k == 0 or s - names[k - 1] > USERLIST_CONTEXT:
         return

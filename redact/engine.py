@@ -46,6 +46,7 @@ from . import shapes
 from .memory import MIN_LEN
 from .memory import REPLACEMENT as REMEMBERED_REPLACEMENT
 from .memory import SecretMemory, _hmac, _hmac_pads
+from .handlers import HANDLERS
 from .scanner import Scanner, Span, merge_spans
 
 logger = logging.getLogger(__name__)
@@ -65,19 +66,19 @@ _WEAK_WORD_MIN = 10
 #: Texts per presidio `analyze` call in `redact_many` (bounds the joined text and result lists).
 _DETECT_BATCH = 256
 
-# Recognizer categories: rule kinds grouped the way the issue lists them.
-CATEGORIES: dict[str, tuple[str, ...]] = {
+# Recognizer categories: rule kinds grouped the way the issue lists them; every other kind (a key
+# and its value, a command's argument, a call's, prose) is an assignment.
+_NAMED_CATEGORIES: dict[str, tuple[str, ...]] = {
     "PRIVATE_KEY": ("pem",),
     "PROVIDER_TOKEN": ("token",),
     "HIGH_ENTROPY": ("entropy",),
     "CONNECTION_STRING": ("userinfo", "query"),
     "AUTH_HEADER": ("header", "bearer", "header_kv", "curl_user", "cookie",
                     "cookie_header"),
-    "ASSIGNMENT": ("assign", "xml", "cli", "is", "k8s", "reverse", "kwquoted", "pwvalue", "jprop",
-                   "kwvalue", "phrase", "envdefault", "call", "printed", "piped",
-                   "namevalue", "chat", "redis_auth", "generated",
-                   "userlist", "gradle", "command", "htpasswd", "prose", "nextline", "repl",
-                   "values_after", "spaced", "login_pair"),
+}
+CATEGORIES: dict[str, tuple[str, ...]] = {
+    **_NAMED_CATEGORIES,
+    "ASSIGNMENT": tuple(k for k in HANDLERS if not any(k in ks for ks in _NAMED_CATEGORIES.values())),
 }
 
 

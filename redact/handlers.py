@@ -10,13 +10,16 @@ in the text.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import math
 import re
 
 from . import arguments, shapes
 from .keys import (
     _ESCAPE_CUT, _RE_BARE_IDENT, _SPACE, _WELLFORMED_INTERP, _clean_bare, classify_key, says_not_secret, value_ok)
-from .patterns import ABOUT_A_PASSWORD, SHELL_DEFAULT
+from .patterns import ABOUT_A_PASSWORD, CREDENTIAL_WORDS, SHELL_DEFAULT, UUID
 from .rules import Rule
 
 #: The rest of `${KEY:` as rule env-default reads it (`-v}`, `=v}`, Spring's `v}`), or an error
@@ -40,10 +43,6 @@ _MASK_AFTER = re.compile(rb"[-_.]?(?:[#*]{3}|(?:\xe2\x80\xa2){3})")
 
 def _jwt_header_ok(value: str) -> bool:
     """The first segment of a JWT decodes (base64url) to a JSON object, as every real header does."""
-    import base64
-    import binascii
-    import json
-
     head = value.split(".", 1)[0]
     try:
         obj = json.loads(base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)))
@@ -72,7 +71,7 @@ def _h_token(rule: Rule, sp, data: bytes):
     if shapes.is_reference(value):
         return  # `cmd:op read op://vault/item/field` after `api_key = `: a secret manager's reference
     if shapes.is_placeholder(value) or shapes.is_typed_sequence(value):
-        if rule.options.get("placeholder_ok") and not shapes.is_label(value) and not shapes.is_reference(value):
+        if rule.options.get("placeholder_ok") and not shapes.is_label(value):
             # an unmistakable slot: redacted (never remembered); a label (`My API Key`) is none
             yield s, e, rule.label
         return  # `AIzaSyabcdefghijklmnop...`: a provider's documentation example
@@ -113,13 +112,13 @@ _PATH_SEGMENTS = re.compile(r"[a-z0-9._\-]{3,}/[a-z0-9._\-]{3,}/")
 #: The `content` attribute of an HTML `<meta>` tag, right before the value's opening quote: a page's
 #: metadata (`<meta name="csrf-token" content="...">`), public to whoever has the page.
 _META_CONTENT = re.compile(rb"""(?i)<meta\b[^<>]*\scontent=\\?["']$""")
-#: The key a quoted value is assigned to, right before the value's opening quote (and its string
-#: prefix, as the rule's pattern allows one: `key = b'...'`).
 #: The public members of a JSON Web Key (RFC 7517/7518: coordinates, modulus and exponent, the
 #: certificate's thumbprints), and the `kty` member every JWK has (its private ones, `d`, `p`, `q`,
 #: `dp`, `dq`, `qi`, `k`, stay secret).
 _JWK_PUBLIC = frozenset({b"x", b"y", b"n", b"e", b"x5t", b"S256"})   # (and `x5t#S256`, a thumbprint)
 _JWK_KTY = re.compile(rb"""["']?kty\\?["']?[ \t]*[:=]""")
+#: The key a quoted value is assigned to, right before the value's opening quote (and its string
+#: prefix, as the rule's pattern allows one: `key = b'...'`).
 _KEY_BEFORE = re.compile(rb"""([A-Za-z0-9_.$\-]+)\\?["']?\]?[ \t]*(?:=>|:=|=|:)[ \t]*(?:[bBfFrRuU]{1,2})?\\?["']$""")
 
 
@@ -151,9 +150,6 @@ def _h_entropy(rule: Rule, sp, data: bytes):
 
 def _b64_private_key(value: str) -> bool:
     """The base64 blob starts with a PEM private key header ("-----BEGIN ... PRIVATE KEY")."""
-    import base64
-    import binascii
-
     head = value[:96]
     try:
         text = base64.b64decode(head[: len(head) - len(head) % 4])
@@ -172,17 +168,17 @@ def _h_pem(rule: Rule, sp, data: bytes):
     yield sp[0][0], sp[0][1], rule.label
 
 
-_K8S_CACHE: list = [None, False]
 _K8S_KIND = re.compile(rb"(?i)\bkind:[ \t]*[\"']?secret\b")
 _K8S_DATA = re.compile(rb"(?im)^[ \t]*(?:data|stringData):[ \t]*$")
 
 
-def _h_k8s(rule: Rule, sp, data: bytes):
-    """Values under `data:` of a Kubernetes Secret manifest (both markers must be in the text)."""
-    if _K8S_CACHE[0] is not data:
-        _K8S_CACHE[0] = data
-        _K8S_CACHE[1] = bool(_K8S_KIND.search(data) and _K8S_DATA.search(data))
-    if not _K8S_CACHE[1]:
+def _h_k8s(rule: Rule, sp, data: bytes, state: dict):
+    """Values under `data:` of a Kubernetes Secret manifest (both markers must be in the text;
+    looked for once per scan, `state`)."""
+    secret = state.get("secret")
+    if secret is None:
+        secret = state["secret"] = bool(_K8S_KIND.search(data) and _K8S_DATA.search(data))
+    if not secret:
         return
     s, e = sp[1][0], sp[1][1]
     value = _s(data, s, e)
@@ -493,7 +489,7 @@ def _h_phrase(rule: Rule, sp, data: bytes):
 
 
 #: A word that names a credential: a phrase holding one talks about a password, it is none.
-_CREDENTIAL_WORD = re.compile(r"(?i)(?:pass(?:word|wort|phrase)?s?|token|secret|key|credentials?|login|pin)\W*$")
+_CREDENTIAL_WORD = re.compile(r"(?i)(?:" + CREDENTIAL_WORDS + r"|pin)\W*$")
 #: How a message telling what to do with a password starts (`help.password=Choose 3 random words`).
 _INSTRUCTION_WORDS = frozenset("choose enter type use pick provide must should please leave ask see contains "
                                "reset".split())
@@ -510,7 +506,7 @@ def _h_cookie(rule: Rule, sp, data: bytes):
     return _secret_shaped_value(sp, data, 2, 8, rule.label)
 
 
-_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_UUID = re.compile("^" + UUID + "$")
 #: One cookie of a header: a separator (or the header's `:` / `=`), its name, then a value of at
 #: least 24 characters (up to `;`, a quote, whitespace, a comma, `\\` or cmd's `^` escape).
 _COOKIE_PAIR = re.compile(rb"""[;,\s"':=][A-Za-z0-9_.!#$%&*+|~\-]{1,100}=([^;\s,"'\\^]{24,1024})""")

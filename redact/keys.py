@@ -26,7 +26,7 @@ _CHECKSUM_WORDS = frozenset("sha sha1 sha256 sha512 md5 hash digest checksum eta
 # A key whose last segment is one of these names metadata about a secret, not the secret.
 _EXCLUDED_LAST = frozenset(
     """id ids name names url urls uri uris endpoint endpoints file files path paths dir directory
-    changed time date timestamp at updated created
+    time date timestamp
     length len size type types count counts limit limits ttl timeout expiry expires expiration
     expire expired header headers env var vars variable field fields prefix suffix format version
     mode policy provider providers method methods required enabled enable disabled hint label

@@ -107,6 +107,10 @@ def _utf8(text: str) -> str:
     return "(?:" + raw + "|" + escaped + ")"
 
 
+#: A UUID (either case).
+UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+
+
 #: Words that name a password or a key in prose: German, French, Spanish, Portuguese, Italian,
 #: Dutch, Polish, Russian, Japanese, Chinese, Korean (ASCII ones in any case). English is rule
 #: prose-is's: `password` is in most code, and this rule's prefilter would fire on all of it.
@@ -256,26 +260,34 @@ REPL_ECHO = (
 #: such a key: 64 bytes in base64, alone between spaces, quotes or separators.
 AZURE_KEYS_COMMAND = (r"\baz[ \t]+storage[ \t]+account[ \t]+keys[ \t]+(?:list|renew)\b"
                       r"|\b(?:Get|New)-AzStorageAccountKey\b")
-AZURE_KEY_VALUE = re.compile(rb"""(?:^|[\s"',;=:|]|\\[tn])([A-Za-z0-9+/]{86}==)(?=[\s"',;|]|\\[tnr"]|$)""")
+def _alone_64_bytes(alphabet: bytes):
+    """64 bytes in base64 of `alphabet` with their `==`, alone between spaces, quotes, separators
+    or JSON escapes (a table's or a JSON document's cell)."""
+    return re.compile(rb"""(?:^|[\s"',;=:|]|\\[tn])([""" + alphabet + rb"""]{86}==)(?=[\s"',;|]|\\[tnr"]|$)""")
+
+
+AZURE_KEY_VALUE = _alone_64_bytes(rb"A-Za-z0-9+/")
 #: The InfluxDB commands that print API tokens (a table of them), and such a token: 64 bytes in
 #: base64url with its padding.
 INFLUX_TOKEN_COMMAND = r"\binflux[ \t]+(?:v1[ \t]+)?auth[ \t]+(?:create|list|ls|find)\b|\binflux[ \t]+setup\b"
-INFLUX_TOKEN_VALUE = re.compile(rb"""(?:^|[\s"',;=:|]|\\[tn])([A-Za-z0-9_\-]{86}==)(?=[\s"',;|]|\\[tnr"]|$)""")
+INFLUX_TOKEN_VALUE = _alone_64_bytes(rb"A-Za-z0-9_\-")
 #: Postmark's SMTP host and token header, and the UUID its SMTP login takes as user and password
 #: (its server API token: "use your Server API token as both the username and password").
 POSTMARK_ANCHOR = r"(?i)\bsmtp\.postmarkapp\.com\b|\bx-postmark-server-token\b"
 POSTMARK_TOKEN = re.compile(   # a key that ends in user, pass or token (not `user_id`, `MessageID`)
     rb"""(?i)(?<![\w.\-])(?:[\w.\-]{0,40}?[_.\-])?(?:user(?:name)?|login|pass(?:word)?|(?:server[_\-]?|api[_\-]?)?token)"""
-    rb"""\\?["']?[ \t]*[:=][ \t]*\\?["']?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b""")
+    rb"""\\?["']?[ \t]*[:=][ \t]*\\?["']?(""" + UUID.encode() + rb""")\b""")
 #: Consul's ACL tokens block (`acl { tokens { initial_management = "..." agent = "..." } }`, HCL or
 #: JSON), and its tokens (UUIDs) by Consul's names for them.
 CONSUL_TOKENS_BLOCK = r"(?m)(?:^[ \t]*|[{;][ \t]*)tokens[ \t]*=?[ \t]*\{|\\?\"tokens\\?\"[ \t]*:[ \t]*\{"
 CONSUL_TOKEN_VALUE = re.compile(
     rb'(?:initial_management|agent_recovery|agent_master|agent|default|replication|master|dns'
     rb'|config_file_service_registration)\\?"?[ \t]*[=:][ \t]*\\?"'
-    rb'([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\\?"')
+    rb'(' + UUID.encode() + rb')\\?"')
 
 
+#: The words that name a credential, as the last word of a phrase's word (`Passwords`, `token:`).
+CREDENTIAL_WORDS = r"pass(?:word|wort|phrase)?s?|token|secret|key|credentials?|login"
 #: The words of a phrase that is about a password rather than one: its rules (length, characters,
 #: strength), where it is kept (a vault, a password manager, a wiki), what happens to it, or that it
 #: is the same as another, in the languages of `PROSE_WORDS` and English (no short word that a

@@ -117,10 +117,12 @@ def set_pattern(rule: Rule) -> str:
 # seen before) one Set of every rule builds states for the product of what its patterns track,
 # while separate Sets build each for its own; each Set costs one more pass over the text, so the
 # groups pair the patterns whose partial matches multiply (bench/redact_bench.py measures the
-# throughput, text read once). A rule may name its Set (`set_group`) when it measured cheaper
-# there: three literal-led output and protocol rules in "other" cost every Set together about a
-# tenth of their speed (38.9 against 43.0 MB/s), in "keyed" nothing measurable.
-_KEYED_KINDS = frozenset({"xml", "cli", "reverse", "kwvalue", "kwquoted", "is", "nextline"})
+# throughput, text read once). Three literal-led output and protocol kinds (`generated`,
+# `userlist`, `redis_auth`) measured cheaper in "keyed": in "other" they cost every Set together
+# about a tenth of their speed (38.9 against 43.0 MB/s). A rule may name its Set (`set_group`)
+# when it measured cheaper there than its kind's.
+_KEYED_KINDS = frozenset({"xml", "cli", "reverse", "kwvalue", "kwquoted", "is", "nextline",
+                          "generated", "userlist", "redis_auth"})
 # The rules that read a command, a call or an output by position (`redact.arguments`), and the
 # cookie headers: a fifth Set, measured faster than the same patterns in "other" (36.0 against
 # 27.8 MB/s over every Set, stored blocks read once).

@@ -64,7 +64,6 @@ Positional kinds, whose handlers live in `redact.arguments`:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from .patterns import (
@@ -516,8 +515,7 @@ RULES: tuple[Rule, ...] = (
          r"[ \t]*([^\s\\]{8,1000})", "generated",
          options={"set_pattern": r"successfully reset\.|PASSWORD [\w.\-]+ =|temporary password is generated"
                                  r"|password to proceed to installation:|Password for the [\w.\-]+ user|enrollment token"
-                                 r"|generated password for the",
-                  "set_group": "keyed"}),
+                                 r"|generated password for the"}),
     # Mattermost's incoming webhooks: `https://chat.example.com/hooks/<26 characters>`
     _tok("mattermost-webhook", "webhook", r"\bhttps?://[A-Za-z0-9.\-]+(?::\d+)?/hooks/([a-z0-9]{26})\b",
          min_entropy=3.0, needs_digit=True),
@@ -532,13 +530,13 @@ RULES: tuple[Rule, ...] = (
     # that names the file or PgBouncer (the same shape is a Valve KeyValues line)
     Rule("pgbouncer-userlist", "password",
          r"(?m)(?:^|\\n)\\?\"[A-Za-z0-9_.@\-]{1,64}\\?\"[ \t]+\\?\"([^\"\s\\]{8,200})\\?\"", "userlist",
-         options={"set_pattern": r"[A-Za-z0-9_.@\-]\\?\"[ \t]+\\?\"[^\"\s]", "set_group": "keyed"}),
+         options={"set_pattern": r"[A-Za-z0-9_.@\-]\\?\"[ \t]+\\?\"[^\"\s]"}),
     # Redis' `AUTH [user] password` command: at a redis-cli prompt (`6379> auth v`), a line's start,
     # in a health check's script (HAProxy's `tcp-check send AUTH\ v\r\n`)
     Rule("redis-auth", "password",
          r"(?m)(?:(?:^|\\n)[ \t]*AUTH2?|>[ \t]*(?i:auth2?)|\bsend[ \t]+AUTH2?)(?:\\ |[ \t])+"
          r"(?:([A-Za-z0-9_.@\-]{1,64})(?:\\ |[ \t])+)?([^\s\\\"'`]{8,200})",
-         "redis_auth", options={"set_pattern": r"AUTH2?(?:\\ |[ \t])|>[ \t]*(?i:auth)", "set_group": "keyed"}),
+         "redis_auth", options={"set_pattern": r"AUTH2?(?:\\ |[ \t])|>[ \t]*(?i:auth)"}),
     # SMTP's AUTH PLAIN / AUTH LOGIN: base64 of the user and password, as a client's debug log shows it
     _tok("smtp-auth", "password", r"\bAUTH[ \t]+(?:PLAIN|LOGIN)[ \t]+([A-Za-z0-9+/]{12,}={0,2})(?:[^A-Za-z0-9+/=]|$)",
          min_entropy=3.0),

@@ -214,7 +214,7 @@ class Scanner:
             budget = rule.options.get("max_matches")   # matches read per text, if the rule caps them
             if rule.kind in _STATEFUL_KINDS:    # a handler that keeps state over one scan's matches
                 state: dict = {}
-                handler = functools.partial(HANDLERS[rule.kind], state=state)
+                handler = functools.partial(handler, state=state)
             pos = 0
             while True:
                 # RE2's own match call (what `finditer` loops over, without building a match
@@ -269,8 +269,10 @@ class Scanner:
 
 #: A JSON-escaped line break.
 _ESCAPED_BREAK = re.compile(rb"\\[nr]")
-#: Rule kinds whose handler takes a `state` dict, one per rule and scan (`arguments.h_values_after`).
-_STATEFUL_KINDS = frozenset({"values_after"})
+#: Rule kinds whose handler takes a `state` dict, one per rule and scan: what it found out about the
+#: whole text once (`arguments.h_userlist`, `handlers._h_k8s`), or how far it has read
+#: (`arguments.h_values_after`).
+_STATEFUL_KINDS = frozenset({"values_after", "userlist", "k8s"})
 #: Rules whose bare values may hold a comma (`patterns.VALUE_RE`), and a next pair inside such a value.
 _PAIRED_KINDS = frozenset({"assign", "is"})
 _PAIR_NEXT_B = re.compile(PAIR_NEXT.pattern.encode())

@@ -80,6 +80,8 @@ tests/test_redact_context_rule.py holds each exception and its redacted counterp
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import math
 import re
@@ -253,9 +255,6 @@ def encoded_text(value: str) -> bool:
     body = value.rstrip("=")
     if len(body) < 16 or len(body) > 65536 or not _RE_B64_BODY.fullmatch(body):
         return False
-    import base64
-    import binascii
-
     pad = "=" * (-len(body) % 4)
     try:
         if "-" in body or "_" in body:
