@@ -28,7 +28,7 @@ import re
 
 from . import shapes
 from .keys import classify_key, value_ok
-from .patterns import ABOUT_A_PASSWORD, CREDENTIAL_WORDS
+from .patterns import ABOUT_A_PASSWORD, CREDENTIAL_WORDS, FUNCTION_WORDS
 
 #: The credential calls (`patterns.CREDENTIAL_CALL`'s group 1, lower-cased, `_` and the namespace
 #: dropped): which argument (1-based) is the secret, and its label. `USER_THEN` means the argument
@@ -377,12 +377,17 @@ def h_name_value(rule, sp, data: bytes):
         yield s, e, cls[1]
 
 
+#: A password a person makes: a word, a separator, a number (`Fikarast-77`, `Kanelbulle#2024`), which
+#: `shapes.password_shaped` reads as a name in code (`build-77`) and a slot for a password does not.
+_HUMAN_PASSWORD = re.compile(r"[A-Za-z][a-z]{3,}[-_.#@!]\d{2,4}")
+
+
 def _looks_like_a_password(data: bytes, s: int, e: int, strip: str = ".,;)!?"):
     """The span of the value at [s, e), trailing `strip` aside, when a word alone could stand
     there (prose, a protocol's command): password shaped, letters and digits, no reference and no
     password hash."""
     value = _text(data, s, e).rstrip(strip)
-    if (shapes.password_shaped(value, min_len=8) and any(c.isdigit() for c in value)
+    if ((shapes.password_shaped(value, min_len=8) or _HUMAN_PASSWORD.fullmatch(value)) and any(c.isdigit() for c in value)
             and any(c.isalpha() for c in value) and not shapes.is_reference(value)
             and not shapes.not_a_value(value)):
         return s, s + len(value.encode("utf-8", "surrogatepass"))
@@ -412,6 +417,141 @@ def h_chat(rule, sp, data: bytes):
         yield *span, rule.label
 
 
+#: What a password column holds when it holds none: a sign-in method, a pointer to a vault, a mask.
+_NO_TABLE_PASSWORD = frozenset("sso saml oauth oidc n/a na none null - -- — tbd todo ? see vault 1password keepass "
+                               "bitwarden lastpass ldap ad kerberos".split())
+#: The most rows of a table read after its header, and the bytes.
+_TABLE_ROWS, _TABLE_BYTES = 500, 65536
+
+
+def _cells(line: str, delim: str) -> list[tuple[int, int]]:
+    """(start, end) of each cell of `line` split on `delim`, a double-quoted cell as one (CSV);
+    a markdown row's outer pipes are no cells."""
+    out, i, n = [], 0, len(line)
+    if delim == "|":
+        i = line.find("|") + 1 if line.lstrip().startswith("|") else 0
+        n = line.rstrip().rfind("|") if line.rstrip().endswith("|") else n
+    while i <= n:
+        j = i
+        while j < n and line[j] in " \t":
+            j += 1
+        if j < n and line[j] == '"':
+            k = j + 1
+            while k < n and not (line[k] == '"' and line[k + 1:k + 2] != '"'):
+                k += 2 if line[k] == '"' else 1
+            end = line.find(delim, k + 1)
+        else:
+            end = line.find(delim, i)
+        end = n if end < 0 or end > n else end
+        out.append((i, end))
+        i = end + 1
+    return out
+
+
+def h_table(rule, sp, data: bytes):
+    """The cells of a table's password columns: the header line names them (a cell that
+    `classify_key` reads as a password: a table of tokens or secrets is, in a session, mostly their
+    documentation), the rows follow it, each with the header's number of cells, up to a blank line
+    (markdown's `|---|` rule aside). A cell goes when it holds a password (`_table_password`)."""
+    s0, e0 = sp[0]
+    header = _text(data, s0, e0).rstrip("\r")
+    delim = "|" if header.count("|") >= 2 else "\t" if "\t" in header else "," if "," in header else ";"
+    spans = _cells(header, delim)
+    if len(spans) < 2:
+        return
+    cols = []
+    for i, (a, b) in enumerate(spans):
+        cls = classify_key(header[a:b].strip().strip('"'))
+        if cls is not None and cls[0] == "pw":
+            cols.append((i, cls[1]))
+    if not cols:
+        return
+    pos, end = e0 + 1, min(len(data), e0 + 1 + _TABLE_BYTES)
+    for _ in range(_TABLE_ROWS):
+        if pos >= end:
+            break
+        nl = data.find(b"\n", pos, end)
+        stop = end if nl < 0 else nl
+        raw = data[pos:stop]
+        line = raw.decode("utf-8", "surrogatepass").rstrip("\r")
+        if not line.strip():
+            break
+        if not (delim == "|" and _TABLE_RULE.match(line)):
+            row = _cells(line, delim)
+            if len(row) != len(spans):
+                break
+            for i, label in cols:
+                a, b = row[i]
+                cell = line[a:b]
+                value = cell.strip().strip('"')
+                if _table_password(value):
+                    lead = len(line[:a + cell.index(value)].encode("utf-8", "surrogatepass"))
+                    yield pos + lead, pos + lead + len(value.encode("utf-8", "surrogatepass")), label
+        pos = stop + 1
+
+
+def _table_password(value: str) -> bool:
+    """A table cell under a password column that holds one: one word (a cell of prose, code in
+    backticks or a name describes the column), a digit or a symbol in it, a credential context."""
+    if not value or value.lower() in _NO_TABLE_PASSWORD or any(c.isspace() or c == "`" for c in value):
+        return False
+    if not (any(c.isdigit() for c in value) or _TOLD_SYMBOL.search(value)) or len(value) < 6:
+        return False
+    if (shapes.is_code_like(value) or _CAMEL_NAME.match(value)) and not _TOLD_SYMBOL.search(value):
+        return False
+    return shapes.context_secret(value)
+
+
+#: A markdown table's rule line (`|---|:---:|`).
+_TABLE_RULE = re.compile(r"^[ \t|:\-]+$")
+
+
+#: Words between a secret word and its value that make the value something else: its hash, its id,
+#: its name, its length, where it lives (`the token id is ...`, `the key fingerprint is SHA256:...`).
+_TOLD_NOT_IT = frozenset(
+    """fingerprint fingerprints hash hashes hashed checksum digest sha sha1 sha256 id ids uuid name names
+    prefix suffix length format file path variable var env field header hint type kind version
+    expiry ttl count number scope scopes""".split())
+
+
+def h_told(rule, sp, data: bytes):
+    """A credential told in a sentence: a secret word (group 1, classified), up to eight words,
+    a link (`is`, `->`, `:` after a word), the value (group 2; on the next line too). The value
+    must read as a credential (`shapes.credential_like`) with a digit, or be 20 characters or more
+    of both cases; no word between names something else (`_TOLD_NOT_IT`)."""
+    cls = classify_key(_text(data, *sp[1]))
+    if cls is None:
+        return
+    gap = _text(data, sp[1][1], sp[2][0]).lower()
+    if _TOLD_CODE_GAP.search(gap) or any(w.strip(".,;:()[]'\"") in _TOLD_NOT_IT for w in gap.split()):
+        return  # template or code between (`password }}@{{ .Values.db.host }}:5432`), or its id, its hash
+    s, e = sp[2]
+    value = _text(data, s, e).rstrip(".,;:!?)")
+    if not shapes.credential_like(value) or shapes.is_date(value) or shapes.not_a_value(value):
+        return
+    if shapes.is_url_or_path(value) or _TICKET.match(value) or "**" in value:
+        return
+    if "/" in value and not (len(value) >= 20 and shapes.shannon(value) >= 4.0 and "//" not in value):
+        return  # a path, a URL (`http://localhost`), not base64
+    if (shapes.is_code_like(value) or shapes.is_wordy(value) or _CAMEL_NAME.match(value)) and not _TOLD_SYMBOL.search(value):
+        return  # an identifier (`credentialsMatchV1`, `build-77`), not a password
+    if not any(c.isdigit() for c in value) and not (
+            len(value) >= 20 and value.lower() != value and value.upper() != value):
+        return
+    yield s, s + len(value.encode("utf-8", "surrogatepass")), cls[1]
+
+
+#: Template or code markup between a secret word and a value: they are not a sentence.
+_TOLD_CODE_GAP = re.compile(r"\{\{|\}\}|\$\{|\{%|%\}|[=`]|\\[nrt\"]")
+#: A ticket's key (`SEC-142`, `OPS-7`): what a sentence about a secret names, not the secret.
+_TICKET = re.compile(r"[A-Z][A-Z0-9]{1,9}-\d{1,6}$")
+#: A camelCase name of words of two letters or more, a version at most (`refreshTokenV1`); a person's
+#: password ends in a number more often (`blueOcean176`).
+_CAMEL_NAME = re.compile(r"[A-Za-z][a-z]+(?:[A-Z][a-z]+)+[A-Z]?\d?$")
+#: A character no identifier holds (`Rpt#CoAEKP92745`).
+_TOLD_SYMBOL = re.compile(r"[!#$%&*+@^~?]")
+
+
 #: Where a value told in prose ends: a quote, CJK or full-width punctuation or bracket.
 _PROSE_END = re.compile("[»«」『』「”“„，。、；！？（）【】《》]")
 
@@ -432,8 +572,9 @@ def h_prose(rule, sp, data: bytes):
         lead = value[: len(value) - len(value.lstrip())]
         value = value.strip()
         s += len(lead.encode("utf-8", "surrogatepass"))
-        if " " in value and ABOUT_A_PASSWORD.search(value):
-            return   # `„mindestens 12 Zeichen lang“`, `« dans le coffre Bitwarden »`: about it, not it
+        if " " in value and (ABOUT_A_PASSWORD.search(value)
+                             or any(w in FUNCTION_WORDS for w in value.lower().split())):
+            return   # `„mindestens 12 Zeichen lang“`, `« dans le coffre Bitwarden »`, `"empty by default"`: about it
         shaped = any(c.isdigit() for c in value) or len(value.split()) >= 3
     else:
         shaped = any(c.isdigit() for c in value)

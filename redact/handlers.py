@@ -19,7 +19,7 @@ import re
 from . import arguments, shapes
 from .keys import (
     _ESCAPE_CUT, _RE_BARE_IDENT, _SPACE, _WELLFORMED_INTERP, _clean_bare, classify_key, says_not_secret, value_ok)
-from .patterns import ABOUT_A_PASSWORD, CREDENTIAL_WORDS, SHELL_DEFAULT, UUID
+from .patterns import ABOUT_A_PASSWORD, CREDENTIAL_WORDS, FUNCTION_WORDS, SHELL_DEFAULT, UUID
 from .rules import Rule
 
 #: The rest of `${KEY:` as rule env-default reads it (`-v}`, `=v}`, Spring's `v}`), or an error
@@ -97,6 +97,8 @@ def _h_token(rule: Rule, sp, data: bytes):
         return
     if rule.options.get("b64_private_key") and not _b64_private_key(value):
         return
+    if rule.options.get("not_an_id") and (_ID_BODY.search(value) or _FILE_EXTENSION.match(data, e)):
+        return  # `"api_org_96726c78_4ae3_402f_b08b_7a78c6903d2a.xml"`: an id, a file's name
     public = rule.options.get("public_prefix")
     if public and value.startswith(public):
         key = _KEY_BEFORE_BARE.search(data, max(0, s - 130), s)
@@ -105,6 +107,10 @@ def _h_token(rule: Rule, sp, data: bytes):
     yield s, e, rule.label
 
 
+#: A UUID (its parts joined by `-` or `_`) ending a value: a resource's id after a prefix.
+_ID_BODY = re.compile(r"[0-9a-fA-F]{8}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{12}$")
+#: A file name's extension right after a value (`.xml`, `.json`, `.py`).
+_FILE_EXTENSION = re.compile(rb"\.[A-Za-z][A-Za-z0-9]{0,4}(?:[^A-Za-z0-9]|$)")
 #: The key right before a value, quoted or bare (`NEXT_PUBLIC_X=`, `"publicToken": "`).
 _KEY_BEFORE_BARE = re.compile(rb"""([A-Za-z0-9_.$\-]+)\\?["']?\]?[ \t]*(?:=>|:=|=|:)[ \t]*\\?["'`]?$""")
 #: Two path segments in a row (`src/app/`): a path, not base64 (whose `/` comes one in 64).
@@ -396,9 +402,23 @@ def _h_reverse(rule: Rule, sp, data: bytes):
 
 
 def _h_kwquoted(rule: Rule, sp, data: bytes):
-    """password "VALUE": a quoted literal right after a password/secret word (no separator)."""
+    """password "VALUE": a quoted literal right after a password/secret word (no separator). In
+    SQL (`CREATE ROLE r LOGIN PASSWORD '...'`, `ALTER USER u WITH PASSWORD '...'`) the literal is
+    the password whatever it holds, spaces too (a passphrase), unless it is clearly none."""
     j = 2 if sp[2][0] >= 0 else 3
-    yield from _keyed_value(data, sp[1], sp[j][0], sp[j][1], True, ("pw", "secret"), context=False)
+    s, e = sp[j]
+    if (_SQL_BEFORE_PASSWORD.search(data, max(0, sp[1][0] - 40), sp[1][0])
+            and _s(data, *sp[1]).lower() == "password" and b" " in data[s:e]):
+        value = _s(data, s, e)
+        if (shapes.context_secret(value, quoted=True) and not ABOUT_A_PASSWORD.search(value)
+                and not any(w in FUNCTION_WORDS for w in value.lower().split())):
+            yield s, e, "password"
+        return
+    yield from _keyed_value(data, sp[1], s, e, True, ("pw", "secret"), context=False)
+
+
+#: The SQL words right before `PASSWORD '...'` in a role or user statement.
+_SQL_BEFORE_PASSWORD = re.compile(rb"(?i)\b(?:WITH|LOGIN|ROLE[ \t]+\w+|USER[ \t]+\w+)[ \t]+(?:(?:UN)?ENCRYPTED[ \t]+)?$")
 
 
 def _h_cli(rule: Rule, sp, data: bytes):
@@ -494,9 +514,6 @@ _CREDENTIAL_WORD = re.compile(r"(?i)(?:" + CREDENTIAL_WORDS + r"|pin)\W*$")
 _INSTRUCTION_WORDS = frozenset("choose enter type use pick provide must should please leave ask see contains "
                                "reset".split())
 #: English words of a sentence, which a passphrase told in prose does not hold.
-_FUNCTION_WORDS = frozenset("the a an your my our their his her its in on by of to from with via or and is are "
-                            "was be been set same one default file env var never only plus than as at for not no "
-                            "it this that".split())
 #: A Google account's app password as Google shows it: four groups of four lower-case letters.
 _APP_PASSWORD = re.compile(r"[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4}$")
 
@@ -556,7 +573,7 @@ def _h_is(rule: Rule, sp, data: bytes):
         value = _s(data, s, e)
         words = value.lower().split()
         if (cls is not None and cls[0] == "pw" and 2 <= len(words) <= 8 and len(value) >= 8
-                and any(c.isdigit() for c in value) and not any(w in _FUNCTION_WORDS for w in words)
+                and any(c.isdigit() for c in value) and not any(w in FUNCTION_WORDS for w in words)
                 and not ABOUT_A_PASSWORD.search(value) and not any(_CREDENTIAL_WORD.match(w) for w in words)
                 and shapes.context_secret(value, quoted=True)):
             yield s, e, cls[1]
@@ -706,6 +723,8 @@ HANDLERS = {
     "printed": arguments.h_printed,
     "namevalue": arguments.h_name_value,
     "chat": arguments.h_chat,
+    "told": arguments.h_told,
+    "table": arguments.h_table,
     "redis_auth": arguments.h_redis_auth,
     "generated": arguments.h_generated,
     "userlist": arguments.h_userlist,

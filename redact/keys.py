@@ -35,12 +35,15 @@ _EXCLUDED_LAST = frozenset(
     manager helper service store storage kind ref refs arn query params parameter param option
     options flag flags status state length_bytes bytes bits algorithm algo alg cipher scheme
     strategy rotation rotated at created updated issued reset lifetime duration window
+    organization organisation org orgs project projects model models region team workspace ms
     rate threshold ratio percent max min used remaining left total cost price spent
     failed fail error errors message messages msg prompt title text success succeeded stored saved
     found missing invalid changed cleared removed commit revision rev stdin stdout cmd command
     ts tsx js jsx mjs cjs py go rs rb java kt swift md json yaml yml toml txt sh lock log html
     css scss vue svelte""".split()
 ) | _CHECKSUM_WORDS
+#: The words before a provider's `id` that make it one half of a credential (`client_id`, `access_id`).
+_CLIENT_ID_WORDS = frozenset("client access app application api key login consumer".split())
 # Segments that never name a secret even though they contain a keyword.
 _EXCLUDED_SEGMENTS = frozenset(
     """keyboard keyboards monkey turkey hockey donkey whiskey jockey hotkey hotkeys keyword keywords
@@ -122,8 +125,8 @@ def classify_key(key: str) -> tuple[str, str] | None:
         return "secret", "token"   # `DENO_AUTH_TOKENS`, `access_tokens`: tokens, not a count of them
     if segs[-1] in _EXCLUDED_LAST:
         # "sumologic_access_id", "MessageBirdClientID": provider ids are credentials too
-        if provider and segs[-1] in ("id", "ids", "login"):
-            return "provider", "token"
+        if provider and segs[-1] in ("id", "ids", "login") and (len(segs) <= 2 or segs[-2] in _CLIENT_ID_WORDS):
+            return "provider", "token"   # (not `anthropic-organization-id`: an organization's id)
         # "access_key_id", "accessKeyId", "access_id": the public half of an access key pair, as
         # AWS and IBM COS HMAC keys have; a random value there is a credential too
         if segs[-1] == "id" and "access" in segs[:-1]:
@@ -137,6 +140,8 @@ def classify_key(key: str) -> tuple[str, str] | None:
         return None
     if segs[-1] == "sitekey" or segs[-2:] == ("site", "key"):
         return None  # `data-sitekey`, `RECAPTCHA_SITE_KEY`: a captcha's site key, public by design
+    if "search" in segs and "only" in segs:
+        return None  # `ALGOLIA_SEARCH_ONLY_KEY`: a search-only key, which its provider ships to browsers
     if segs[-1] == "secret" and "existing" in segs[:-1]:
         return None  # `existingSecret: grafana-admin` (a Helm chart's convention): the name of a secret
     if any(s in _EXCLUDED_SEGMENTS for s in segs):
@@ -215,6 +220,8 @@ def value_ok(tier: str, value: str, quoted: bool = False, context: bool = True) 
     readable text (`shapes.encoded_text`)."""
     if tier != "pw" and shapes.is_date(value):
         return False  # `token_expires_on: 2025-12-31`: a date (after a password key, it may be the password)
+    if shapes.publishable(value):
+        return False  # `STRIPE_PUBLISHABLE_KEY=pk_live_...`: a key its provider ships to browsers
     if tier in ("pw", "secret") and context:
         return shapes.context_secret(value, quoted=quoted)
     if shapes.not_a_value(value) or shapes.is_reference(value):

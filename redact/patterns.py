@@ -107,6 +107,23 @@ def _utf8(text: str) -> str:
     return "(?:" + raw + "|" + escaped + ")"
 
 
+#: English words of a sentence: a quoted phrase holding one says something about a password
+#: (`"empty by default"`, `"in the .env file"`), it is not a passphrase.
+FUNCTION_WORDS = frozenset("the a an your my our their his her its in on by of to from with via or and is are "
+                           "was be been set same one default file env var never only plus than as at for not no "
+                           "it this that".split())
+#: Two-factor recovery (backup) codes: the words that introduce them, and a code alone on its line
+#: (GitHub `xxxxx-xxxxx`, GitLab 16 hex digits, Google `1234 5678`, groups of four).
+RECOVERY_CODES = r"(?i)\b(?:recovery|backup|2fa|two-factor)[ \t_\-]+codes?\b"
+RECOVERY_CODE = re.compile(
+    rb"(?m)^[ \t]*(?:[-*]|\d{1,2}[.)])?[ \t]*([a-z0-9]{5}-[a-z0-9]{5}|[0-9a-f]{16}|\d{4}[ \-]\d{4}"
+    rb"|[A-Za-z0-9]{4}-[A-Za-z0-9]{4}(?:-[A-Za-z0-9]{4})?)[ \t]*\r?$")
+#: A table's header line naming a password column (markdown `|`, CSV, TSV, `;`): its cells
+#: are read by `arguments.h_table`.
+CREDENTIAL_TABLE_HEADER = (
+    r"(?im)^[^\n]{0,400}?(?:^|[|,;\t])[ \t]*\"?[A-Za-z0-9_ .\-]{0,30}(?:passw|pwd|_pw|passphrase|kennwort|contrase)"
+    r"[A-Za-z0-9_ .\-]{0,30}\"?[ \t]*(?:[|,;\t]|\r?$)[^\n]*")
+
 #: A UUID (either case).
 UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 
@@ -115,7 +132,7 @@ UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]
 #: Dutch, Polish, Russian, Japanese, Chinese, Korean (ASCII ones in any case). English is rule
 #: prose-is's: `password` is in most code, and this rule's prefilter would fire on all of it.
 PROSE_WORDS = "|".join(
-    [r"\b(?i:passwort|kennwort|mot de passe|phrase de passe|jeton|contrasena|senha|chiave|wachtwoord|sleutel|passord|adgangskode"
+    [r"(?:^|[ \t(\[\"'])(?i:password|passphrase)", r"\b(?i:passwort|kennwort|mot de passe|phrase de passe|jeton|contrasena|senha|chiave|wachtwoord|sleutel|passord|adgangskode"
      r"|salasana|heslo|kata sandi|sandi|parola|sifre)"]
     + [_utf8(w) for w in ("schlüssel", "Schlüssel", "SCHLÜSSEL", "clé", "Clé", "CLÉ", "contraseña", "Contraseña",
                           "CONTRASEÑA", "hasło", "Hasło", "HASŁO", "пароль", "Пароль", "ПАРОЛЬ", "ключ", "Ключ",
@@ -130,7 +147,7 @@ PROSE_WORDS = "|".join(
 #: a value told in prose ends at `,`, `;` or `=` too.
 _PROSE_SPACE = r"(?:[ \t]|\xc2\xa0|\\u00[aA]0)*"   # a no-break space too (French puts one inside « »)
 PROSE_LINK = (
-    r"[ \t]+(?:(?i:is|are|was|to|ist|lautet|est|c'est|es|era|jest|sont|son|er|adalah|je|on|ja)\b|(?:"
+    r"[ \t]+(?:(?i:is|are|was|to|ist|lautet|est|c'est|es|era|jest|sont|son|er|adalah|ialah|hai|je|on|ja)\b|(?:"
     + "|".join(_utf8(w) for w in ("é", "è", "são", "это", "är", "là", "c’est")) + r")[ \t])"
     + r"|" + _PROSE_SPACE + r"(?::|" + "|".join(_utf8(w) for w in ("—", "：", "は", "が", "是", "为", "為", "는", "은"))
     + r")|[ \t]+-[ \t]"

@@ -64,24 +64,14 @@ Positional kinds, whose handlers live in `redact.arguments`:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from .patterns import (
     ASSIGN_SEP_RE, CADDY_DNS_PROVIDERS, COMMAND_VALUE, COOKIE_HEADER, CREDENTIAL_CALL, END, ENV_DEFAULT, KEY_RE,
     NAME_VALUE, NAME_VALUE_HEAD, PASSPHRASE_TAIL, PROSE_PASSWORD, PROSE_WORDS, QUOTED_VALUE, SESSION_COOKIE, VALUE_RE,
-    AZURE_KEY_VALUE, AZURE_KEYS_COMMAND, CONSUL_TOKEN_VALUE, CONSUL_TOKENS_BLOCK, INFLUX_TOKEN_COMMAND,
+    AZURE_KEY_VALUE, AZURE_KEYS_COMMAND, CREDENTIAL_TABLE_HEADER, RECOVERY_CODE, RECOVERY_CODES, CONSUL_TOKEN_VALUE, CONSUL_TOKENS_BLOCK, INFLUX_TOKEN_COMMAND,
     INFLUX_TOKEN_VALUE, POSTMARK_ANCHOR, POSTMARK_TOKEN,
     REPL_ECHO, key_word)
-
-
-@dataclass(frozen=True)
-class Rule:
-    name: str
-    label: str
-    pattern: str
-    kind: str = "token"
-    min_entropy: float = 0.0
-    options: dict = field(default_factory=dict, hash=False, compare=False)
+from .providers import CURRENT_PROVIDERS, KNOWN_PREFIX_RULES
+from .rule import Rule, token_rule as _tok  # noqa: F401  (Rule: importable from here too)
 
 
 #: The prefix `docker compose logs` puts before each line of a service's output (`jenkins  | `,
@@ -104,10 +94,6 @@ def _command(name: str, label: str, pattern: str, head: str, bare: bool = False)
     bare)."""
     options = {"set_pattern": head, **({"bare_groups": True} if bare else {})}
     return Rule(name, label, pattern, "command", options=options)
-
-
-def _tok(name: str, label: str, pattern: str, min_entropy: float = 0.0, **options) -> Rule:
-    return Rule(name, label, pattern, "token", min_entropy, options)
 
 
 
@@ -240,6 +226,14 @@ RULES: tuple[Rule, ...] = (
     _tok("jwt", "jwt",
          r"\b(ey[A-Za-z0-9_\-]{10,}\.ey[A-Za-z0-9_\-/\\]{10,}(?:\.[A-Za-z0-9_\-/\\+]*={0,2})?)",
          min_entropy=3.0, jwt_header=True),
+    # a JWS or JWE whose header starts as a JOSE header does (`{"alg":`, `{"typ":`, `{"kid":`, `{"enc":`),
+    # then segments that are no JSON: an encrypted token (RFC 7516: key, IV, ciphertext, tag;
+    # the key segment empty with `dir`), an opaque or cut payload
+    _tok("jose-token", "jwt",
+         # (a second segment of JSON, `.eyJ`, is a JWS the rule above reads, its header checked)
+         r"\b((?:eyJhbGciOi|eyJ0eXAiOi|eyJraWQiOi|eyJlbmMiOi)[A-Za-z0-9_\-]{8,}\.(?:(?:[A-Za-df-z0-9_\-]|e[A-Za-xz0-9_\-])"
+         r"[A-Za-z0-9_\-]{31,}(?:\.[A-Za-z0-9_\-]*){0,3}|(?:\.[A-Za-z0-9_\-]*)?\.[A-Za-z0-9_\-]{32,}(?:\.[A-Za-z0-9_\-]*){0,2}))",
+         min_entropy=3.5),
     _tok("jwt-base64", "jwt", r"\b(ZXlK[A-Za-z0-9+/_\-]{40,}={0,2})"),
     _tok("onepassword-service-token", "onepassword_token", r"\b(ops_eyJ[A-Za-z0-9+/]{100,}={0,3})"),
     _tok("onepassword-secret-key", "onepassword_key",
@@ -343,35 +337,8 @@ RULES: tuple[Rule, ...] = (
          r"api\.softlayer\.com/(?:soap|rest)/v3(?:\.1)?/([a-z0-9]{64})"),
     _tok("plaid-token", "plaid_token",
          r"\b(access-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"),
-    # --- current providers, from their own documentation ------------------------------------
-    # (issue 14: prefixes as each provider documents its keys; lengths loose where the docs give none)
-    _tok("xai-key", "xai_key", r"\b(xai-[A-Za-z0-9]{70,90})\b", min_entropy=3.5),
-    _tok("groq-key", "groq_key", r"\b(gsk_[A-Za-z0-9]{48,56})\b", min_entropy=3.5),
-    _tok("replicate-token", "replicate_token", r"\b(r8_[A-Za-z0-9]{36,40})\b", min_entropy=3.5),
-    _tok("openrouter-key", "openrouter_key", r"\b(sk-or-v1-[a-f0-9]{64})\b", min_entropy=3.0),
-    # OpenAI project, service-account, admin and "None" (legacy user) keys: the prefix is enough
-    _tok("openai-scoped-key", "openai_key",
-         r"\b(sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{100,300})(?:[^A-Za-z0-9_\-]|$)", min_entropy=3.5),
-    _tok("pinecone-key", "pinecone_key", r"\b(pcsk_[A-Za-z0-9]{4,8}_[A-Za-z0-9]{40,80})\b", min_entropy=3.5),
-    _tok("tavily-key", "tavily_key", r"\b(tvly-(?:dev-|prod-)?[A-Za-z0-9]{24,48})\b", min_entropy=3.5),
-    _tok("dockerhub-token", "dockerhub_token", r"\b(dckr_(?:pat|oat)_[A-Za-z0-9_\-]{24,40})(?:[^A-Za-z0-9_\-]|$)",
-         min_entropy=3.0),
-    _tok("dependency-track-key", "dependency_track_key", r"\b(odt_[A-Za-z0-9]{8,12}_[A-Za-z0-9]{20,40}|odt_[A-Za-z0-9]{32,48})\b",
-         min_entropy=3.5),
-    _tok("segment-token", "segment_token", r"\b(sgp_[A-Za-z0-9]{64})\b", min_entropy=3.5),
-    _tok("circleci-token", "circleci_token", r"\b(CCI(?:PAT|PRJ)_[A-Za-z0-9]{20,26}_[a-f0-9]{40})\b"),
-    _tok("mongodb-atlas-sa", "mongodb_key", r"\b(mdb_sa_(?:sk|id)_[A-Za-z0-9_\-]{20,80})(?:[^A-Za-z0-9_\-]|$)",
-         min_entropy=3.0),
-    _tok("sourcegraph-license", "token", r"\b(slk_[A-Za-z0-9_]{32,})\b", min_entropy=3.5),
-    _tok("dropbox-token", "dropbox_token", r"(?:^|[^A-Za-z0-9_.])(sl\.(?:u\.)?[A-Za-z0-9_\-]{120,})(?:[^A-Za-z0-9_\-]|$)",
-         min_entropy=4.0),
-    _tok("twitch-oauth", "twitch_token", r"(?:^|[^A-Za-z0-9_])oauth:([a-z0-9]{30})\b", min_entropy=3.5, needs_digit=True),
-    _tok("salesforce-token", "salesforce_token", r"\b(00D[A-Za-z0-9]{12,15}![A-Za-z0-9._]{80,})"),
-    _tok("teamwork-token", "teamwork_token", r"\b(tkn\.v1_[A-Za-z0-9+/=_\-]{40,})", min_entropy=3.5),
-    # Resend's API keys: `re_`, 8 letters and digits, `_`, 24 more
-    _tok("resend-key", "resend_key", r"\b(re_[A-Za-z0-9]{8}_[A-Za-z0-9]{24})\b", min_entropy=3.5, needs_digit=True),
-    _tok("sonar-token", "sonar_token", r"\b(sq[upa]_[a-f0-9]{40})\b", min_entropy=3.0),
-    _tok("fireworks-key", "token", r"\b(fw_[A-Za-z0-9]{24,40})\b", min_entropy=3.5, needs_digit=True),
+    *CURRENT_PROVIDERS,   # (redact.providers)
+    *KNOWN_PREFIX_RULES,
     # AWS STS session tokens: base64 of a binary header, one of two documented starts
     _tok("aws-session-token", "aws_session_token", r"\b((?:FwoGZXIvYXdz|IQoJb3JpZ2lu)[A-Za-z0-9+/]{100,}={0,2})"),
     # a PEM private key, base64-encoded (a k8s Secret `data:`, `PRIVATE_KEY_B64=`): the blob
@@ -468,7 +435,7 @@ RULES: tuple[Rule, ...] = (
          r"\b[Bb][Ee][Aa][Rr][Ee][Rr][ \t]+([A-Za-z0-9._~+/=\-]{16,})", "bearer"),
     Rule("api-key-header", "api_key",
          r"(?i)\b((?:x-)?(?:[a-z]+-)?(?:api-?key|auth-token|private-token|api-token|access-token|token|apikey|art-api))"
-         r"(?:\\?[\"'])?[ \t]*:[ \t]*(?:\\?[\"'])?([A-Za-z0-9._~+/=\-]{8,})", "header_kv"),
+         r"(?:\\?[\"'])?(?:[ \t]*:[ \t]*(?:\\?[\"'])?|[ \t]+\\?[\"'])([A-Za-z0-9._~+/=\-]{8,})", "header_kv"),
     Rule("curl-user", "password",
          r"(?:^|[ \t])(?:-u|--user)(?:=|[ \t]+)((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'])+)", "curl_user"),
     # .netrc (curl, git, ftp): `machine HOST [login U] [account A] [port P] password VALUE`, on one
@@ -485,8 +452,22 @@ RULES: tuple[Rule, ...] = (
          r"(?i)\bConvertTo-SecureString(?:[ \t]+-String)?[ \t]+(\"[^\"\n]*\"|'[^'\n]*')[^\n]*-AsPlainText", "pwvalue"),
     # credentials someone types in a chat: `creds for the box: admin / v`, `login: admin:v`
     Rule("chat-credentials", "password",
-         r"(?i)\b(?:creds?|credentials|login)\b[^\n\\]{0,40}?:[ \t]*[A-Za-z0-9._@\-]{2,40}[ \t]*(?:/|:)[ \t]*"
+         r"(?i)\b(?:creds?|credentials|login|log[ \-]?in|logging[ \t]+in|logon|sign[ \-]?in|signing[ \t]+in|anmeld(?:en|ung)|zugangsdaten|logga(?:r)?"
+         r"|inloggning|inloggen|identifiants|connexion|credenciai?s|credenciales|accesso|acesso|acceso|dane logowania)\b"
+         r"[^\n\\]{0,40}?[: \t][ \t]*[A-Za-z0-9._@\-]{2,40}(?:[ \t]*(?:/|:)|[ \t]+(?:with|and|pw|pass(?:word)?:?))[ \t]*"
          r"([^\s/:\\\"]{8,64})", "chat"),   # (not over a JSON-escaped line break, nor a JSON string's end)
+    # a credential told in a sentence (`arguments.h_told`): a secret word, up to eight words, a link
+    # (`is` or `:` after a word: right after it, `prose-is` and the assignment rule read it; `->`, `—`),
+    # the value, maybe on the next line: `the API key we use is
+    # VALUE`, `Pre-shared key (for the L2TP fallback): VALUE`, `admin token for the import -> VALUE`
+    Rule("told-credential", "secret",
+         r"(?i)(?:^|[^A-Za-z0-9_.\-])((?:[A-Za-z0-9_.\-]+[ \t])?[A-Za-z0-9_.\-]*(?:password|passwd|passphrase|pwd"
+         r"|secret|token|api[ _\-]?key|access[ _\-]?key|psk|credentials?|key))s?"
+         r"(?:(?:[ \t]+[^\s:=]+){1,8}?[ \t]+(?:is|are|was)|(?:[ \t]+[^\s:=]+){0,8}?[ \t]+(?:->|=>|\xe2\x80\x94|\xe2\x86\x92)"
+         r"|(?:[ \t]+[^\s:=]+){1,8}?[ \t]*:)"
+         r"[ \t]*(?:\r?\n[ \t]*)?[`*]?([A-Za-z0-9!#$%&*+\-./:=?@^_~]{8,200})", "told",
+         options={"set_pattern": r"(?i)(?:password|passwd|passphrase|pwd|secret|token|api[ _\-]?key|access[ _\-]?key|psk"
+                                 r"|credentials?|key)s?[ \t]", "fallback": True}),
     # an e-mail address and a password as a pair (a tuple, a list, a set of test accounts):
     # `("qa-admin@acme.io", "v")`, with upper and lower case and digits (`h_login_pair`)
     Rule("login-pair", "password",
@@ -588,6 +569,11 @@ RULES: tuple[Rule, ...] = (
          r"(?i)(?:\bcookies?\b[^\n]{0,80}?[\"']?(" + SESSION_COOKIE + r")[\"']?[ \t]*[:=][ \t]*\\?[\"']"
          r"|[\"']name\\?[\"'][ \t]*:[ \t]*\\?[\"'](?:" + SESSION_COOKIE + r")\\?[\"'][ \t]*,[ \t]*\\?[\"']value\\?[\"']"
          r"[ \t]*:[ \t]*\\?[\"'])([^\"'\s;,\\]{8,})", "cookie"),
+    # a cookie with a prefix only browsers give session cookies (`__Host-`, `__Secure-`), NAME=VALUE
+    # anywhere (copied from devtools, a HAR, a log): a long random value is the session
+    _tok("prefixed-cookie", "token",
+         r"(?:^|[^A-Za-z0-9_\-])__(?:Host|Secure)-[A-Za-z0-9_.\-]{1,64}=([A-Za-z0-9%+/=_.\-]{24,1000})", min_entropy=3.5,
+         needs_digit=True),
     # --- commands that take a password as a positional argument (redact.arguments.h_command) ---
     # archives: `zip -P v`, `unzip -P v`, `7z a -pv`, `rar a -pv`
     _command("archive-password", "password",
@@ -644,6 +630,12 @@ RULES: tuple[Rule, ...] = (
          r"[ \t]+([^\s#;\"'=:]{6,200})[ \t]*\r?$",
          "spaced"),
     _after("consul-acl-tokens", "token", CONSUL_TOKENS_BLOCK, 2, values=CONSUL_TOKEN_VALUE, until=b"}"),
+    # two-factor recovery codes, each alone on its line after the words that introduce them
+    _after("recovery-codes", "secret", RECOVERY_CODES, 1, values=RECOVERY_CODE),
+    # a table (markdown, CSV, TSV) with a password column: the passwords in that column
+    Rule("credential-table", "password", CREDENTIAL_TABLE_HEADER, "table",
+         options={"set_pattern": r"(?i)[|,;\t][ \t]*\"?[A-Za-z0-9_ .\-]*(?:passw|pwd|_pw|passphrase|kennwort|contrase)"
+                                 r"|(?:passw|pwd|_pw|passphrase|kennwort|contrase)[A-Za-z0-9_ .\-]*\"?[ \t]*[|,;\t]"}),
     # `terraform output -json`: the value of an output marked sensitive (the keys come sorted:
     # sensitive, type, value), also JSON-escaped inside a tool result
     _command("terraform-sensitive-output", "secret",
@@ -728,9 +720,9 @@ RULES: tuple[Rule, ...] = (
     # a password told in prose, in the other languages users write to agents in (`arguments.h_prose`):
     # a credential word, up to four words, a link (is, ist, est, es, é, は, 是, :, ...), the value
     Rule("prose-password", "password", PROSE_PASSWORD, "prose",
-         options={"set_pattern": r"(?:" + PROSE_WORDS + r")"}),
+         options={"set_pattern": r"(?:" + PROSE_WORDS + r")", "fallback": True}),
     Rule("prose-is", "secret",
-         r"(?i)\b(password|passwd|passphrase|pwd|pass|secret|token"
-         r"|(?:api|secret|access|routing|integration|license|signing|encryption|master|deploy|webhook)[ _\-]?key)"
-         r"[ \t]+(?:is|was)[ \t]*:?[ \t]+" + VALUE_RE, "is"),
+         r"(?i)\b([A-Za-z0-9_.\-]*(?:password|passwd|passphrase|pwd|pass|secret|token"
+         r"|(?:api|secret|access|routing|integration|license|signing|encryption|master|deploy|webhook)[ _\-]?key))"
+         r"[ \t]+(?:is|was|(?:is[ \t]+)?(?:now|set[ \t]+to|changed[ \t]+to)|to)[ \t]*:?[ \t]+" + VALUE_RE, "is"),
 )

@@ -309,8 +309,13 @@ def _to_char_spans(text: str, data: bytes, raw) -> list[Span]:
     return [Span(mapping[s], mapping[e], label, rule) for s, e, label, rule in fixed]
 
 
-def _label_rank(label: str) -> int:
-    return 2 if label == "remembered" else (1 if label in _GENERIC_LABELS else 0)
+#: Rules whose spans lose a tie with another rule's same span (`fallback`: they read a looser context).
+_FALLBACK_RULES = frozenset(r.name for r in RULES if r.options.get("fallback"))
+
+
+def _label_rank(label: str, rule: str = "") -> float:
+    rank = 2 if label == "remembered" else (1 if label in _GENERIC_LABELS else 0)
+    return rank + 0.5 if rule in _FALLBACK_RULES else rank
 
 
 def merge_spans(spans: list[Span]) -> list[Span]:
@@ -324,7 +329,7 @@ def merge_spans(spans: list[Span]) -> list[Span]:
             last = out[-1]
             ll, sl = last.end - last.start, sp.end - sp.start
             if ll == sl:  # same value found twice: a provider label beats a generic one beats "remembered"
-                longer = sp if _label_rank(sp.label) < _label_rank(last.label) else last
+                longer = sp if _label_rank(sp.label, sp.rule) < _label_rank(last.label, last.rule) else last
             else:
                 longer = last if ll > sl else sp
             out[-1] = Span(last.start, max(last.end, sp.end), longer.label, longer.rule)

@@ -398,7 +398,7 @@ def credential_like(value: str, *, allow_typed_sequence: bool = False) -> bool:
         return False
     if _BAD_CHARS.search(value):
         return False
-    if is_placeholder(value) or (not allow_typed_sequence and is_typed_sequence(value)):
+    if is_placeholder(value) or (not allow_typed_sequence and is_typed_sequence(value)) or publishable(value):
         return False
     if is_code_token(value) or is_code_reference(value) or is_secret_name(value):
         return False
@@ -461,6 +461,18 @@ _RE_SECRET_SPEC = re.compile(r"^(?=(?:[^,]*,)*id=)(?:id|src|source|env|target|ds
 _RE_DATE = re.compile(r"^\d{4}-\d\d-\d\d$")
 
 
+#: Keys their provider makes public by design, told by their documented form: Stripe publishable
+#: keys, PostHog project keys, Supabase publishable keys, Langfuse public keys, Datadog client
+#: tokens (browser RUM and logs), LaunchDarkly mobile keys, Clerk publishable keys.
+_RE_PUBLISHABLE = re.compile(r"^(?:pk_(?:live|test)_[A-Za-z0-9]{16,}|phc_[A-Za-z0-9]{30,}|sb_publishable_[A-Za-z0-9_\-]{16,}"
+                             r"|pk-lf-[0-9a-f\-]{36}|pub[0-9a-f]{32}|mob-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$")
+
+
+def publishable(value: str) -> bool:
+    """A key public by design, by its documented form (`_RE_PUBLISHABLE`): never redacted, never remembered."""
+    return bool(_RE_PUBLISHABLE.match(value))
+
+
 def is_date(value: str) -> bool:
     """An ISO 8601 date alone (`2025-12-31`)."""
     return bool(_RE_DATE.match(value.strip()))
@@ -505,13 +517,15 @@ def is_code_reference(value: str, quoted: bool = False) -> bool:
 
 
 # A password's hash, not the password: crypt(3) (`$6$salt$...`, `$y$`, `$apr1$`), bcrypt, argon2,
-# LDAP's `{SHA}` / `{SSHA}`.
+# LDAP's `{SHA}` / `{SSHA}`, Django's.
 _RE_PASSWORD_HASH = re.compile(r"^(?:\$(?:1|2[abxy]?|5|6|y|7|gy|apr1|argon2(?:id|i|d)|scrypt|pbkdf2[\w\-]*)\$[^\s]{8,}"
                                r"|\{(?:S?SHA(?:256|512)?|CRYPT|PBKDF2[\w\-]*|ARGON2)\}[A-Za-z0-9+/.$=]{8,}"
                                # PostgreSQL's stored forms (pg_authid, PgBouncer's auth file)
                                r"|md5[0-9a-f]{32}|SCRAM-SHA-256\$\d+:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+"
                                # MySQL's native hash (`IDENTIFIED BY PASSWORD '*...'`)
-                               r"|\*[0-9A-Fa-f]{40})$")
+                               r"|\*[0-9A-Fa-f]{40}"
+                               # Django's stored forms (`algorithm$...`: `pbkdf2_sha256$870000$salt$hash`, `argon2$argon2id$...`)
+                               r"|(?:pbkdf2_sha256|pbkdf2_sha1|argon2|bcrypt_sha256|bcrypt|scrypt|md5|sha1)\$[^\s]{16,})$")
 # A size (`kubectl describe secret`: `password:  24 bytes`), a credential's id and file
 # (systemd's `LoadCredential=db-password:/run/secrets/db`), an ISO 8601 timestamp with its time (a
 # log line's; a date alone may be a password).
@@ -538,7 +552,7 @@ def context_secret(value: str, *, quoted: bool = False) -> bool:
     v = value.strip()
     if len(v) < 6 or len(v) > 1024:
         return False
-    if not_a_value(v):
+    if not_a_value(v) or publishable(v):
         return False
     if is_reference(v) or is_code_reference(v, quoted) or is_placeholder(v):
         return False

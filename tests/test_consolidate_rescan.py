@@ -16,7 +16,7 @@ def test_consolidation_rescans_when_a_secret_was_learned_since_indexing(tmp_path
     proj = tmp_path / "projects" / "-home-dev-projects-payments"
     proj.mkdir(parents=True)
     (proj / "s1.jsonl").write_text(line(
-        "user", "u-1", f"From now on, always log in to payments-api with {VALUE} when deploying.",
+        "user", "u-1", f"From now on, always tag payments-api builds with {VALUE} when deploying.",
         session="s1", cwd="/home/dev/projects/payments", ts="2026-11-20T09:00:00.000Z", version="2.1.40"))
     index_all(reverie_home, tmp_path / "projects")
     db_path = agent_db_path(reverie_home, "payments")

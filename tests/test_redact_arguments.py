@@ -335,6 +335,33 @@ FOUND = [
     ('  dbCredentials: {{\n    authToken:\n      "{}",\n  }},', TOKEN, "token", "next-line-value"),
     # JSON-escaped env files: every line of it
     ('"text":"NEXT_PUBLIC_STRIPE_KEY=pk_live_4P23OqRQYVJ9h7ela8mJg6yR\\nJWT_SECRET={}\\nLOG=info\\n"', g(48), "secret", "assignment"),
+    # a credential told in a sentence: words between the secret word and its link, the value on
+    # the next line, an arrow (`arguments.h_told`)
+    ("the API key we use in the integration is\n{}\nWe already tried regenerating it.", "bcl_live_" + g(40), "api_key",
+     "told-credential"),
+    ("* Pre-shared key (only for the L2TP fallback on Linux): {}", g(24), "api_key", "told-credential"),
+    ("// FIXME: Kasia's admin token for the import script (expires end of sprint) -> {}", g(80), "token",
+     "told-credential"),
+    # a key name before `is` (`registration_shared_secret is v`)
+    ("@sven: registration_shared_secret is {}", g(48, ALNUM + "_"), "secret", "prose-is"),
+    # login words, a user, then the password: `login admin / v`, `logging in as u with v`, other languages
+    ("the staging admin panel: login admin / {} (the DB has another one)", "Winter2687", "password", "chat-credentials"),
+    ("try logging in as marta.vieira with {} she said it's fine", "blueOcean176", "password", "chat-credentials"),
+    ("Routern loggar man in på med admin / {} – byt gärna det efteråt.", "Fikarast-77", "password", "chat-credentials"),
+    # English `password` in a sentence of another language (Italian `è`, Hindi `ye hai`)
+    ("ciao, la password di root del server nuovo è {}\naccedi pure via ssh", g(14), "password", "prose-password"),
+    ("bhai staging ka password ye hai {} , user admin hi hai.", g(10) + "@16", "password", "prose-password"),
+    # SQL's role password, a passphrase with spaces
+    ("CREATE ROLE reporting LOGIN PASSWORD '{}';", "maple Harbor sixteen lanterns", "password", "keyword-quoted"),
+    # a table with a password column: CSV, TSV, markdown (`arguments.h_table`)
+    ("id,username,email,role,password,created_at\n1041,jv,jv@example.nl,admin,{},2023-11-02\n", g(12), "password",
+     "credential-table"),
+    ("site\tmodel\tadmin_user\tadmin_pw\nLyon\tMikroTik hAP\tadmin\t{}\n", g(12), "password", "credential-table"),
+    ("| Vendor | Login | Password | Notes |\n|---|---|---|---|\n| Hetzner | ops@x.de | {} | 2FA on |\n", g(14), "password",
+     "credential-table"),
+    # two-factor recovery codes after the words that introduce them
+    ("github-recovery-codes.txt\n{}\n", g(5, "0123456789abcdef") + "-" + g(5, "0123456789abcdef"), "secret",
+     "recovery-codes"),
 ]
 
 
@@ -524,6 +551,25 @@ KEPT = [
     ">>> AUTH DIGEST-MD5 dXNlcm5hbWU9ImFsaWNlIixyZWFs",                        # a SASL message
     "sort -b -t, -k2 data.csv | awk '{print $1, checksum=ABCdef1234567890ghijKLMN}'",   # -b of another tool
     '{"content":"HTTP/1.1 200 OK\\nSet-Cookie: theme=dark; Path=/\\nnext: cursor=eyJwYWdlIjoyLCJzaXplIjo1MH0xNzEy\\n"}',
+    # a sentence about a credential whose "value" is its id, its hash, a path, a ticket, code
+    "the token id for the deploy bot is tok_8f3a2c91e4b7d6a5",
+    "the deploy key fingerprint is SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8",
+    "the password for the db lives in /etc/app/secrets/db_password.txt",
+    "rotated the leaked api key, see SEC-1428 for the timeline",
+    "        `${TAG} USING V1 TOKEN LOGIC: refreshRefreshTokenV1: tgId: ${tgId}`,",
+    'DATABASE_URL: "postgres://{{ .Values.db.user }}:{{ .Values.db.password }}@{{ .Values.db.host }}:5432/billing"',
+    "the cache key for this page is 3f2a1b9c8d7e6f5a4b3c2d1e0f9a8b7c",
+    "3. Verify username and password are correct\n4. Retry",
+    # a role's password statement in SQL, about the password
+    "ALTER ROLE app WITH PASSWORD 'see the vault entry';",
+    # login words and pairs that are no credentials
+    "log in with GitHub / GitLab and pick the org",
+    # a password column that documents, or signs in another way; codes no words introduce
+    "| Field | Password | Notes |\n|---|---|---|\n| admin | `see vault` | rotated monthly |\n| ci | SSO | - |",
+    "| Setting | Token | Meaning |\n|---|---|---|\n| auth | Short-lived auth token | Yes |",
+    "name,password_policy\nstrict,min12_upper_digit",
+    "commit 4e294-1d0f3 merged\nbuild 2084859d7c424271 passed",
+    "login page / dashboard redesign for Q3",
 ]
 
 

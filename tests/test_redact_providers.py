@@ -86,6 +86,47 @@ CASES = [
      "%s-%s@%s/IncomingWebhook/%s/%s" % (g(8, HEX), g(12, HEX), g(8, HEX), g(32, HEX), g(8, HEX))),
     ("notion-token", "notion_token", "NOTION_TOKEN={}", "ntn_" + g(46)),
     ("notion-token", "notion_token", "notion = Client(auth=\"{}\")", "ntn_" + g(11, "0123456789") + g(35)),
+    # current providers (redact.providers), each in a context and some alone on a line
+    ("sk-hex-key", "api_key", "DashScope test key (Model Studio):\n{}", "sk-" + g(32, HEX)),
+    ("tailscale-key", "tailscale_key", "tailscale up --authkey={}", "tskey-auth-k" + g(11) + "CNTRL-" + g(32)),
+    ("langsmith-key", "langsmith_key", "LANGSMITH_API_KEY={}", "lsv2_pt_" + g(32, HEX) + "_" + g(10, HEX)),
+    ("langfuse-secret-key", "langfuse_key", "{}",
+     "sk-lf-%s-%s-%s-%s-%s" % (g(8, HEX), g(4, HEX), g(4, HEX), g(4, HEX), g(12, HEX))),
+    ("honeycomb-key", "honeycomb_key", "OTEL_EXPORTER_OTLP_HEADERS=x-honeycomb-team,{}", "hcaik_" + g(58, LOWER)),
+    ("axiom-token", "axiom_token", "{}", "xaat-%s-%s-%s-%s-%s" % (g(8, HEX), g(4, HEX), g(4, HEX), g(4, HEX), g(12, HEX))),
+    ("supabase-key", "supabase_key", "supabase login --token {}", "sbp_" + g(40, HEX)),
+    ("supabase-key", "supabase_key", "SUPABASE_SECRET_KEY={}", "sb_secret_" + g(32, ALNUM + "_-")),
+    ("neon-key", "neon_key", "neonctl projects list --api-key {}", "napi_" + g(64, LOWER)),
+    ("render-key", "render_key", "Authorization header from {}", "rnd_" + g(32)),
+    ("netlify-token", "netlify_token", "{}", "nfp_" + g(36)),
+    ("deno-deploy-token", "deno_token", "deployctl deploy --token={}", "ddp_" + g(36)),
+    ("buildkite-token", "buildkite_token", "{}", "bkua_" + g(40, HEX)),
+    ("contentful-token", "contentful_token", "contentful login --management-token {}", "CFPAT-" + g(43, ALNUM + "_-")),
+    ("figma-token", "figma_token", "FIGMA_TOKEN={}", "figd_" + g(40, ALNUM + "_-")),
+    ("posthog-personal-key", "posthog_key", "{}", "phx_" + g(43)),
+    ("bitbucket-token", "bitbucket_token", "app password {}", "ATBB" + g(32)),
+    ("hubspot-token", "hubspot_token", "{}", "pat-na1-%s-%s-%s-%s-%s" % (g(8, HEX), g(4, HEX), g(4, HEX), g(4, HEX), g(12, HEX))),
+    ("intercom-token", "intercom_token", "{}", "dG9rOj" + g(54, ALNUM + "+/") + "="),
+    ("airtable-token", "airtable_token", "{}", "pat" + g(14) + "." + g(64, HEX)),
+    ("firecrawl-key", "firecrawl_key", "app = FirecrawlApp(api_key='{}')", "fc-" + g(32, HEX)),
+    ("cerebras-key", "cerebras_key", "{}", "csk-" + g(48, LOWER)),
+    ("nvidia-key", "nvidia_key", "NVIDIA_API_KEY={}", "nvapi-" + g(64, ALNUM + "_-")),
+    ("e2b-key", "e2b_key", "{}", "e2b_" + g(40, HEX)),
+    ("elevenlabs-key", "elevenlabs_key", "client = ElevenLabs(api_key=\"{}\")", "sk_" + g(48, HEX)),
+    ("paddle-key", "paddle_key", "{}", "pdl_live_apikey_" + g(26, LOWER) + "_" + g(22) + "_" + g(3)),
+    ("launchdarkly-key", "launchdarkly_key", "ld_client = ldclient.Config(\"{}\")",
+     "sdk-%s-%s-%s-%s-%s" % (g(8, HEX), g(4, HEX), g(4, HEX), g(4, HEX), g(12, HEX))),
+    ("pagerduty-user-token", "pagerduty_token", "pd = APISession('{}')", "u+" + g(9) + "aZ" + g(7)),
+    ("azure-identifiable-key", "azure_key", "Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=send;X {}",
+     g(33, ALNUM + "+/") + "+ASb" + g(6, ALNUM) + "="),
+    ("azure-identifiable-key", "azure_key", "{}", g(52) + "JQQJ99" + g(18) + "AZDO" + g(4)),
+    # a documented prefix with a body its own rule does not know (a longer key, another alphabet)
+    ("known-prefix-token", "token", "{}", "sntrys_" + g(120, ALNUM + "+/")),
+    ("known-prefix-token", "token", "{}", "xoxb-" + g(60, ALNUM + "+/")),
+    # a JOSE header, then no JSON: an encrypted JWE, a payload cut or opaque
+    ("jose-token", "jwt", "{}", "eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2R0NNIn0.." + g(16, ALNUM + "_-") + "." + g(80, ALNUM + "_-") + "."
+     + g(22, ALNUM + "_-")),
+    ("prefixed-cookie", "token", "copied from devtools:\n__Host-session={}", g(64, ALNUM + "_-")),
     # a session cookie set by a call, as a field, in a browser's stored cookies
     ("session-cookie", "token", 'req.Header.Set("Cookie", "connect.sid={}; theme=dark")', "s%3A" + g(32) + "." + g(43)),
     ("session-cookie-field", "token", 'requests.get(url, cookies={{"sessionid": "{}", "theme": "dark"}})', g(32, LOWER + "0123456789")),
@@ -137,6 +178,19 @@ NEAR_MISSES = [
     '{"type": "user", "sessionId": "550e8400-e29b-41d4-a716-446655440000"}',     # a transcript's session
     'xhr.setRequestHeader("Authorization", authorizationHeaderValue);',           # a variable
     'proxy_set_header Authorization $http_authorization;',
+    # public by design, by their documented form; ids named as ids; Django's stored hashes
+    "STRIPE_PUBLISHABLE_KEY=pk_live_" + g(40),
+    "posthog.init('phc_" + g(43) + "')",
+    'clientToken: "pub' + g(32, HEX) + '",   // Datadog RUM',
+    "const ALGOLIA_SEARCH_ONLY_KEY = \"" + g(32, HEX) + "\";",
+    "anthropic-organization-id: %s-%s-%s-%s-%s" % (g(8, HEX), g(4, HEX), g(4, HEX), g(4, HEX), g(12, HEX)),
+    "openai-organization: acme-inc-" + g(6, LOWER),
+    '"password": "pbkdf2_sha256$870000$' + g(22) + '$' + g(43, ALNUM + "+/") + '=",',
+    'body = self.fixtures.load("api_org_%s_%s_%s_%s_%s.xml")' % (g(8, HEX), g(4, HEX), g(4, HEX), g(4, HEX), g(12, HEX)),
+    "see the ghp_ prefix docs: ghp_tokens_are_forty_characters_long_now",
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9 is the header every HS256 example starts with",
+    "SESSION_COOKIE_NAME=__Host-session",
+    "__Secure-next-auth.callback-url=https%3A%2F%2Fexample.com",
 ]
 
 
