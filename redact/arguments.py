@@ -448,12 +448,16 @@ def _cells(line: str, delim: str) -> list[tuple[int, int]]:
     return out
 
 
-def h_table(rule, sp, data: bytes):
+def h_table(rule, sp, data: bytes, state: dict):
     """The cells of a table's password columns: the header line names them (a cell that
     `classify_key` reads as a password: a table of tokens or secrets is, in a session, mostly their
     documentation), the rows follow it, each with the header's number of cells, up to a blank line
-    (markdown's `|---|` rule aside). A cell goes when it holds a password (`_table_password`)."""
+    (markdown's `|---|` rule aside). A cell goes when it holds a password (`_table_password`).
+    `state` (one per rule and scan) holds where the last table read ended: a header inside it is
+    one of its rows, so each byte is read once however many rows name a password."""
     s0, e0 = sp[0]
+    if s0 < state.get("read", 0):
+        return
     header = _text(data, s0, e0).rstrip("\r")
     delim = "|" if header.count("|") >= 2 else "\t" if "\t" in header else "," if "," in header else ";"
     spans = _cells(header, delim)
@@ -488,6 +492,7 @@ def h_table(rule, sp, data: bytes):
                     lead = len(line[:a + cell.index(value)].encode("utf-8", "surrogatepass"))
                     yield pos + lead, pos + lead + len(value.encode("utf-8", "surrogatepass")), label
         pos = stop + 1
+    state["read"] = pos
 
 
 def _table_password(value: str) -> bool:

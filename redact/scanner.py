@@ -271,8 +271,8 @@ class Scanner:
 _ESCAPED_BREAK = re.compile(rb"\\[nr]")
 #: Rule kinds whose handler takes a `state` dict, one per rule and scan: what it found out about the
 #: whole text once (`arguments.h_userlist`, `handlers._h_k8s`), or how far it has read
-#: (`arguments.h_values_after`).
-_STATEFUL_KINDS = frozenset({"values_after", "userlist", "k8s"})
+#: (`arguments.h_values_after`, `arguments.h_table`).
+_STATEFUL_KINDS = frozenset({"values_after", "userlist", "k8s", "table"})
 #: Rules whose bare values may hold a comma (`patterns.VALUE_RE`), and a next pair inside such a value.
 _PAIRED_KINDS = frozenset({"assign", "is"})
 _PAIR_NEXT_B = re.compile(PAIR_NEXT.pattern.encode())
