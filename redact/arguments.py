@@ -461,8 +461,8 @@ def h_table(rule, sp, data: bytes, state: dict):
     header = _text(data, s0, e0).rstrip("\r")
     delim = "|" if header.count("|") >= 2 else "\t" if "\t" in header else "," if "," in header else ";"
     spans = _cells(header, delim)
-    if len(spans) < 2:
-        return
+    if sum(1 for a, b in spans if header[a:b].strip()) < 2:
+        return   # a table has two named columns at least (not `"DB_PASSWORD",` in a call's arguments)
     cols = []
     for i, (a, b) in enumerate(spans):
         cls = classify_key(header[a:b].strip().strip('"'))
@@ -482,7 +482,7 @@ def h_table(rule, sp, data: bytes, state: dict):
             break
         if not (delim == "|" and _TABLE_RULE.match(line)):
             row = _cells(line, delim)
-            if len(row) != len(spans):
+            if len(row) != len(spans) or sum(1 for a, b in row if line[a:b].strip()) < 2:
                 break
             for i, label in cols:
                 a, b = row[i]

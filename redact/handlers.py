@@ -97,8 +97,6 @@ def _h_token(rule: Rule, sp, data: bytes):
         return
     if rule.options.get("b64_private_key") and not _b64_private_key(value):
         return
-    if rule.options.get("not_an_id") and (_ID_BODY.search(value) or _FILE_EXTENSION.match(data, e)):
-        return  # `"api_org_96726c78_4ae3_402f_b08b_7a78c6903d2a.xml"`: an id, a file's name
     public = rule.options.get("public_prefix")
     if public and value.startswith(public):
         key = _KEY_BEFORE_BARE.search(data, max(0, s - 130), s)
@@ -107,10 +105,6 @@ def _h_token(rule: Rule, sp, data: bytes):
     yield s, e, rule.label
 
 
-#: A UUID (its parts joined by `-` or `_`) ending a value: a resource's id after a prefix.
-_ID_BODY = re.compile(r"[0-9a-fA-F]{8}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{12}$")
-#: A file name's extension right after a value (`.xml`, `.json`, `.py`).
-_FILE_EXTENSION = re.compile(rb"\.[A-Za-z][A-Za-z0-9]{0,4}(?:[^A-Za-z0-9]|$)")
 #: The key right before a value, quoted or bare (`NEXT_PUBLIC_X=`, `"publicToken": "`).
 _KEY_BEFORE_BARE = re.compile(rb"""([A-Za-z0-9_.$\-]+)\\?["']?\]?[ \t]*(?:=>|:=|=|:)[ \t]*\\?["'`]?$""")
 #: Two path segments in a row (`src/app/`): a path, not base64 (whose `/` comes one in 64).

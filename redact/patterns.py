@@ -118,11 +118,10 @@ RECOVERY_CODES = r"(?i)\b(?:recovery|backup|2fa|two-factor)[ \t_\-]+codes?\b"
 RECOVERY_CODE = re.compile(
     rb"(?m)^[ \t]*(?:[-*]|\d{1,2}[.)])?[ \t]*([a-z0-9]{5}-[a-z0-9]{5}|[0-9a-f]{16}|\d{4}[ \-]\d{4}"
     rb"|[A-Za-z0-9]{4}-[A-Za-z0-9]{4}(?:-[A-Za-z0-9]{4})?)[ \t]*\r?$")
-#: A table's header line naming a password column (markdown `|`, CSV, TSV, `;`): its cells
-#: are read by `arguments.h_table`.
+#: A line naming a password, maybe a table's header (markdown `|`, CSV, TSV, `;`): `arguments.h_table`
+#: reads its cells.
 CREDENTIAL_TABLE_HEADER = (
-    r"(?im)^[^\n]{0,400}?(?:^|[|,;\t])[ \t]*\"?[A-Za-z0-9_ .\-]{0,30}(?:passw|pwd|_pw|passphrase|kennwort|contrase)"
-    r"[A-Za-z0-9_ .\-]{0,30}\"?[ \t]*(?:[|,;\t]|\r?$)[^\n]*")
+    r"(?im)^[^\n]*(?:passw|pwd|_pw|passphrase|kennwort|contrase)[^\n]*")
 
 #: A UUID (either case).
 UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
@@ -131,8 +130,10 @@ UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]
 #: Words that name a password or a key in prose: German, French, Spanish, Portuguese, Italian,
 #: Dutch, Polish, Russian, Japanese, Chinese, Korean (ASCII ones in any case). English is rule
 #: prose-is's: `password` is in most code, and this rule's prefilter would fire on all of it.
+#: The English words users write in a sentence of another language (`la password di root è ...`).
+PROSE_ENGLISH = r"(?i:password|passphrase)"
 PROSE_WORDS = "|".join(
-    [r"(?:^|[ \t(\[\"'])(?i:password|passphrase)", r"\b(?i:passwort|kennwort|mot de passe|phrase de passe|jeton|contrasena|senha|chiave|wachtwoord|sleutel|passord|adgangskode"
+    [r"(?:^|[ \t(\[\"'])" + PROSE_ENGLISH, r"\b(?i:passwort|kennwort|mot de passe|phrase de passe|jeton|contrasena|senha|chiave|wachtwoord|sleutel|passord|adgangskode"
      r"|salasana|heslo|kata sandi|sandi|parola|sifre)"]
     + [_utf8(w) for w in ("schlüssel", "Schlüssel", "SCHLÜSSEL", "clé", "Clé", "CLÉ", "contraseña", "Contraseña",
                           "CONTRASEÑA", "hasło", "Hasło", "HASŁO", "пароль", "Пароль", "ПАРОЛЬ", "ключ", "Ключ",

@@ -66,11 +66,11 @@ from __future__ import annotations
 
 from .patterns import (
     ASSIGN_SEP_RE, CADDY_DNS_PROVIDERS, COMMAND_VALUE, COOKIE_HEADER, CREDENTIAL_CALL, END, ENV_DEFAULT, KEY_RE,
-    NAME_VALUE, NAME_VALUE_HEAD, PASSPHRASE_TAIL, PROSE_PASSWORD, PROSE_WORDS, QUOTED_VALUE, SESSION_COOKIE, VALUE_RE,
+    NAME_VALUE, NAME_VALUE_HEAD, PASSPHRASE_TAIL, PROSE_ENGLISH, PROSE_PASSWORD, PROSE_WORDS, QUOTED_VALUE, SESSION_COOKIE, VALUE_RE,
     AZURE_KEY_VALUE, AZURE_KEYS_COMMAND, CREDENTIAL_TABLE_HEADER, RECOVERY_CODE, RECOVERY_CODES, CONSUL_TOKEN_VALUE, CONSUL_TOKENS_BLOCK, INFLUX_TOKEN_COMMAND,
     INFLUX_TOKEN_VALUE, POSTMARK_ANCHOR, POSTMARK_TOKEN,
     REPL_ECHO, key_word)
-from .providers import CURRENT_PROVIDERS, KNOWN_PREFIX_RULES
+from .providers import CURRENT_PROVIDERS
 from .rule import Rule, token_rule as _tok  # noqa: F401  (Rule: importable from here too)
 
 
@@ -338,7 +338,6 @@ RULES: tuple[Rule, ...] = (
     _tok("plaid-token", "plaid_token",
          r"\b(access-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"),
     *CURRENT_PROVIDERS,   # (redact.providers)
-    *KNOWN_PREFIX_RULES,
     # AWS STS session tokens: base64 of a binary header, one of two documented starts
     _tok("aws-session-token", "aws_session_token", r"\b((?:FwoGZXIvYXdz|IQoJb3JpZ2lu)[A-Za-z0-9+/]{100,}={0,2})"),
     # a PEM private key, base64-encoded (a k8s Secret `data:`, `PRIVATE_KEY_B64=`): the blob
@@ -467,7 +466,7 @@ RULES: tuple[Rule, ...] = (
          r"|(?:[ \t]+[^\s:=]+){1,8}?[ \t]*:)"
          r"[ \t]*(?:\r?\n[ \t]*)?[`*]?([A-Za-z0-9!#$%&*+\-./:=?@^_~]{8,200})", "told",
          options={"set_pattern": r"(?i)(?:password|passwd|passphrase|pwd|secret|token|api[ _\-]?key|access[ _\-]?key|psk"
-                                 r"|credentials?|key)s?[ \t]", "fallback": True}),
+                                 r"|credentials?|key)s?[ \t]", "fallback": True, "set_group": "keyed"}),
     # an e-mail address and a password as a pair (a tuple, a list, a set of test accounts):
     # `("qa-admin@acme.io", "v")`, with upper and lower case and digits (`h_login_pair`)
     Rule("login-pair", "password",
@@ -573,7 +572,7 @@ RULES: tuple[Rule, ...] = (
     # anywhere (copied from devtools, a HAR, a log): a long random value is the session
     _tok("prefixed-cookie", "token",
          r"(?:^|[^A-Za-z0-9_\-])__(?:Host|Secure)-[A-Za-z0-9_.\-]{1,64}=([A-Za-z0-9%+/=_.\-]{24,1000})", min_entropy=3.5,
-         needs_digit=True),
+         needs_digit=True, set_pattern=r"__(?:Host|Secure)-"),
     # --- commands that take a password as a positional argument (redact.arguments.h_command) ---
     # archives: `zip -P v`, `unzip -P v`, `7z a -pv`, `rar a -pv`
     _command("archive-password", "password",
@@ -634,8 +633,7 @@ RULES: tuple[Rule, ...] = (
     _after("recovery-codes", "secret", RECOVERY_CODES, 1, values=RECOVERY_CODE),
     # a table (markdown, CSV, TSV) with a password column: the passwords in that column
     Rule("credential-table", "password", CREDENTIAL_TABLE_HEADER, "table",
-         options={"set_pattern": r"(?i)[|,;\t][ \t]*\"?[A-Za-z0-9_ .\-]*(?:passw|pwd|_pw|passphrase|kennwort|contrase)"
-                                 r"|(?:passw|pwd|_pw|passphrase|kennwort|contrase)[A-Za-z0-9_ .\-]*\"?[ \t]*[|,;\t]"}),
+         options={"set_pattern": r"(?i)passw|pwd|_pw|passphrase|kennwort|contrase", "set_group": "keyed"}),
     # `terraform output -json`: the value of an output marked sensitive (the keys come sorted:
     # sensitive, type, value), also JSON-escaped inside a tool result
     _command("terraform-sensitive-output", "secret",
@@ -720,7 +718,8 @@ RULES: tuple[Rule, ...] = (
     # a password told in prose, in the other languages users write to agents in (`arguments.h_prose`):
     # a credential word, up to four words, a link (is, ist, est, es, é, は, 是, :, ...), the value
     Rule("prose-password", "password", PROSE_PASSWORD, "prose",
-         options={"set_pattern": r"(?:" + PROSE_WORDS + r")", "fallback": True}),
+         # (the prefilter holds the English words without the character before them)
+         options={"set_pattern": r"(?:" + PROSE_ENGLISH + "|" + PROSE_WORDS + r")", "fallback": True}),
     Rule("prose-is", "secret",
          r"(?i)\b([A-Za-z0-9_.\-]*(?:password|passwd|passphrase|pwd|pass|secret|token"
          r"|(?:api|secret|access|routing|integration|license|signing|encryption|master|deploy|webhook)[ _\-]?key))"
