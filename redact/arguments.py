@@ -27,7 +27,7 @@ import bisect
 import re
 
 from . import shapes
-from .keys import classify_key, value_ok
+from .keys import classify_key, key_segments, value_ok
 from .patterns import ABOUT_A_PASSWORD, CREDENTIAL_WORDS, FUNCTION_WORDS
 
 #: The credential calls (`patterns.CREDENTIAL_CALL`'s group 1, lower-cased, `_` and the namespace
@@ -298,9 +298,12 @@ def h_values_after(rule, sp, data: bytes, state: dict):
     bytes before the anchor when the rule says so. `state` (one per rule and scan) holds where the
     last window ended: a window starts no earlier than 256 bytes before it, so anchors in a row read
     each byte about once. A value needs three kinds of characters, padding aside, when the rule
-    says `mixed` (random base64 has them; a hash in hex has two)."""
+    says `mixed` (random base64 has them; a hash in hex has two); a window yields its values when
+    there are `at_least` of them (a list of codes, not one id)."""
     begin, end = sp[0]
     stop = min(len(data), end + rule.options["window"])
+    cut = data.find(b"\n", stop)
+    stop = len(data) if cut < 0 else cut   # a window ends with its last line whole (no value cut in two)
     until = rule.options.get("until")
     if until:
         cut = data.find(until, end, stop)
@@ -310,9 +313,11 @@ def h_values_after(rule, sp, data: bytes, state: dict):
         return
     state["read"] = max(stop, state.get("read", 0))
     mixed = rule.options.get("mixed")
-    for m in rule.options["values"].finditer(data, start, stop):
-        if not mixed or shapes.char_classes(_text(data, *m.span(1)).rstrip("=")) >= 3:
-            yield m.start(1), m.end(1), rule.label
+    found = [m.span(1) for m in rule.options["values"].finditer(data, start, stop)
+             if not mixed or shapes.char_classes(_text(data, *m.span(1)).rstrip("=")) >= 3]
+    if len(found) >= rule.options.get("at_least", 1):
+        for s, e in found:
+            yield s, e, rule.label
 
 
 def h_piped(rule, sp, data: bytes):
@@ -379,7 +384,7 @@ def h_name_value(rule, sp, data: bytes):
 
 #: A password a person makes: a word, a separator, a number (`Fikarast-77`, `Kanelbulle#2024`), which
 #: `shapes.password_shaped` reads as a name in code (`build-77`) and a slot for a password does not.
-_HUMAN_PASSWORD = re.compile(r"[A-Za-z][a-z]{3,}[-_.#@!]\d{2,4}")
+_HUMAN_PASSWORD = re.compile(r"[A-Z][a-z]{3,}[-_.#@!]\d{2,4}")   # (not `ubuntu-2204`, `chrome-124`)
 
 
 def _looks_like_a_password(data: bytes, s: int, e: int, strip: str = ".,;)!?"):
@@ -420,8 +425,13 @@ def h_chat(rule, sp, data: bytes):
 #: What a password column holds when it holds none: a sign-in method, a pointer to a vault, a mask.
 _NO_TABLE_PASSWORD = frozenset("sso saml oauth oidc n/a na none null - -- — tbd todo ? see vault 1password keepass "
                                "bitwarden lastpass ldap ad kerberos".split())
-#: The most rows of a table read after its header, and the bytes.
-_TABLE_ROWS, _TABLE_BYTES = 500, 65536
+#: A header cell: a column's name, a few words at most (no sentence, no value: `Required: email`,
+#: `2024-05-01T10:00`).
+_HEADER_CELL = re.compile(r"[A-Za-z\u00c0-\u024f][A-Za-z\u00c0-\u024f0-9 _.()\-]{0,39}")
+#: The last word of a password column's name (`Password`, `admin_pw`, `Kennwort`, `Contraseña`): not
+#: a column about passwords (`Password policy`, `password_hash`).
+_PASSWORD_COLUMN = frozenset("password passwords passwd pwd pw pass passphrase passcode passwort kennwort contraseña "
+                             "contrasena senha wachtwoord lösenord hasło пароль".split())
 
 
 def _cells(line: str, delim: str) -> list[tuple[int, int]]:
@@ -449,10 +459,11 @@ def _cells(line: str, delim: str) -> list[tuple[int, int]]:
 
 
 def h_table(rule, sp, data: bytes, state: dict):
-    """The cells of a table's password columns: the header line names them (a cell that
-    `classify_key` reads as a password: a table of tokens or secrets is, in a session, mostly their
-    documentation), the rows follow it, each with the header's number of cells, up to a blank line
-    (markdown's `|---|` rule aside). A cell goes when it holds a password (`_table_password`).
+    """The cells of a table's password columns: the header line names them (every cell a name, one
+    whose last word is a password's, `_PASSWORD_COLUMN`: a table of tokens or secrets is, in a
+    session, mostly their documentation), the rows follow it, each with the header's number of
+    cells, up to a blank line (markdown's `|---|` rule aside) or the end of the text. A cell goes
+    when it holds a password (`_table_password`).
     `state` (one per rule and scan) holds where the last table read ended: a header inside it is
     one of its rows, so each byte is read once however many rows name a password."""
     s0, e0 = sp[0]
@@ -461,19 +472,17 @@ def h_table(rule, sp, data: bytes, state: dict):
     header = _text(data, s0, e0).rstrip("\r")
     delim = "|" if header.count("|") >= 2 else "\t" if "\t" in header else "," if "," in header else ";"
     spans = _cells(header, delim)
-    if sum(1 for a, b in spans if header[a:b].strip()) < 2:
-        return   # a table has two named columns at least (not `"DB_PASSWORD",` in a call's arguments)
-    cols = []
-    for i, (a, b) in enumerate(spans):
-        cls = classify_key(header[a:b].strip().strip('"'))
-        if cls is not None and cls[0] == "pw":
-            cols.append((i, cls[1]))
+    names = [header[a:b].strip().strip('"').strip() for a, b in spans]
+    if len([n for n in names if n]) < 2 or not all(_HEADER_CELL.fullmatch(n) for n in names if n):
+        return   # two named columns at least, every cell a name (not `"DB_PASSWORD",`, not a data row)
+    if delim == "," and any(" " in n for n in names):
+        return   # a sentence with commas (`Enter your username, password`), not a CSV header
+    cols = [(i, "password") for i, n in enumerate(names) if n and key_segments(n)[-1:] and
+            key_segments(n)[-1] in _PASSWORD_COLUMN]
     if not cols:
         return
-    pos, end = e0 + 1, min(len(data), e0 + 1 + _TABLE_BYTES)
-    for _ in range(_TABLE_ROWS):
-        if pos >= end:
-            break
+    pos, end = e0 + 1, len(data)
+    while pos < end:
         nl = data.find(b"\n", pos, end)
         stop = end if nl < 0 else nl
         raw = data[pos:stop]
@@ -500,6 +509,8 @@ def _table_password(value: str) -> bool:
     backticks or a name describes the column), a digit or a symbol in it, a credential context."""
     if not value or value.lower() in _NO_TABLE_PASSWORD or any(c.isspace() or c == "`" for c in value):
         return False
+    if _TOLD_ID.match(value) or value.upper() == "REDACTED":
+        return False
     if not (any(c.isdigit() for c in value) or _TOLD_SYMBOL.search(value)) or len(value) < 6:
         return False
     if (shapes.is_code_like(value) or _CAMEL_NAME.match(value)) and not _TOLD_SYMBOL.search(value):
@@ -515,15 +526,20 @@ _TABLE_RULE = re.compile(r"^[ \t|:\-]+$")
 #: its name, its length, where it lives (`the token id is ...`, `the key fingerprint is SHA256:...`).
 _TOLD_NOT_IT = frozenset(
     """fingerprint fingerprints hash hashes hashed checksum digest sha sha1 sha256 id ids uuid name names
-    prefix suffix length format file path variable var env field header hint type kind version
-    expiry ttl count number scope scopes""".split())
+    prefix suffix length format file path variable var field header hint type kind version
+    expiry ttl count number scope scopes usage contract address algorithm exchange refresh max per
+    limit account project user users request requests""".split())
+#: Ids and references that follow a secret word in a sentence: an address, a cloud resource's id, a
+#: digest, an image tag, a typed id (`proj_`, `req_`).
+_TOLD_ID = re.compile(r"^(?:0x|proj_|req_|msg_|org-|i-|sg-|ami-|vpc-|subnet-|arn:|sha\d*[:-]|v\d+\.)")
 
 
 def h_told(rule, sp, data: bytes):
     """A credential told in a sentence: a secret word (group 1, classified), up to eight words,
     a link (`is`, `->`, `:` after a word), the value (group 2; on the next line too). The value
-    must read as a credential (`shapes.credential_like`) with a digit, or be 20 characters or more
-    of both cases; no word between names something else (`_TOLD_NOT_IT`)."""
+    must read as a credential (`shapes.credential_like`): random (16 characters or more, three
+    kinds of them) or a password with a symbol; no id, digest, pair or path; no word between
+    names something else (`_TOLD_NOT_IT`: its hash, its id, the user or project it is for)."""
     cls = classify_key(_text(data, *sp[1]))
     if cls is None:
         return
@@ -534,15 +550,18 @@ def h_told(rule, sp, data: bytes):
     value = _text(data, s, e).rstrip(".,;:!?)")
     if not shapes.credential_like(value) or shapes.is_date(value) or shapes.not_a_value(value):
         return
-    if shapes.is_url_or_path(value) or _TICKET.match(value) or "**" in value:
+    if shapes.is_url_or_path(value) or _TICKET.match(value) or "**" in value or _TOLD_ID.match(value):
         return
+    if "=" in value.rstrip("=") or ":" in value:
+        return  # `prompt_tokens=1234`, `host:port`: a pair, not a value
     if "/" in value and not (len(value) >= 20 and shapes.shannon(value) >= 4.0 and "//" not in value):
         return  # a path, a URL (`http://localhost`), not base64
     if (shapes.is_code_like(value) or shapes.is_wordy(value) or _CAMEL_NAME.match(value)) and not _TOLD_SYMBOL.search(value):
         return  # an identifier (`credentialsMatchV1`, `build-77`), not a password
-    if not any(c.isdigit() for c in value) and not (
-            len(value) >= 20 and value.lower() != value and value.upper() != value):
-        return
+    random = len(value) >= 16 and shapes.token_shaped(value, min_len=16, min_entropy=3.5) \
+        and shapes.char_classes(value) >= 3
+    if not (random or (len(value) >= 8 and _TOLD_SYMBOL.search(value) and shapes.char_classes(value) >= 3)):
+        return   # random (16+, three kinds of characters), or a password with a symbol: not a name, a version
     yield s, s + len(value.encode("utf-8", "surrogatepass")), cls[1]
 
 

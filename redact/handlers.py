@@ -404,9 +404,12 @@ def _h_kwquoted(rule: Rule, sp, data: bytes):
     if (_SQL_BEFORE_PASSWORD.search(data, max(0, sp[1][0] - 40), sp[1][0])
             and _s(data, *sp[1]).lower() == "password" and b" " in data[s:e]):
         value = _s(data, s, e)
-        if (shapes.context_secret(value, quoted=True) and not ABOUT_A_PASSWORD.search(value)
-                and not any(w in FUNCTION_WORDS for w in value.lower().split())):
-            yield s, e, "password"
+        words = value.lower().split()
+        if (len(words) >= 3 and len(set(words)) == len(words) and not any(c in value for c in "\"+")
+                and not any(_CREDENTIAL_WORD.match(w) or w in ("fake", "dummy", "example", "sample") for w in words)
+                and shapes.context_secret(value, quoted=True) and not ABOUT_A_PASSWORD.search(value)
+                and not any(w in FUNCTION_WORDS for w in words)):
+            yield s, e, "password"   # (not `'" + newPassword + "'` in code, not `'REPLACE ME'`)
         return
     yield from _keyed_value(data, sp[1], s, e, True, ("pw", "secret"), context=False)
 

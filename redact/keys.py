@@ -54,7 +54,8 @@ _EXCLUDED_SEGMENTS = frozenset(
     authenticated authentication authenticator authz authn cookies csrf xsrf public primary
     foreign sort partition cache hash range row dict map object idempotency composite unique
     natural surrogate lookup group react list item column join cursor pagination page next prev
-    dedup dedupe sequence bucket schema shortcut shortcuts sharding shard api_version""".split()
+    dedup dedupe sequence bucket schema shortcut shortcuts sharding shard api_version resume continuation
+    sync""".split()
 )
 # A word before the secret word that says the value is not a real one.
 _NOT_REAL = frozenset("fake dummy mock example sample non not no placeholder invalid wrong bad bogus".split())

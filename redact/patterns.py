@@ -112,12 +112,12 @@ def _utf8(text: str) -> str:
 FUNCTION_WORDS = frozenset("the a an your my our their his her its in on by of to from with via or and is are "
                            "was be been set same one default file env var never only plus than as at for not no "
                            "it this that".split())
-#: Two-factor recovery (backup) codes: the words that introduce them, and a code alone on its line
-#: (GitHub `xxxxx-xxxxx`, GitLab 16 hex digits, Google `1234 5678`, groups of four).
+#: Two-factor recovery codes: the words that introduce them, and a code alone on its line, in the
+#: forms GitHub (`xxxxx-xxxxx`, hex) and GitLab (16 hex digits) give them, a digit and a letter in it.
 RECOVERY_CODES = r"(?i)\b(?:recovery|backup|2fa|two-factor)[ \t_\-]+codes?\b"
 RECOVERY_CODE = re.compile(
-    rb"(?m)^[ \t]*(?:[-*]|\d{1,2}[.)])?[ \t]*([a-z0-9]{5}-[a-z0-9]{5}|[0-9a-f]{16}|\d{4}[ \-]\d{4}"
-    rb"|[A-Za-z0-9]{4}-[A-Za-z0-9]{4}(?:-[A-Za-z0-9]{4})?)[ \t]*\r?$")
+    rb"(?m)^[ \t]*(?:[-*]|\d{1,2}[.)])?[ \t]*((?=[0-9a-f-]*[a-f])(?=[0-9a-f-]*[0-9])(?:[0-9a-f]{5}-[0-9a-f]{5}|[0-9a-f]{16}))"
+    rb"[ \t]*\r?$")
 #: A line naming a password, maybe a table's header (markdown `|`, CSV, TSV, `;`): `arguments.h_table`
 #: reads its cells.
 CREDENTIAL_TABLE_HEADER = (
@@ -130,10 +130,8 @@ UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]
 #: Words that name a password or a key in prose: German, French, Spanish, Portuguese, Italian,
 #: Dutch, Polish, Russian, Japanese, Chinese, Korean (ASCII ones in any case). English is rule
 #: prose-is's: `password` is in most code, and this rule's prefilter would fire on all of it.
-#: The English words users write in a sentence of another language (`la password di root è ...`).
-PROSE_ENGLISH = r"(?i:password|passphrase)"
 PROSE_WORDS = "|".join(
-    [r"(?:^|[ \t(\[\"'])" + PROSE_ENGLISH, r"\b(?i:passwort|kennwort|mot de passe|phrase de passe|jeton|contrasena|senha|chiave|wachtwoord|sleutel|passord|adgangskode"
+    [r"\b(?i:passwort|kennwort|mot de passe|phrase de passe|jeton|contrasena|senha|chiave|wachtwoord|sleutel|passord|adgangskode"
      r"|salasana|heslo|kata sandi|sandi|parola|sifre)"]
     + [_utf8(w) for w in ("schlüssel", "Schlüssel", "SCHLÜSSEL", "clé", "Clé", "CLÉ", "contraseña", "Contraseña",
                           "CONTRASEÑA", "hasło", "Hasło", "HASŁO", "пароль", "Пароль", "ПАРОЛЬ", "ключ", "Ключ",

@@ -66,7 +66,7 @@ from __future__ import annotations
 
 from .patterns import (
     ASSIGN_SEP_RE, CADDY_DNS_PROVIDERS, COMMAND_VALUE, COOKIE_HEADER, CREDENTIAL_CALL, END, ENV_DEFAULT, KEY_RE,
-    NAME_VALUE, NAME_VALUE_HEAD, PASSPHRASE_TAIL, PROSE_ENGLISH, PROSE_PASSWORD, PROSE_WORDS, QUOTED_VALUE, SESSION_COOKIE, VALUE_RE,
+    NAME_VALUE, NAME_VALUE_HEAD, PASSPHRASE_TAIL, PROSE_PASSWORD, PROSE_WORDS, QUOTED_VALUE, SESSION_COOKIE, VALUE_RE,
     AZURE_KEY_VALUE, AZURE_KEYS_COMMAND, CREDENTIAL_TABLE_HEADER, RECOVERY_CODE, RECOVERY_CODES, CONSUL_TOKEN_VALUE, CONSUL_TOKENS_BLOCK, INFLUX_TOKEN_COMMAND,
     INFLUX_TOKEN_VALUE, POSTMARK_ANCHOR, POSTMARK_TOKEN,
     REPL_ECHO, key_word)
@@ -452,8 +452,8 @@ RULES: tuple[Rule, ...] = (
     # credentials someone types in a chat: `creds for the box: admin / v`, `login: admin:v`
     Rule("chat-credentials", "password",
          r"(?i)\b(?:creds?|credentials|login|log[ \-]?in|logging[ \t]+in|logon|sign[ \-]?in|signing[ \t]+in|anmeld(?:en|ung)|zugangsdaten|logga(?:r)?"
-         r"|inloggning|inloggen|identifiants|connexion|credenciai?s|credenciales|accesso|acesso|acceso|dane logowania)\b"
-         r"[^\n\\]{0,40}?[: \t][ \t]*[A-Za-z0-9._@\-]{2,40}(?:[ \t]*(?:/|:)|[ \t]+(?:with|and|pw|pass(?:word)?:?))[ \t]*"
+         r"|inloggning|inloggen|identifiants|connexion|credenciai?s|credenciales|dane logowania)\b"
+         r"[^\n\\]{0,40}?[: \t][ \t]*[A-Za-z0-9._@\-]{2,40}(?:[ \t]*(?:/|:)|[ \t]+(?:with|pw|pass(?:word)?:?))[ \t]*"
          r"([^\s/:\\\"]{8,64})", "chat"),   # (not over a JSON-escaped line break, nor a JSON string's end)
     # a credential told in a sentence (`arguments.h_told`): a secret word, up to eight words, a link
     # (`is` or `:` after a word: right after it, `prose-is` and the assignment rule read it; `->`, `—`),
@@ -568,11 +568,12 @@ RULES: tuple[Rule, ...] = (
          r"(?i)(?:\bcookies?\b[^\n]{0,80}?[\"']?(" + SESSION_COOKIE + r")[\"']?[ \t]*[:=][ \t]*\\?[\"']"
          r"|[\"']name\\?[\"'][ \t]*:[ \t]*\\?[\"'](?:" + SESSION_COOKIE + r")\\?[\"'][ \t]*,[ \t]*\\?[\"']value\\?[\"']"
          r"[ \t]*:[ \t]*\\?[\"'])([^\"'\s;,\\]{8,})", "cookie"),
-    # a cookie with a prefix only browsers give session cookies (`__Host-`, `__Secure-`), NAME=VALUE
-    # anywhere (copied from devtools, a HAR, a log): a long random value is the session
+    # a `__Host-` or `__Secure-` cookie whose name says session or auth, NAME=VALUE anywhere (copied
+    # from devtools, a HAR, a log): a long random value is the session
     _tok("prefixed-cookie", "token",
-         r"(?:^|[^A-Za-z0-9_\-])__(?:Host|Secure)-[A-Za-z0-9_.\-]{1,64}=([A-Za-z0-9%+/=_.\-]{24,1000})", min_entropy=3.5,
-         needs_digit=True, set_pattern=r"__(?:Host|Secure)-"),
+         r"(?i)(?:^|[^A-Za-z0-9_\-])__(?:Host|Secure)-[A-Za-z0-9_.\-]{0,40}(?:session|sess|sid|auth|token|jwt|login)"
+         r"[A-Za-z0-9_.\-]{0,40}=([A-Za-z0-9%+=_.\-]{24,1000})", min_entropy=4.0, needs_digit=True,
+         set_pattern=r"(?i)__(?:Host|Secure)-"),
     # --- commands that take a password as a positional argument (redact.arguments.h_command) ---
     # archives: `zip -P v`, `unzip -P v`, `7z a -pv`, `rar a -pv`
     _command("archive-password", "password",
@@ -629,8 +630,9 @@ RULES: tuple[Rule, ...] = (
          r"[ \t]+([^\s#;\"'=:]{6,200})[ \t]*\r?$",
          "spaced"),
     _after("consul-acl-tokens", "token", CONSUL_TOKENS_BLOCK, 2, values=CONSUL_TOKEN_VALUE, until=b"}"),
-    # two-factor recovery codes, each alone on its line after the words that introduce them
-    _after("recovery-codes", "secret", RECOVERY_CODES, 1, values=RECOVERY_CODE),
+    # two-factor recovery codes, each alone on its line after the words that introduce them, a list
+    # of three or more (a trace id after "backup codes" is one)
+    _after("recovery-codes", "secret", RECOVERY_CODES, 1, values=RECOVERY_CODE, at_least=3),
     # a table (markdown, CSV, TSV) with a password column: the passwords in that column
     Rule("credential-table", "password", CREDENTIAL_TABLE_HEADER, "table",
          options={"set_pattern": r"(?i)passw|pwd|_pw|passphrase|kennwort|contrase", "set_group": "keyed"}),
@@ -718,10 +720,9 @@ RULES: tuple[Rule, ...] = (
     # a password told in prose, in the other languages users write to agents in (`arguments.h_prose`):
     # a credential word, up to four words, a link (is, ist, est, es, é, は, 是, :, ...), the value
     Rule("prose-password", "password", PROSE_PASSWORD, "prose",
-         # (the prefilter holds the English words without the character before them)
-         options={"set_pattern": r"(?:" + PROSE_ENGLISH + "|" + PROSE_WORDS + r")", "fallback": True}),
+         options={"set_pattern": r"(?:" + PROSE_WORDS + r")", "fallback": True}),
     Rule("prose-is", "secret",
          r"(?i)\b([A-Za-z0-9_.\-]*(?:password|passwd|passphrase|pwd|pass|secret|token"
          r"|(?:api|secret|access|routing|integration|license|signing|encryption|master|deploy|webhook)[ _\-]?key))"
-         r"[ \t]+(?:is|was|(?:is[ \t]+)?(?:now|set[ \t]+to|changed[ \t]+to)|to)[ \t]*:?[ \t]+" + VALUE_RE, "is"),
+         r"[ \t]+(?:is|was|(?:is[ \t]+)?(?:now|set[ \t]+to|changed[ \t]+to))[ \t]*:?[ \t]+" + VALUE_RE, "is"),
 )

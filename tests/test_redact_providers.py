@@ -114,12 +114,7 @@ CASES = [
     ("e2b-key", "e2b_key", "{}", "e2b_" + g(40, HEX)),
     ("elevenlabs-key", "elevenlabs_key", "client = ElevenLabs(api_key=\"{}\")", "sk_" + g(48, HEX)),
     ("paddle-key", "paddle_key", "{}", "pdl_live_apikey_" + g(26, LOWER) + "_" + g(22) + "_" + g(3)),
-    ("launchdarkly-key", "launchdarkly_key", "ld_client = ldclient.Config(\"{}\")",
-     "sdk-%s-%s-%s-%s-%s" % (g(8, HEX), g(4, HEX), g(4, HEX), g(4, HEX), g(12, HEX))),
     ("pagerduty-user-token", "pagerduty_token", "pd = APISession('{}')", "u+" + g(9) + "aZ" + g(7)),
-    ("azure-identifiable-key", "azure_key", "Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=send;X {}",
-     g(33, ALNUM + "+/") + "+ASb" + g(6, ALNUM) + "="),
-    ("azure-identifiable-key", "azure_key", "{}", g(52) + "JQQJ99" + g(18) + "AZDO" + g(4)),
     # a JOSE header, then no JSON: an encrypted JWE, a payload cut or opaque
     ("jose-token", "jwt", "{}", "eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2R0NNIn0.." + g(16, ALNUM + "_-") + "." + g(80, ALNUM + "_-") + "."
      + g(22, ALNUM + "_-")),
@@ -186,6 +181,11 @@ NEAR_MISSES = [
     'body = self.fixtures.load("api_org_%s_%s_%s_%s_%s.xml")' % (g(8, HEX), g(4, HEX), g(4, HEX), g(4, HEX), g(12, HEX)),
     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9 is the header every HS256 example starts with",
     "SESSION_COOKIE_NAME=__Host-session",
+    "__Host-theme=dark-mode-preference-2024-v2; __Secure-tz=America/Los_Angeles_2024_05",
+    "kubectl logs api-3fa85f64-5717-4562-b3fc-2c963f66afa6 -n prod",
+    "az apim show --name contoso-platform-prod-APIM-westeu && pool: company-platform-shared-build-AZDO-agents01",
+    '<script src="/static/js/fc-9f86d081884c7d659a2feaa0c55ad015.js"></script>',
+    "bb_live_session_debug_2024_05 is the log file",
     "__Secure-next-auth.callback-url=https%3A%2F%2Fexample.com",
 ]
 
