@@ -38,7 +38,7 @@ PROVIDERS_CLASSIFY_ONLY = (
 )
 
 # The key part of an assignment; the key must contain a secret word or a provider name.
-_KEYWORD_ALT = "pass|pwd|pw|psk|secret|token|cred|key|salt|auth|" + "|".join(
+_KEYWORD_ALT = "pass|pwd|pw|psk|secret|token|cred|key|salt|auth|totp|" + "|".join(
     sorted({re.escape(p) for p in PROVIDERS if len(p) >= 4}, key=lambda p: (-len(p), p))
 )
 KEY_RE = r"([A-Za-z0-9_.$\-]*(?:" + _KEYWORD_ALT + r")[A-Za-z0-9_.\-]*)"

@@ -348,6 +348,8 @@ FOUND = [
     ("the staging admin panel: login admin / {} (the DB has another one)", "Winter2687", "password", "chat-credentials"),
     ("try logging in as marta.vieira with {} she said it's fine", "blueOcean176", "password", "chat-credentials"),
     ("Routern loggar man in på med admin / {} – byt gärna det efteråt.", "Fikarast-77", "password", "chat-credentials"),
+    # a password manager's TOTP seed
+    ('      "totp": "{}"', g(32, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"), "secret", "assignment"),
     # SQL's role password, a passphrase with spaces
     ("CREATE ROLE reporting LOGIN PASSWORD '{}';", "maple Harbor sixteen lanterns", "password", "keyword-quoted"),
     # a table with a password column: CSV, TSV, markdown (`arguments.h_table`)
@@ -558,6 +560,7 @@ KEPT = [
     "ALTER ROLE app WITH PASSWORD 'see the vault entry';",
     # login words and pairs that are no credentials
     "log in with GitHub / GitLab and pick the org",
+    "totp_enabled: true\nconst totp = generateTotp(secret);\ntotp: null",
     # a password column that documents, or signs in another way; codes no words introduce
     "| Field | Password | Notes |\n|---|---|---|\n| admin | `see vault` | rotated monthly |\n| ci | SSO | - |",
     "| Setting | Token | Meaning |\n|---|---|---|\n| auth | Short-lived auth token | Yes |",
