@@ -64,7 +64,12 @@ ARGUMENTS_SPAN = 400
 
 
 def _text(data: bytes, s: int, e: int) -> str:
-    return data[s:e].decode("utf-8", "surrogatepass")
+    """The text of data[s:e]; a character a group's bound cuts in two is left out (`ignore`), so a
+    value's length in bytes never runs past the group."""
+    try:
+        return data[s:e].decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return data[s:e].decode("utf-8", "ignore")
 
 
 def _first(sp, groups: tuple[int, ...]) -> tuple[int, int, int] | None:
@@ -302,8 +307,8 @@ def h_values_after(rule, sp, data: bytes, state: dict):
     there are `at_least` of them (a list of codes, not one id)."""
     begin, end = sp[0]
     stop = min(len(data), end + rule.options["window"])
-    cut = data.find(b"\n", stop)
-    stop = len(data) if cut < 0 else cut   # a window ends with its last line whole (no value cut in two)
+    cut = data.find(b"\n", stop, min(len(data), stop + 256))
+    stop = cut if cut >= 0 else min(len(data), stop + 256)   # its last line whole (no value cut in two), within 256 bytes
     until = rule.options.get("until")
     if until:
         cut = data.find(until, end, stop)
@@ -416,10 +421,20 @@ def h_login_pair(rule, sp, data: bytes):
 
 
 def h_chat(rule, sp, data: bytes):
-    """The password of `user / password` typed after a creds or login word (`_looks_like_a_password`)."""
-    span = _looks_like_a_password(data, *sp[1])
+    """The password of `user / password` typed after a creds or login word (`_looks_like_a_password`);
+    after an explicit `/` or `:`, a person's password in lower case too (`jenkins / jenkins-2024`)."""
+    s, e = sp[1]
+    span = _looks_like_a_password(data, s, e)
+    if span is None and data[max(0, s - 3):s].rstrip(b" \t")[-1:] in (b"/", b":"):
+        value = _text(data, s, e).rstrip(".,;)!?")
+        if _LOWER_PERSON_PASSWORD.fullmatch(value):
+            span = s, s + len(value.encode("utf-8", "surrogatepass"))
     if span:
         yield *span, rule.label
+
+
+#: A person's password in lower case: a word, a separator, a number (`kanelbulle-2024`).
+_LOWER_PERSON_PASSWORD = re.compile(r"[a-z]{4,}[-_.#@!]\d{2,4}")
 
 
 #: What a password column holds when it holds none: a sign-in method, a pointer to a vault, a mask.
@@ -427,7 +442,8 @@ _NO_TABLE_PASSWORD = frozenset("sso saml oauth oidc n/a na none null - -- — tb
                                "bitwarden lastpass ldap ad kerberos".split())
 #: A header cell: a column's name, a few words at most (no sentence, no value: `Required: email`,
 #: `2024-05-01T10:00`).
-_HEADER_CELL = re.compile(r"[A-Za-z\u00c0-\u024f][A-Za-z\u00c0-\u024f0-9 _.()\-]{0,39}")
+_HEADER_CELL = re.compile(r"#|(?=[^\d]*[A-Za-z\u00c0-\u024f\u0400-\u04ff])[A-Za-z\u00c0-\u024f\u0400-\u04ff0-9#]"
+                          r"[A-Za-z\u00c0-\u024f\u0400-\u04ff0-9 _.()\-]{0,39}")
 #: The last word of a password column's name (`Password`, `admin_pw`, `Kennwort`, `Contraseña`): not
 #: a column about passwords (`Password policy`, `password_hash`).
 _PASSWORD_COLUMN = frozenset("password passwords passwd pwd pw pass passphrase passcode passwort kennwort contraseña "
@@ -469,13 +485,13 @@ def h_table(rule, sp, data: bytes, state: dict):
     s0, e0 = sp[0]
     if s0 < state.get("read", 0):
         return
-    header = _text(data, s0, e0).rstrip("\r")
+    header = _QUOTE_LEAD.sub("", _text(data, s0, e0).rstrip("\r"))
     delim = "|" if header.count("|") >= 2 else "\t" if "\t" in header else "," if "," in header else ";"
     spans = _cells(header, delim)
     names = [header[a:b].strip().strip('"').strip() for a, b in spans]
     if len([n for n in names if n]) < 2 or not all(_HEADER_CELL.fullmatch(n) for n in names if n):
         return   # two named columns at least, every cell a name (not `"DB_PASSWORD",`, not a data row)
-    if delim == "," and any(" " in n for n in names):
+    if delim == "," and len([n for n in names if n]) < 3 and any(" " in n for n in names):
         return   # a sentence with commas (`Enter your username, password`), not a CSV header
     cols = [(i, "password") for i, n in enumerate(names) if n and key_segments(n)[-1:] and
             key_segments(n)[-1] in _PASSWORD_COLUMN]
@@ -487,18 +503,21 @@ def h_table(rule, sp, data: bytes, state: dict):
         stop = end if nl < 0 else nl
         raw = data[pos:stop]
         line = raw.decode("utf-8", "surrogatepass").rstrip("\r")
+        quoted = _QUOTE_LEAD.match(line)
+        lead_bytes = len(quoted.group(0).encode("utf-8", "surrogatepass")) if quoted else 0
+        line = line[len(quoted.group(0)):] if quoted else line
         if not line.strip():
             break
         if not (delim == "|" and _TABLE_RULE.match(line)):
             row = _cells(line, delim)
-            if len(row) != len(spans) or sum(1 for a, b in row if line[a:b].strip()) < 2:
+            if len(row) != len(spans) or sum(1 for a, b in row if line[a:b].strip()) < (1 if delim == "|" else 2):
                 break
             for i, label in cols:
                 a, b = row[i]
                 cell = line[a:b]
                 value = cell.strip().strip('"')
                 if _table_password(value):
-                    lead = len(line[:a + cell.index(value)].encode("utf-8", "surrogatepass"))
+                    lead = lead_bytes + len(line[:a + cell.index(value)].encode("utf-8", "surrogatepass"))
                     yield pos + lead, pos + lead + len(value.encode("utf-8", "surrogatepass")), label
         pos = stop + 1
     state["read"] = pos
@@ -518,6 +537,8 @@ def _table_password(value: str) -> bool:
     return shapes.context_secret(value)
 
 
+#: A markdown quote's marks before a table's line (`> | User | Password |`).
+_QUOTE_LEAD = re.compile(r"^(?:[ \t]*>)+[ \t]?")
 #: A markdown table's rule line (`|---|:---:|`).
 _TABLE_RULE = re.compile(r"^[ \t|:\-]+$")
 
@@ -527,8 +548,7 @@ _TABLE_RULE = re.compile(r"^[ \t|:\-]+$")
 _TOLD_NOT_IT = frozenset(
     """fingerprint fingerprints hash hashes hashed checksum digest sha sha1 sha256 id ids uuid name names
     prefix suffix length format file path variable var field header hint type kind version
-    expiry ttl count number scope scopes usage contract address algorithm exchange refresh max per
-    limit account project user users request requests""".split())
+    expiry ttl count number scope scopes usage contract algorithm refresh per""".split())
 #: Ids and references that follow a secret word in a sentence: an address, a cloud resource's id, a
 #: digest, an image tag, a typed id (`proj_`, `req_`).
 _TOLD_ID = re.compile(r"^(?:0x|proj_|req_|msg_|org-|i-|sg-|ami-|vpc-|subnet-|arn:|sha\d*[:-]|v\d+\.)")
@@ -558,10 +578,13 @@ def h_told(rule, sp, data: bytes):
         return  # a path, a URL (`http://localhost`), not base64
     if (shapes.is_code_like(value) or shapes.is_wordy(value) or _CAMEL_NAME.match(value)) and not _TOLD_SYMBOL.search(value):
         return  # an identifier (`credentialsMatchV1`, `build-77`), not a password
-    random = len(value) >= 16 and shapes.token_shaped(value, min_len=16, min_entropy=3.5) \
-        and shapes.char_classes(value) >= 3
-    if not (random or (len(value) >= 8 and _TOLD_SYMBOL.search(value) and shapes.char_classes(value) >= 3)):
-        return   # random (16+, three kinds of characters), or a password with a symbol: not a name, a version
+    random = len(value) >= 16 and shapes.token_shaped(value, min_len=16, min_entropy=3.5) and (
+        shapes.char_classes(value) >= 3 or _HEX_KEY.fullmatch(value))
+    person = len(value) >= 8 and (
+        (_TOLD_SYMBOL.search(value) and shapes.char_classes(value) >= 3)
+        or (any(c.isupper() for c in value) and any(c.islower() for c in value) and any(c.isdigit() for c in value)))
+    if not (random or person):
+        return   # random (16+, three kinds, or 32+ hex), or a person's password: not a name, a version
     yield s, s + len(value.encode("utf-8", "surrogatepass")), cls[1]
 
 
@@ -572,6 +595,8 @@ _TICKET = re.compile(r"[A-Z][A-Z0-9]{1,9}-\d{1,6}$")
 #: A camelCase name of words of two letters or more, a version at most (`refreshTokenV1`); a person's
 #: password ends in a number more often (`blueOcean176`).
 _CAMEL_NAME = re.compile(r"[A-Za-z][a-z]+(?:[A-Z][a-z]+)+[A-Z]?\d?$")
+#: A key in hex, 32 digits or more (Mailgun, Datadog, OpenRouter's body).
+_HEX_KEY = re.compile(r"[0-9a-f]{32,}|[0-9A-F]{32,}")
 #: A character no identifier holds (`Rpt#CoAEKP92745`).
 _TOLD_SYMBOL = re.compile(r"[!#$%&*+@^~?]")
 

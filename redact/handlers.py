@@ -405,7 +405,8 @@ def _h_kwquoted(rule: Rule, sp, data: bytes):
             and _s(data, *sp[1]).lower() == "password" and b" " in data[s:e]):
         value = _s(data, s, e)
         words = value.lower().split()
-        if (len(words) >= 3 and len(set(words)) == len(words) and not any(c in value for c in "\"+")
+        if ((len(words) >= 3 or (len(words) == 2 and any(not c.isalpha() and not c.isspace() for c in value)))
+                and not any(c in value for c in "\"+")
                 and not any(_CREDENTIAL_WORD.match(w) or w in ("fake", "dummy", "example", "sample") for w in words)
                 and shapes.context_secret(value, quoted=True) and not ABOUT_A_PASSWORD.search(value)
                 and not any(w in FUNCTION_WORDS for w in words)):

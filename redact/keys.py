@@ -163,7 +163,7 @@ def classify_key(key: str) -> tuple[str, str] | None:
     if any(s in ("credential", "credentials", "creds", "cred") for s in segs):
         return "secret", "credential"
     if segs[-1] in ("totp", "hotp"):
-        return "secret", "secret"   # a password manager's `"totp": "..."`: the one-time codes' seed
+        return "key", "secret"   # a password manager's `"totp": "..."`: the one-time codes' seed (random, 16+)
     if any(s in ("salt", "pepper") for s in segs):
         return "key", "secret"  # no credential word: a salt needs a random token's shape
     if _has_compound(segs):

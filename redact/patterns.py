@@ -113,15 +113,16 @@ FUNCTION_WORDS = frozenset("the a an your my our their his her its in on by of t
                            "was be been set same one default file env var never only plus than as at for not no "
                            "it this that".split())
 #: Two-factor recovery codes: the words that introduce them, and a code alone on its line, in the
-#: forms GitHub (`xxxxx-xxxxx`, hex) and GitLab (16 hex digits) give them, a digit and a letter in it.
+#: forms GitHub (`xxxxx-xxxxx`, hex) and GitLab (16 hex digits) give them.
 RECOVERY_CODES = r"(?i)\b(?:recovery|backup|2fa|two-factor)[ \t_\-]+codes?\b"
 RECOVERY_CODE = re.compile(
-    rb"(?m)^[ \t]*(?:[-*]|\d{1,2}[.)])?[ \t]*((?=[0-9a-f-]*[a-f])(?=[0-9a-f-]*[0-9])(?:[0-9a-f]{5}-[0-9a-f]{5}|[0-9a-f]{16}))"
+    rb"(?m)^[ \t]*(?:[-*]|\d{1,2}[.)])?[ \t]*([0-9a-f]{5}-[0-9a-f]{5}|[0-9a-f]{16})"
     rb"[ \t]*\r?$")
 #: A line naming a password, maybe a table's header (markdown `|`, CSV, TSV, `;`): `arguments.h_table`
 #: reads its cells.
 CREDENTIAL_TABLE_HEADER = (
-    r"(?im)^[^\n]*(?:passw|pwd|_pw|passphrase|kennwort|contrase)[^\n]*")
+    r"(?im)^[^\n]*(?:passw|pwd|_pw|passphrase|kennwort|contrase|senha|wachtwoord|l\xc3\xb6senord|has\xc5\x82o"
+    r"|\xd0\xbf\xd0\xb0\xd1\x80\xd0\xbe\xd0\xbb\xd1\x8c)[^\n]*")
 
 #: A UUID (either case).
 UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"

@@ -453,7 +453,7 @@ RULES: tuple[Rule, ...] = (
     Rule("chat-credentials", "password",
          r"(?i)\b(?:creds?|credentials|login|log[ \-]?in|logging[ \t]+in|logon|sign[ \-]?in|signing[ \t]+in|anmeld(?:en|ung)|zugangsdaten|logga(?:r)?"
          r"|inloggning|inloggen|identifiants|connexion|credenciai?s|credenciales|dane logowania)\b"
-         r"[^\n\\]{0,40}?[: \t][ \t]*[A-Za-z0-9._@\-]{2,40}(?:[ \t]*(?:/|:)|[ \t]+(?:with|pw|pass(?:word)?:?))[ \t]*"
+         r"[^\n\\]{0,40}?[: \t][ \t]*[A-Za-z0-9._@\-]{2,40}(?:[ \t]*(?:/|:)|[ \t]+(?:with|and|pw|pass(?:word)?:?))[ \t]*"
          r"([^\s/:\\\"]{8,64})", "chat"),   # (not over a JSON-escaped line break, nor a JSON string's end)
     # a credential told in a sentence (`arguments.h_told`): a secret word, up to eight words, a link
     # (`is` or `:` after a word: right after it, `prose-is` and the assignment rule read it; `->`, `—`),
@@ -572,7 +572,7 @@ RULES: tuple[Rule, ...] = (
     # from devtools, a HAR, a log): a long random value is the session
     _tok("prefixed-cookie", "token",
          r"(?i)(?:^|[^A-Za-z0-9_\-])__(?:Host|Secure)-[A-Za-z0-9_.\-]{0,40}(?:session|sess|sid|auth|token|jwt|login)"
-         r"[A-Za-z0-9_.\-]{0,40}=([A-Za-z0-9%+=_.\-]{24,1000})", min_entropy=4.0, needs_digit=True,
+         r"[A-Za-z0-9_.\-]{0,40}=([A-Za-z0-9%+/=_.\-]{24,1000})", min_entropy=4.0, needs_digit=True,
          set_pattern=r"(?i)__(?:Host|Secure)-"),
     # --- commands that take a password as a positional argument (redact.arguments.h_command) ---
     # archives: `zip -P v`, `unzip -P v`, `7z a -pv`, `rar a -pv`
@@ -635,7 +635,8 @@ RULES: tuple[Rule, ...] = (
     _after("recovery-codes", "secret", RECOVERY_CODES, 1, values=RECOVERY_CODE, at_least=3),
     # a table (markdown, CSV, TSV) with a password column: the passwords in that column
     Rule("credential-table", "password", CREDENTIAL_TABLE_HEADER, "table",
-         options={"set_pattern": r"(?i)passw|pwd|_pw|passphrase|kennwort|contrase", "set_group": "keyed"}),
+         options={"set_pattern": r"(?i)passw|pwd|_pw|passphrase|kennwort|contrase|senha|wachtwoord|l\xc3\xb6senord"
+                                 r"|has\xc5\x82o|\xd0\xbf\xd0\xb0\xd1\x80\xd0\xbe\xd0\xbb\xd1\x8c", "set_group": "keyed"}),
     # `terraform output -json`: the value of an output marked sensitive (the keys come sorted:
     # sensitive, type, value), also JSON-escaped inside a tool result
     _command("terraform-sensitive-output", "secret",
@@ -721,6 +722,10 @@ RULES: tuple[Rule, ...] = (
     # a credential word, up to four words, a link (is, ist, est, es, é, は, 是, :, ...), the value
     Rule("prose-password", "password", PROSE_PASSWORD, "prose",
          options={"set_pattern": r"(?:" + PROSE_WORDS + r")", "fallback": True}),
+    # `I reset the admin password to V`, `set the grafana password to V`: a verb that sets it, then `to`
+    Rule("password-set-to", "password",
+         r"(?i)\b(?:set|reset|changed?|update[ds]?|rotated?)\b[^\n]{0,60}?\b(password|passwd|passphrase|pwd)[ \t]+to[ \t]+"
+         + VALUE_RE, "is", options={"set_pattern": r"(?i)(?:password|passwd|passphrase|pwd)[ \t]+to[ \t]"}),
     Rule("prose-is", "secret",
          r"(?i)\b([A-Za-z0-9_.\-]*(?:password|passwd|passphrase|pwd|pass|secret|token"
          r"|(?:api|secret|access|routing|integration|license|signing|encryption|master|deploy|webhook)[ _\-]?key))"

@@ -348,6 +348,22 @@ FOUND = [
     ("the staging admin panel: login admin / {} (the DB has another one)", "Winter2687", "password", "chat-credentials"),
     ("try logging in as marta.vieira with {} she said it's fine", "blueOcean176", "password", "chat-credentials"),
     ("Routern loggar man in på med admin / {} – byt gärna det efteråt.", "Fikarast-77", "password", "chat-credentials"),
+    # a verb that sets a password, then `to` (`password-set-to`); a user and a password after a login
+    # word joined by `/` in lower case, or by `and`
+    ("I reset the admin password to {} and restarted grafana", "Xk9#mP2vLq", "password", "password-set-to"),
+    ("log in: jenkins / {}", "jenkins-2024", "password", "chat-credentials"),
+    ("login: admin and {}", "Xk9#mP2vLq", "password", "chat-credentials"),
+    # tables: a password manager's CSV export (quoted names with spaces), a quoted markdown table,
+    # a `#` column, Portuguese
+    ('"Group","Title","Username","Password","Web Site"\n"Root","AWS","admin","{}","https://a.example"', "Xk9#mP2vLq",
+     "password", "credential-table"),
+    ("> | User | Password |\n> |---|---|\n> | admin | {} |", "Xk9#mP2vLq", "password", "credential-table"),
+    ("| # | User | Password |\n|---|---|---|\n| 1 | admin | {} |", "Xk9#mP2vLq", "password", "credential-table"),
+    ("| Usuário | Senha |\n|---|---|\n| admin | {} |", "Xk9#mP2vLq", "password", "credential-table"),
+    # SQL: two words with a digit
+    ("ALTER USER app PASSWORD '{}';", "Summer 2024!", "password", "keyword-quoted"),
+    # a `__Secure-` session cookie whose value holds `/`
+    ("__Secure-3PAPISID={}", "Zk3Qp9Lm2Xv7Rt4W/n8Bc1DjZk3Qp9Lm2X", "token", "prefixed-cookie"),
     # a password manager's TOTP seed
     ('      "totp": "{}"', g(32, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"), "secret", "assignment"),
     # SQL's role password, a passphrase with spaces
@@ -560,7 +576,9 @@ KEPT = [
     "ALTER ROLE app WITH PASSWORD 'see the vault entry';",
     # login words and pairs that are no credentials
     "log in with GitHub / GitLab and pick the org",
-    "totp_enabled: true\nconst totp = generateTotp(secret);\ntotp: null",
+    "totp_enabled: true\nconst totp = generateTotp(secret);\ntotp: null\ntotp: \"123456\"",
+    "log in to the VM as root and ubuntu-2204 should be the image",
+    "Hash the password to SHA256, then set the cache key to abc123def456",
     # a password column that documents, or signs in another way; codes no words introduce
     "| Field | Password | Notes |\n|---|---|---|\n| admin | `see vault` | rotated monthly |\n| ci | SSO | - |",
     "| Setting | Token | Meaning |\n|---|---|---|\n| auth | Short-lived auth token | Yes |",
@@ -636,3 +654,11 @@ def test_recovery_codes_in_a_list_go_and_one_code_alone_stays(redactor):
         "github-recovery-codes.txt\n" + "\n".join(["[REDACTED:secret]"] * 3) + "\n", ["recovery-codes"] * 3)
     one = "your backup codes:\n" + codes[0] + "\n"
     assert (redactor.redact(one).text, redactor.redact(one).findings) == (one, [])
+
+
+def test_a_value_cut_inside_a_character_raises_nothing_and_redacts_no_sentence(redactor, caplog):
+    """A group's bound can fall inside a multi-byte character (64 bytes of a value, then `é`): the
+    handler reads the value without the cut character, and no rule falls back to its whole match."""
+    text = "login: admin / " + "a" * 63 + "é"
+    out = redactor.redact(text)
+    assert (out.text, [r.message for r in caplog.records if "failed on a match" in r.message]) == (text, [])
