@@ -389,7 +389,8 @@ def h_name_value(rule, sp, data: bytes):
 
 #: A password a person makes: a word, a separator, a number (`Fikarast-77`, `Kanelbulle#2024`), which
 #: `shapes.password_shaped` reads as a name in code (`build-77`) and a slot for a password does not.
-_HUMAN_PASSWORD = re.compile(r"[A-Z][a-z]{3,}[-_.#@!]\d{2,4}")   # (not `ubuntu-2204`, `chrome-124`)
+#: Capitalised unless an explicit `user / ...` slot says so (not `ubuntu-2204`, `chrome-124`).
+_PERSON_PASSWORD = re.compile(r"[A-Za-z][a-z]{3,}[-_.#@!]\d{2,4}")
 
 
 def _looks_like_a_password(data: bytes, s: int, e: int, strip: str = ".,;)!?"):
@@ -397,7 +398,8 @@ def _looks_like_a_password(data: bytes, s: int, e: int, strip: str = ".,;)!?"):
     there (prose, a protocol's command): password shaped, letters and digits, no reference and no
     password hash."""
     value = _text(data, s, e).rstrip(strip)
-    if ((shapes.password_shaped(value, min_len=8) or _HUMAN_PASSWORD.fullmatch(value)) and any(c.isdigit() for c in value)
+    person = value[:1].isupper() and _PERSON_PASSWORD.fullmatch(value)
+    if ((shapes.password_shaped(value, min_len=8) or person) and any(c.isdigit() for c in value)
             and any(c.isalpha() for c in value) and not shapes.is_reference(value)
             and not shapes.not_a_value(value)):
         return s, s + len(value.encode("utf-8", "surrogatepass"))
@@ -427,14 +429,11 @@ def h_chat(rule, sp, data: bytes):
     span = _looks_like_a_password(data, s, e)
     if span is None and data[max(0, s - 3):s].rstrip(b" \t")[-1:] in (b"/", b":"):
         value = _text(data, s, e).rstrip(".,;)!?")
-        if _LOWER_PERSON_PASSWORD.fullmatch(value):
+        if _PERSON_PASSWORD.fullmatch(value):
             span = s, s + len(value.encode("utf-8", "surrogatepass"))
     if span:
         yield *span, rule.label
 
-
-#: A person's password in lower case: a word, a separator, a number (`kanelbulle-2024`).
-_LOWER_PERSON_PASSWORD = re.compile(r"[a-z]{4,}[-_.#@!]\d{2,4}")
 
 
 #: What a password column holds when it holds none: a sign-in method, a pointer to a vault, a mask.
@@ -493,8 +492,7 @@ def h_table(rule, sp, data: bytes, state: dict):
         return   # two named columns at least, every cell a name (not `"DB_PASSWORD",`, not a data row)
     if delim == "," and len([n for n in names if n]) < 3 and any(" " in n for n in names):
         return   # a sentence with commas (`Enter your username, password`), not a CSV header
-    cols = [(i, "password") for i, n in enumerate(names) if n and key_segments(n)[-1:] and
-            key_segments(n)[-1] in _PASSWORD_COLUMN]
+    cols = [i for i, n in enumerate(names) if (key_segments(n) or ("",))[-1] in _PASSWORD_COLUMN]
     if not cols:
         return
     pos, end = e0 + 1, len(data)
@@ -512,13 +510,13 @@ def h_table(rule, sp, data: bytes, state: dict):
             row = _cells(line, delim)
             if len(row) != len(spans) or sum(1 for a, b in row if line[a:b].strip()) < (1 if delim == "|" else 2):
                 break
-            for i, label in cols:
+            for i in cols:
                 a, b = row[i]
                 cell = line[a:b]
                 value = cell.strip().strip('"')
                 if _table_password(value):
                     lead = lead_bytes + len(line[:a + cell.index(value)].encode("utf-8", "surrogatepass"))
-                    yield pos + lead, pos + lead + len(value.encode("utf-8", "surrogatepass")), label
+                    yield pos + lead, pos + lead + len(value.encode("utf-8", "surrogatepass")), rule.label
         pos = stop + 1
     state["read"] = pos
 
@@ -557,9 +555,9 @@ _TOLD_ID = re.compile(r"^(?:0x|proj_|req_|msg_|org-|i-|sg-|ami-|vpc-|subnet-|arn
 def h_told(rule, sp, data: bytes):
     """A credential told in a sentence: a secret word (group 1, classified), up to eight words,
     a link (`is`, `->`, `:` after a word), the value (group 2; on the next line too). The value
-    must read as a credential (`shapes.credential_like`): random (16 characters or more, three
-    kinds of them) or a password with a symbol; no id, digest, pair or path; no word between
-    names something else (`_TOLD_NOT_IT`: its hash, its id, the user or project it is for)."""
+    must read as a credential (`shapes.credential_like`): random (16 characters or more of three
+    kinds, or 32+ hex) or a person's password (a symbol, or both cases and a digit); no id, digest,
+    pair or path; no word between names something else (`_TOLD_NOT_IT`: its hash, its id, its usage)."""
     cls = classify_key(_text(data, *sp[1]))
     if cls is None:
         return

@@ -120,9 +120,10 @@ RECOVERY_CODE = re.compile(
     rb"[ \t]*\r?$")
 #: A line naming a password, maybe a table's header (markdown `|`, CSV, TSV, `;`): `arguments.h_table`
 #: reads its cells.
-CREDENTIAL_TABLE_HEADER = (
-    r"(?im)^[^\n]*(?:passw|pwd|_pw|passphrase|kennwort|contrase|senha|wachtwoord|l\xc3\xb6senord|has\xc5\x82o"
-    r"|\xd0\xbf\xd0\xb0\xd1\x80\xd0\xbe\xd0\xbb\xd1\x8c)[^\n]*")
+#: The words a password column's name holds, as UTF-8 bytes (the rule's pattern and its prefilter's).
+TABLE_PASSWORD_WORDS = "|".join(["passw", "pwd", "_pw", "passphrase", "kennwort", "contrase", "senha", "wachtwoord"]
+                                + [w.encode("utf-8").decode("latin-1") for w in ("lösenord", "hasło", "пароль")])
+CREDENTIAL_TABLE_HEADER = r"(?im)^[^\n]*(?:" + TABLE_PASSWORD_WORDS + r")[^\n]*"
 
 #: A UUID (either case).
 UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"

@@ -67,7 +67,7 @@ from __future__ import annotations
 from .patterns import (
     ASSIGN_SEP_RE, CADDY_DNS_PROVIDERS, COMMAND_VALUE, COOKIE_HEADER, CREDENTIAL_CALL, END, ENV_DEFAULT, KEY_RE,
     NAME_VALUE, NAME_VALUE_HEAD, PASSPHRASE_TAIL, PROSE_PASSWORD, PROSE_WORDS, QUOTED_VALUE, SESSION_COOKIE, VALUE_RE,
-    AZURE_KEY_VALUE, AZURE_KEYS_COMMAND, CREDENTIAL_TABLE_HEADER, RECOVERY_CODE, RECOVERY_CODES, CONSUL_TOKEN_VALUE, CONSUL_TOKENS_BLOCK, INFLUX_TOKEN_COMMAND,
+    AZURE_KEY_VALUE, AZURE_KEYS_COMMAND, CREDENTIAL_TABLE_HEADER, RECOVERY_CODE, RECOVERY_CODES, TABLE_PASSWORD_WORDS, CONSUL_TOKEN_VALUE, CONSUL_TOKENS_BLOCK, INFLUX_TOKEN_COMMAND,
     INFLUX_TOKEN_VALUE, POSTMARK_ANCHOR, POSTMARK_TOKEN,
     REPL_ECHO, key_word)
 from .providers import CURRENT_PROVIDERS
@@ -635,8 +635,7 @@ RULES: tuple[Rule, ...] = (
     _after("recovery-codes", "secret", RECOVERY_CODES, 1, values=RECOVERY_CODE, at_least=3),
     # a table (markdown, CSV, TSV) with a password column: the passwords in that column
     Rule("credential-table", "password", CREDENTIAL_TABLE_HEADER, "table",
-         options={"set_pattern": r"(?i)passw|pwd|_pw|passphrase|kennwort|contrase|senha|wachtwoord|l\xc3\xb6senord"
-                                 r"|has\xc5\x82o|\xd0\xbf\xd0\xb0\xd1\x80\xd0\xbe\xd0\xbb\xd1\x8c", "set_group": "keyed"}),
+         options={"set_pattern": r"(?i)" + TABLE_PASSWORD_WORDS, "set_group": "keyed"}),
     # `terraform output -json`: the value of an output marked sensitive (the keys come sorted:
     # sensitive, type, value), also JSON-escaped inside a tool result
     _command("terraform-sensitive-output", "secret",
