@@ -402,7 +402,7 @@ def corpus_table(cases: list[dict], tools: list, show_misses: bool, title: str =
             row += f"  {pct(d[1], d[0]):>10} {pct(d[3], d[2]):>10}  {pct(h[1], h[0]):>11} {pct(h[3], h[2]):>10}"
         print(row)
     # a held-out round's families are not listed (their counts would say which of them miss)
-    held_fams = {c["family"] for c in cases if c["file"].startswith(HELD_ROUNDS)}
+    held_fams = {c["family"] for c in cases if split is not None and split(c) == "held"}
     print("\nper family: recalled/secret cases, flagged/not_secret cases"
           + (f" ({len(held_fams)} families of held-out rounds not listed)" if held_fams else ""))
     print(f"  {'family':20} " + "  ".join(f"{t[:22]:>22}" for t in results))

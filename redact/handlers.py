@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import inspect
 import json
 import math
 import re
@@ -737,3 +738,7 @@ HANDLERS = {
     "login_pair": arguments.h_login_pair,
     "values_after": arguments.h_values_after,
 }
+
+#: The kinds whose handler takes a `state` dict (one per rule and scan: what it found out about the
+#: whole text once, or how far it has read), told by the handler's own parameters.
+STATEFUL_KINDS = frozenset(k for k, h in HANDLERS.items() if "state" in inspect.signature(h).parameters)

@@ -27,7 +27,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .handlers import HANDLERS, value_group
+from .handlers import HANDLERS, STATEFUL_KINDS, value_group
 from .keys import PAIR_NEXT
 from .prefilter import NO_RULES, Prefilter, latin1_options
 from .rules import RULES, Rule
@@ -212,7 +212,7 @@ class Scanner:
             match = self._match[i]
             paired = rule.kind in _PAIRED_KINDS
             budget = rule.options.get("max_matches")   # matches read per text, if the rule caps them
-            if rule.kind in _STATEFUL_KINDS:    # a handler that keeps state over one scan's matches
+            if rule.kind in STATEFUL_KINDS:    # a handler that keeps state over one scan's matches
                 state: dict = {}
                 handler = functools.partial(handler, state=state)
             pos = 0
@@ -269,10 +269,6 @@ class Scanner:
 
 #: A JSON-escaped line break.
 _ESCAPED_BREAK = re.compile(rb"\\[nr]")
-#: Rule kinds whose handler takes a `state` dict, one per rule and scan: what it found out about the
-#: whole text once (`arguments.h_userlist`, `handlers._h_k8s`), or how far it has read
-#: (`arguments.h_values_after`, `arguments.h_table`).
-_STATEFUL_KINDS = frozenset({"values_after", "userlist", "k8s", "table"})
 #: Rules whose bare values may hold a comma (`patterns.VALUE_RE`), and a next pair inside such a value.
 _PAIRED_KINDS = frozenset({"assign", "is"})
 _PAIR_NEXT_B = re.compile(PAIR_NEXT.pattern.encode())

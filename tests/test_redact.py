@@ -455,6 +455,19 @@ def test_every_rule_kind_has_a_handler_and_one_recognizer():
     kinds = {r.kind for r in RULES}
     held = Counter(k for ks in CATEGORIES.values() for k in ks)
     assert (kinds - set(HANDLERS), {k for k in kinds if held[k] != 1}) == (set(), set())
+    # the named categories are written by hand (ASSIGNMENT takes the rest): none names a kind twice
+    # or a kind no handler has
+    from reverie.redact.engine import _NAMED_CATEGORIES
+    named = Counter(k for ks in _NAMED_CATEGORIES.values() for k in ks)
+    assert ({k for k, n in named.items() if n > 1}, set(named) - set(HANDLERS)) == (set(), set())
+
+
+def test_the_stateful_kinds_are_the_handlers_that_take_state():
+    """A handler's `state` comes from the scanner only for these kinds: a handler that wants one and
+    is not listed would raise on every match (its whole match then redacted)."""
+    from reverie.redact.handlers import STATEFUL_KINDS
+
+    assert STATEFUL_KINDS == {"values_after", "userlist", "k8s", "table"}
 
 
 def test_loosen_keeps_a_superset():
