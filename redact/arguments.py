@@ -28,7 +28,7 @@ import re
 
 from . import shapes
 from .keys import classify_key, key_segments, value_ok
-from .patterns import ABOUT_A_PASSWORD, CREDENTIAL_WORDS, FUNCTION_WORDS
+from .patterns import ABOUT_A_PASSWORD, CREDENTIAL_WORD, FUNCTION_WORDS
 
 #: The credential calls (`patterns.CREDENTIAL_CALL`'s group 1, lower-cased, `_` and the namespace
 #: dropped): which argument (1-based) is the secret, and its label. `USER_THEN` means the argument
@@ -56,6 +56,7 @@ SECRET_ARGUMENT = {
     "createscramsha256credential": (3, "password"), "totp": (1, "secret"), "hotp": (1, "secret"),
     "cookie": (2, "token"), "credentials": (SBT_OR_AWS, "password"),
     "searchclientcreate": (2, "api_key"), "algoliasearch": (2, "api_key"),   # Algolia: (app id, api key)
+    "gmail": (2, "password"),   # Dart's mailer: `gmail(username, app password)`
 }
 
 
@@ -272,22 +273,22 @@ def h_repl(rule, sp, data: bytes):
     found = _first(sp, (2, 3, 4))
     if cls is None or found is None:
         return
-    if data[sp[0][0]:sp[1][0]].strip(b' \t"\\n').startswith(b">") and (
+    if _PROMPT_GT.match(data, sp[0][0], sp[1][0]) and (
             not any(c in expression for c in ".[") or any(c.isspace() for c in expression)):
         return   # a bare `>` is Node's prompt before code (`process.env.X`), a quote's before prose
     _, s, e = found
     value = _text(data, s, e)
     if _MODULE_PATH.match(value) or (value.isalpha() and len(value) < 12) \
-            or any(_CREDENTIAL_WORD.match(w) for w in value.split()) or _SENTENCE.search(value):
+            or any(CREDENTIAL_WORD.match(w) for w in value.split()) or _SENTENCE.search(value):
         return   # a setting's class path, a lexer's token kind (`'IDENTIFIER'`), a message, a sentence
     if value_ok(cls[0], value, quoted=True):
         yield s, e, cls[1]
 
 
+#: A prompt of a bare `>`, after blanks, quotes and JSON-escaped line breaks (`"\\n> `).
+_PROMPT_GT = re.compile(rb'(?:[ \t"]|\\n)*>')
 #: Words, then punctuation and a space: a sentence (`'Hello there, friend'`), no passphrase.
 _SENTENCE = re.compile(r"[A-Za-z]{2}[,.;:!?] [A-Za-z]")
-#: A word that names a credential: a phrase holding one is about a credential, not one.
-_CREDENTIAL_WORD = re.compile(r"(?i)(?:" + CREDENTIAL_WORDS + r")\W*$")
 
 
 #: A dotted path of names (a module, a class, a setting's value): `django.contrib.auth.Hasher`.
@@ -372,11 +373,12 @@ def h_htpasswd(rule, sp, data: bytes):
 
 
 def h_name_value(rule, sp, data: bytes):
-    """The value field of a name field that names a secret. A `key` field (Postman's `{"key": K,
+    """The value field of a name field that names a secret (group 1 the name, then the value:
+    double-quoted, single-quoted, bare; or one group, delimited). A `key` field (Postman's `{"key": K,
     "value": V}`, also an i18n file's) needs a secret's shape: `{"key": "login.password", "value":
     "Mot de passe"}` is a label."""
     cls = classify_key(_text(data, *sp[1]))
-    found = _first(sp, (2, 3, 4))
+    found = _first(sp, tuple(range(2, len(sp))))
     if cls is None or found is None:
         return
     g, s, e = found

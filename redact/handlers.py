@@ -17,10 +17,10 @@ import json
 import math
 import re
 
-from . import arguments, shapes
+from . import arguments, defaults, shapes
 from .keys import (
     _ESCAPE_CUT, _RE_BARE_IDENT, _SPACE, _WELLFORMED_INTERP, _clean_bare, classify_key, says_not_secret, value_ok)
-from .patterns import ABOUT_A_PASSWORD, CREDENTIAL_WORDS, FUNCTION_WORDS, SHELL_DEFAULT, UUID
+from .patterns import ABOUT_A_PASSWORD, CREDENTIAL_WORD, FUNCTION_WORDS, SHELL_DEFAULT, UUID
 from .rules import Rule
 
 #: The rest of `${KEY:` as rule env-default reads it (`-v}`, `=v}`, Spring's `v}`), or an error
@@ -71,15 +71,15 @@ def _h_token(rule: Rule, sp, data: bytes):
     value = _s(data, s, e)
     if shapes.is_reference(value):
         return  # `cmd:op read op://vault/item/field` after `api_key = `: a secret manager's reference
+    suffix = rule.options.get("exclude_suffix")
+    if suffix and value.endswith(suffix):
+        return  # a provider's documented example (`AKIAIOSFODNN7EXAMPLE`), placeholder slot or not
     if shapes.is_placeholder(value) or shapes.is_typed_sequence(value):
-        if rule.options.get("placeholder_ok") and not shapes.is_label(value):
+        if rule.options.get("placeholder_ok") and not shapes.is_label(value) and not shapes.is_masked(value):
             # an unmistakable slot: redacted (never remembered); a label (`My API Key`) is none
             yield s, e, rule.label
         return  # `AIzaSyabcdefghijklmnop...`: a provider's documentation example
     if _MASK_AFTER.match(data, e):
-        return
-    suffix = rule.options.get("exclude_suffix")
-    if suffix and value.endswith(suffix):
         return
     if rule.min_entropy and shapes.shannon(value) < rule.min_entropy:
         return
@@ -408,7 +408,7 @@ def _h_kwquoted(rule: Rule, sp, data: bytes):
         words = value.lower().split()
         if ((len(words) >= 3 or (len(words) == 2 and any(not c.isalpha() and not c.isspace() for c in value)))
                 and not any(c in value for c in "\"+")
-                and not any(_CREDENTIAL_WORD.match(w) or w in ("fake", "dummy", "example", "sample") for w in words)
+                and not any(CREDENTIAL_WORD.match(w) or w in ("fake", "dummy", "example", "sample") for w in words)
                 and shapes.context_secret(value, quoted=True) and not ABOUT_A_PASSWORD.search(value)
                 and not any(w in FUNCTION_WORDS for w in words)):
             yield s, e, "password"   # (not `'" + newPassword + "'` in code, not `'REPLACE ME'`)
@@ -492,7 +492,7 @@ def _h_phrase(rule: Rule, sp, data: bytes):
         return  # a sentence about a password, not a passphrase
     if any(shapes.is_reference(w) or shapes.is_placeholder(w) for w in words) or shapes.not_a_value(value):
         return  # also `password:  24 bytes` (`kubectl describe secret`)
-    if any(_CREDENTIAL_WORD.match(w) for w in words):
+    if any(CREDENTIAL_WORD.match(w) for w in words):
         return  # a message about one (`error.password=Password is too short`, an i18n bundle's line)
     if data[sp[1][1]:s] == b"=" and not _APP_PASSWORD.match(value):
         # `KEY=v w` with no space: an environment variable's `DB_PASSWORD=v docker compose up` is a
@@ -507,8 +507,6 @@ def _h_phrase(rule: Rule, sp, data: bytes):
     yield s, _end(s, value), "password"
 
 
-#: A word that names a credential: a phrase holding one talks about a password, it is none.
-_CREDENTIAL_WORD = re.compile(r"(?i)(?:" + CREDENTIAL_WORDS + r"|pin)\W*$")
 #: How a message telling what to do with a password starts (`help.password=Choose 3 random words`).
 _INSTRUCTION_WORDS = frozenset("choose enter type use pick provide must should please leave ask see contains "
                                "reset".split())
@@ -573,7 +571,7 @@ def _h_is(rule: Rule, sp, data: bytes):
         words = value.lower().split()
         if (cls is not None and cls[0] == "pw" and 2 <= len(words) <= 8 and len(value) >= 8
                 and any(c.isdigit() for c in value) and not any(w in FUNCTION_WORDS for w in words)
-                and not ABOUT_A_PASSWORD.search(value) and not any(_CREDENTIAL_WORD.match(w) for w in words)
+                and not ABOUT_A_PASSWORD.search(value) and not any(CREDENTIAL_WORD.match(w) for w in words)
                 and shapes.context_secret(value, quoted=True)):
             yield s, e, cls[1]
         return
@@ -721,6 +719,8 @@ HANDLERS = {
     "call": arguments.h_call,
     "printed": arguments.h_printed,
     "namevalue": arguments.h_name_value,
+    "declared_default": defaults.h_declared_default,
+    "option_default": defaults.h_option_default,
     "chat": arguments.h_chat,
     "told": arguments.h_told,
     "table": arguments.h_table,

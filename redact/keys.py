@@ -108,6 +108,11 @@ def _names_password_or_secret(segs: tuple[str, ...]) -> bool:
     return any(s in _PW_SEGMENTS or "secret" in s or "password" in s for s in segs)
 
 
+def _names_site_key(segs: tuple[str, ...]) -> bool:
+    """`data-sitekey`, `RECAPTCHA_SITE_KEY`: a captcha's site key, public by design."""
+    return bool(segs) and (segs[-1] == "sitekey" or segs[-2:] == ("site", "key"))
+
+
 @functools.lru_cache(maxsize=8192)
 def classify_key(key: str) -> tuple[str, str] | None:
     """(tier, label) for a key that names a secret, else None.
@@ -139,12 +144,14 @@ def classify_key(key: str) -> tuple[str, str] | None:
         # Kconfig symbol's namespace (`CONFIG_EXAMPLE_WIFI_PASSWORD` of ESP-IDF's example menus:
         # upper case, `CONFIG_`, the namespace, then at least two words)
         return None
-    if segs[-1] == "sitekey" or segs[-2:] == ("site", "key"):
-        return None  # `data-sitekey`, `RECAPTCHA_SITE_KEY`: a captcha's site key, public by design
+    if _names_site_key(segs):
+        return None
     if "search" in segs and "only" in segs:
         return None  # `ALGOLIA_SEARCH_ONLY_KEY`: a search-only key, which its provider ships to browsers
     if segs[-1] == "secret" and "existing" in segs[:-1]:
         return None  # `existingSecret: grafana-admin` (a Helm chart's convention): the name of a secret
+    if segs[-1] in ("salt", "pepper") and len(segs) >= 2 and segs[-2] == "hash":
+        return "key", "secret"   # Drupal's `hash_salt`: what a hash is salted with, not a hash
     if any(s in _EXCLUDED_SEGMENTS for s in segs):
         # "public_key", "cache_key", "max_tokens", "next_page_token": metadata or code, never the
         # secret itself, unless the key also says password/secret explicitly, or ends in a secret
@@ -173,7 +180,7 @@ def classify_key(key: str) -> tuple[str, str] | None:
         if any(s in _SECRET_QUALIFIERS for s in segs):
             return "secret", "api_key"
         return "key", "api_key"
-    if segs[-1] in ("auth", "oauth", "authtoken", "authorization", "apitoken", "accesstoken"):
+    if segs[-1] in ("auth", "oauth", "authtoken", "authtok", "authorization", "apitoken", "accesstoken"):
         return "secret", "token"  # a key named auth is a credential context, a provider's too (`square_oauth`)
     if provider and not any(s in ("id", "ids") for s in segs):
         return "provider", "token"   # not `STRIPE_PRICE_ID_PRO`: an id of a provider's object
@@ -206,8 +213,8 @@ def says_not_secret(key: str) -> bool:
         return False
     if segs and segs[-1] in _ID_LAST and not any(s in _ID_CREDENTIAL_WORDS for s in segs):
         return True
-    if segs and (segs[-1] == "sitekey" or segs[-2:] == ("site", "key")):
-        return True   # a captcha's site key (`data-sitekey`), public by design
+    if _names_site_key(segs):
+        return True
     return any(s in _NOT_REAL or s in _PUBLIC_WORDS for s in segs)
 
 

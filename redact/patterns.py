@@ -206,6 +206,32 @@ NAME_VALUE = NAME_VALUE_HEAD + (
     r"[ \t]*[:=][ \t]*"
     r"(?:\\?\"((?:[^\"\\\n]|\\[^\"\n]){1,400})\\?\"|'([^'\n]{1,400})'|([^\s\"',;{}\[\]][^\s\"',;{}\[\]]{0,400}))"
 )
+#: A name element and its value element (Hadoop's `<name>K</name><value>V</value>`, a Jenkins
+#: parameter's `<defaultValue>`), and Java's XML properties (`<entry key="K">V</entry>`): group 1 the
+#: name, group 2 the value (`redact.arguments.h_name_value`).
+XML_NAME_VALUE = (
+    r"<(?:name|key)>[ \t]*([A-Za-z0-9_.\-:]{1,100})[ \t]*</(?:name|key)>[ \t\r\n]*"
+    r"(?:(?:<description>[^<]{0,400}</description>|<description/>)[ \t\r\n]*)?"
+    r"<(?:value|defaultValue)>([^<\n]{1,400})</(?:value|defaultValue)>"
+)
+XML_ENTRY_KEY = r"""<entry[ \t]+key=["']([A-Za-z0-9_.\-:]{1,100})["'][ \t]*>([^<\n]{1,400})</entry>"""
+#: A declared default (`redact.defaults.h_declared_default`): group 1 what is before the field,
+#: groups 2-4 the value (double-quoted, single-quoted, bare).
+DECLARED_DEFAULT = (
+    r"""(?m)(^[ \t]*(?:-[ \t]+)?|[{,][ \t]*)\\?["']?[Dd]efault(?:[Vv]alue|_value)?\\?["']?[ \t]*[:=][ \t]*"""
+    r"""(?:\\?"((?:[^"\\\n]|\\[^"\n]){1,400})\\?"|'([^'\n]{1,400})'|([^\s"'#,{}\[\]|>&*!][^\s,{}\[\]]{0,400}))"""
+)
+#: Go's flag and pflag (cobra) string options: group 1 the name, group 2 the default.
+GO_FLAG_DEFAULT = (
+    r"""\b(?:String|StringP|StringVar|StringVarP)\([ \t]*(?:&[\w.\[\]]+[ \t]*,[ \t]*)?"([A-Za-z][A-Za-z0-9_.\-]{0,60})"[ \t]*,"""
+    r"""[ \t]*(?:"[A-Za-z]?"[ \t]*,[ \t]*)?"((?:[^"\\\n]|\\.){1,400})"(?:[ \t]*,)()"""
+)
+#: A command-line option's default in the call that declares it (`redact.defaults.h_option_default`):
+#: group 1 the first option name, groups 2-3 the value (double-, single-quoted).
+OPTION_DEFAULT = (
+    r"""["'](--?[A-Za-z][A-Za-z0-9_\-]{0,60})["'][ \t]*,(?:[^()"']|"[^"\n]*"|'[^'\n]*')*?"""
+    r"""\bdefault[ \t]*=[ \t]*(?:"((?:[^"\\\n]|\\.){1,400})"|'([^'\n]{1,400})')"""
+)
 #: The head of a call that takes a credential by position, up to its opening parenthesis (group 1:
 #: the call's name; `redact.arguments.SECRET_ARGUMENT` says which argument).
 CREDENTIAL_CALL = (
@@ -215,7 +241,7 @@ CREDENTIAL_CALL = (
     r"|new[ \t]+UsernamePasswordCredentialsImpl|DriverManager\.getConnection|Sql\.newInstance"
     r"|MongoCredential\.Create(?:ScramSha(?:1|256))?Credential|pyotp\.(?:TOTP|HOTP)"
     r"|(?:new|New-Object)[ \t]+(?:System\.Net\.)?Cookie"
-    r"|new[ \t]+(?:System\.Net\.)?NetworkCredential|ftplib\.FTP(?:_TLS)?|pymysql\.connect|MySQLdb\.connect|auth|smtp\.(?:PlainAuth|CRAMMD5Auth))[ \t]*\("
+    r"|new[ \t]+(?:System\.Net\.)?NetworkCredential|ftplib\.FTP(?:_TLS)?|pymysql\.connect|MySQLdb\.connect|auth|smtp\.(?:PlainAuth|CRAMMD5Auth)|gmail)[ \t]*\("
 )
 
 
@@ -304,8 +330,9 @@ CONSUL_TOKEN_VALUE = re.compile(
     rb'(' + UUID.encode() + rb')\\?"')
 
 
-#: The words that name a credential, as the last word of a phrase's word (`Passwords`, `token:`).
-CREDENTIAL_WORDS = r"pass(?:word|wort|phrase)?s?|token|secret|key|credentials?|login"
+#: A word that names a credential, then only punctuation (`Passwords`, `token:`, `PIN`): a phrase
+#: holding one talks about a credential, it is none.
+CREDENTIAL_WORD = re.compile(r"(?i)(?:pass(?:word|wort|phrase)?s?|token|secret|key|credentials?|login|pin)\W*$")
 #: The words of a phrase that is about a password rather than one: its rules (length, characters,
 #: strength), where it is kept (a vault, a password manager, a wiki), what happens to it, or that it
 #: is the same as another, in the languages of `PROSE_WORDS` and English (no short word that a

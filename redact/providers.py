@@ -27,6 +27,8 @@ CURRENT_PROVIDERS: tuple[Rule, ...] = (
     _tok("sourcegraph-license", "token", r"\b(slk_[A-Za-z0-9_]{32,})\b", min_entropy=3.5),
     _tok("dropbox-token", "dropbox_token", r"(?:^|[^A-Za-z0-9_.])(sl\.(?:u\.)?[A-Za-z0-9_\-]{120,})(?:[^A-Za-z0-9_\-]|$)",
          min_entropy=4.0),
+    # FiveM (Cfx.re Keymaster) server license keys
+    _tok("fivem-license-key", "api_key", r"\b(cfxk_[A-Za-z0-9]{16,32}_[A-Za-z0-9]{4,10})\b", min_entropy=3.0),
     _tok("twitch-oauth", "twitch_token", r"(?:^|[^A-Za-z0-9_])oauth:([a-z0-9]{30})\b", min_entropy=3.5, needs_digit=True),
     _tok("salesforce-token", "salesforce_token", r"\b(00D[A-Za-z0-9]{12,15}![A-Za-z0-9._]{80,})"),
     _tok("teamwork-token", "teamwork_token", r"\b(tkn\.v1_[A-Za-z0-9+/=_\-]{40,})", min_entropy=3.5),

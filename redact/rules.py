@@ -68,7 +68,7 @@ from .patterns import (
     ASSIGN_SEP_RE, CADDY_DNS_PROVIDERS, COMMAND_VALUE, COOKIE_HEADER, CREDENTIAL_CALL, END, ENV_DEFAULT, KEY_RE,
     NAME_VALUE, NAME_VALUE_HEAD, PASSPHRASE_TAIL, PROSE_PASSWORD, PROSE_WORDS, QUOTED_VALUE, SESSION_COOKIE, VALUE_RE,
     AZURE_KEY_VALUE, AZURE_KEYS_COMMAND, CREDENTIAL_TABLE_HEADER, RECOVERY_CODE, RECOVERY_CODES, TABLE_PASSWORD_WORDS, CONSUL_TOKEN_VALUE, CONSUL_TOKENS_BLOCK, INFLUX_TOKEN_COMMAND,
-    INFLUX_TOKEN_VALUE, POSTMARK_ANCHOR, POSTMARK_TOKEN,
+    INFLUX_TOKEN_VALUE, POSTMARK_ANCHOR, POSTMARK_TOKEN, XML_NAME_VALUE, XML_ENTRY_KEY, DECLARED_DEFAULT, OPTION_DEFAULT, GO_FLAG_DEFAULT,
     REPL_ECHO, key_word)
 from .providers import CURRENT_PROVIDERS
 from .rule import Rule, token_rule as _tok  # noqa: F401  (Rule: importable from here too)
@@ -127,11 +127,12 @@ RULES: tuple[Rule, ...] = (
          r"\b((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16})\b", exclude_suffix="EXAMPLE",
          allow_filler=True),
     # the secret half of an AWS key pair: exactly 40 base64 characters right after an AWS secret or
-    # access key name (AWS's documented example value included: the slot is unmistakable)
+    # access key name; AWS's documented examples (`wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY`, as
+    # `AKIAIOSFODNN7EXAMPLE` for the id) are public
     _tok("aws-secret-key", "aws_secret_key",
          r"(?i:aws)[A-Za-z0-9_.\-]{0,30}(?i:secret|access)[A-Za-z0-9_.\-]{0,30}[\"'\]]?[ \t]*"
          r"(?::=|=>|=|:)[ \t]*[\"'`]?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)",
-         min_entropy=3.0, placeholder_ok=True),
+         min_entropy=3.0, placeholder_ok=True, exclude_suffix="EXAMPLEKEY"),
     # the secret half printed right after its key id, with no name of its own: the CSV of `aws iam
     # create-access-key`, a pair pasted on two lines, `AKIA... / secret`
     _tok("aws-secret-after-id", "aws_secret_key",
@@ -369,6 +370,25 @@ RULES: tuple[Rule, ...] = (
     Rule("pgpass-line", "password",
          r"(?m)^[ \t]*[A-Za-z0-9_.*\-]+:(?:\d{1,5}|\*):[A-Za-z0-9_.*\-]+:[A-Za-z0-9_.*@\-]+:((?:\\[:\\]|[^\s:]){6,})[ \t]*\r?$",
          "pwvalue"),   # a `:` or `\` in the password is escaped with `\` (PostgreSQL's libpq docs)
+    # network gear: Cisco IOS / NX-OS lines with a type-0 (clear) or type-7 (reversible) password or
+    # key (types 5, 8 and 9 are hashes: no digit 0 or 7, no finding); SNMP communities and v3 users
+    Rule("cisco-password", "password",
+         r"(?m)^[ \t]*(?:enable[ \t]+|username[ \t]+\S+[ \t]+(?:privilege[ \t]+\d+[ \t]+)?)?"
+         r"(?:password|secret|key|key-string|authentication-key)[ \t]+[07][ \t]+(\S+)[ \t]*\r?$", "pwvalue"),
+    Rule("snmp-community", "password",
+         r"(?m)^[ \t]*(?:snmp-server[ \t]+community|r[ow]community6?|com2sec[ \t]+\S+[ \t]+\S+)[ \t]+(\S+)", "pwvalue"),
+    Rule("snmp-v3-user", "password",
+         r"(?m)^[ \t]*(?:createUser|usmUser)[ \t]+\S+[ \t]+(?:MD5|SHA(?:-\d+)?)[ \t]+(\"[^\"\n]+\"|\S+)", "pwvalue"),
+    Rule("snmp-v3-privacy", "password",
+         r"(?m)^[ \t]*(?:createUser|usmUser)[ \t]+\S+[ \t]+(?:MD5|SHA(?:-\d+)?)[ \t]+(?:\"[^\"\n]+\"|\S+)"
+         r"[ \t]+(?:DES|AES(?:-?\d+)?)[ \t]+(\"[^\"\n]+\"|\S+)", "pwvalue"),
+    # Subversion's cached credentials (`~/.subversion/auth/svn.simple/*`): `K 8` / `password` / `V n` / the value
+    _tok("svn-simple-password", "password", r"(?m)^K[ \t]+8\r?\npassword\r?\nV[ \t]+\d+\r?\n([^\r\n]{1,400})"),
+    # a Remote Desktop file's password, DPAPI-encrypted for the user who saved it
+    _tok("rdp-file-password", "password", r"(?m)^password[ \t]+51:b:([0-9A-Fa-f]{32,})"),
+    # a Scala / Kotlin pair: `"sfPassword" -> "v"` (a plan's `->` follows a value, `plan-change`)
+    Rule("arrow-pair", "secret", r"""["']([A-Za-z0-9_.\-]{1,100})["'][ \t]*->[ \t]*("[^"\n]+"|'[^'\n]+')""", "jprop",
+         options={"set_pattern": r"""["'][ \t]*->[ \t]*["']"""}),
     # Java system properties: `-Dsonar.login=VALUE`, `-Ddb.password=VALUE`, `-Dapi.token=VALUE`
     Rule("java-property", "secret",
          r"(?:^|[\s\"'])-D([A-Za-z0-9_.\-]*(?i:password|passwd|pwd|secret|token|login|apikey|api\.key|credentials?|auth)"
@@ -675,6 +695,20 @@ RULES: tuple[Rule, ...] = (
     # `login("` repeated, stays linear with a small factor; the calls after it are not read)
     Rule("credential-call", "password", CREDENTIAL_CALL, "call", options={"max_matches": 500}),
     Rule("name-value", "secret", NAME_VALUE, "namevalue", options={"set_pattern": NAME_VALUE_HEAD}),
+    Rule("xml-name-value", "secret", XML_NAME_VALUE, "namevalue",
+         options={"set_pattern": r"</(?:name|key)>[ \t\r\n]*<(?:description|value|defaultValue)[>/]"}),
+    Rule("xml-entry-key", "secret", XML_ENTRY_KEY, "namevalue", options={"set_pattern": r"<entry[ \t]+key="}),
+    # a default a setting's declaration gives it (`redact.defaults`)
+    Rule("declared-default", "secret", DECLARED_DEFAULT, "declared_default",
+         options={"set_pattern": r"""(?i)default(?:value|_value)?\\?["']?[ \t]*[:=]"""}),
+    Rule("option-default", "secret", OPTION_DEFAULT, "option_default",
+         options={"set_pattern": r"""\bdefault[ \t]*=[ \t]*["']"""}),
+    # a value a plan changes (`terraform plan`: `~ "API_KEY" = "old" -> "new"`): the new one is the key's too
+    Rule("plan-change", "secret",
+         r"""(?m)^[ \t]*[~+\-]?[ \t]*"?([A-Za-z0-9_.\-]{1,100})"?[ \t]*=[ \t]*(?:"[^"\n]*"|\(sensitive value\)|null)"""
+         r"""[ \t]*->[ \t]*("[^"\n]+")""", "jprop", options={"set_pattern": r"[ \t]->[ \t]*\""}),
+    Rule("go-flag-default", "secret", GO_FLAG_DEFAULT, "option_default",
+         options={"name_group": True, "set_pattern": r"\b(?:String|StringP|StringVar|StringVarP)\("}),
     # --- KEY = value, in every syntax -------------------------------------------------------
     Rule("assignment", "secret",
          r"(?i)" + KEY_RE + r"""(?:(?:\\\\){0,3}\\?["']\]?|\]|\[\])?(?:[ \t]+(?:string|str|int|var|const|char\*?|\[\]byte|secret|password))?(?:,[ \t]*(?:_|err))?[ \t]*""" + ASSIGN_SEP_RE + r"[ \t]*(?:new[ \t]+)?" + VALUE_RE, "assign"),
@@ -690,13 +724,14 @@ RULES: tuple[Rule, ...] = (
          r"(?i)" + KEY_RE + r"""[\"']?[ \t]*[:=][ \t]*\r?\n[ \t]+(?:"([^"\\\n]{6,})"|'([^'\n]{6,})'|`([^`\n]{6,})`)""",
          "nextline", options={"set_pattern": r"""[:=][ \t]*\r?\n[ \t]+["'`][^"'`\n]"""}),
     # a key and its value with no operator: C's `#define KEY "v"`, a Dockerfile's `ENV KEY v` / `ARG`,
+    # Tcl's and a game server config's `set KEY "v"`,
     # Windows' `setx KEY "v"`, PowerShell's `Set-Item Env:KEY -Value "v"`, Erlang's `-define(KEY, "v")`
     Rule("declaration", "secret",
-         r"(?im)(?:^[ \t]*(?:#[ \t]*define|ENV|ARG)[ \t]+|(?:^[ \t]*|>[ \t]*)setx(?:[ \t]+/M)?[ \t]+"
+         r"(?im)(?:^[ \t]*(?:#[ \t]*define|ENV|ARG|set)[ \t]+|(?:^[ \t]*|>[ \t]*)setx(?:[ \t]+/M)?[ \t]+"
          r"|\b(?:Set|New)-Item[ \t]+(?:-Path[ \t]+)?Env:|^[ \t]*-define\()" + KEY_RE
          + r"([ \t]+(?:-Value[ \t]+)?|,[ \t]*)" + VALUE_RE,
          "assign",
-         options={"set_pattern": r"(?im)^[ \t]*(?:#[ \t]*define|ENV|ARG)[ \t]+[A-Za-z0-9_.$\-]+[ \t]+[^\s]"
+         options={"set_pattern": r"(?im)^[ \t]*(?:#[ \t]*define|ENV|ARG|set)[ \t]+[A-Za-z0-9_.$\-]+[ \t]+[^\s]"
                                  r"|\bsetx[ \t]|\b(?:Set|New)-Item[ \t]|^[ \t]*-define\("}),
     # an Erlang / Elixir term: `{password, "v"}`, `{api_key, <<"v">>}`
     Rule("erlang-tuple", "secret",

@@ -98,7 +98,7 @@ PLACEHOLDER_WORDS = (
     "changeme", "change_me", "change-me", "changeit", "your_", "your-", "yourapi", "yourkey",
     "yourtoken", "yoursecret", "yourpassword", "<your", "placeholder", "example", "dummy",
     "redacted", "xxxx", "***", "....", "replace_me", "replaceme", "replace-me", "insert_",
-    "insert-", "_here", "-here", "todo", "fixme", "notreal", "not_real", "not-real",
+    "insert-", "replace-with", "replace_with", "fill-in", "fill_in", "_here", "-here", "todo", "fixme", "notreal", "not_real", "not-real",
     "fake_", "fakekey", "fake-", "sample", "foobar", "secret_value", "my_secret",
     "mysecret", "mypassword", "my_password",
 )
@@ -283,6 +283,16 @@ def is_typed_sequence(value: str) -> bool:
 def is_label(value: str) -> bool:
     """A form's or an SDK's label made of a credential's words (`My API Key`, `Access token`)."""
     return bool(_RE_LABEL.match(value.strip().strip("\"'`").lower()))
+
+
+#: Three mask characters in a row (`***`, `•••`, `●●●`): a value a tool masked.
+_RE_MASK_RUN = re.compile(r"[*\u2022\u25cf]{3}")
+
+
+def is_masked(value: str) -> bool:
+    """A value a tool printed masked: a run of mask characters and at most 12 letters or digits
+    beside it (`*** (before)`, `sk-****abcd`, `••••••••`), never a secret, whatever its slot."""
+    return bool(_RE_MASK_RUN.search(value)) and sum(c.isalnum() for c in value) <= 12
 
 
 @functools.lru_cache(maxsize=256)  # same: rule checks, then `credential_like`
@@ -525,7 +535,9 @@ _RE_PASSWORD_HASH = re.compile(r"^(?:\$(?:1|2[abxy]?|5|6|y|7|gy|apr1|argon2(?:id
                                # MySQL's native hash (`IDENTIFIED BY PASSWORD '*...'`)
                                r"|\*[0-9A-Fa-f]{40}"
                                # Django's stored forms (`algorithm$...`: `pbkdf2_sha256$870000$salt$hash`, `argon2$argon2id$...`)
-                               r"|(?:pbkdf2_sha256|pbkdf2_sha1|argon2|bcrypt_sha256|bcrypt|scrypt|md5|sha1)\$[^\s]{16,})$")
+                               r"|(?:pbkdf2_sha256|pbkdf2_sha1|argon2|bcrypt_sha256|bcrypt|scrypt|md5|sha1)\$[^\s]{16,}"
+                               # Tomcat's digest credential handler (`salt$iterations$hash`, hex)
+                               r"|[0-9a-f]{16,}\$\d{1,7}\$[0-9a-f]{32,})$")
 # A size (`kubectl describe secret`: `password:  24 bytes`), a credential's id and file
 # (systemd's `LoadCredential=db-password:/run/secrets/db`), an ISO 8601 timestamp with its time (a
 # log line's; a date alone may be a password).

@@ -673,13 +673,15 @@ def test_cloudant_and_aws_secret_slots(redactor):
     text = (
         f'cloudant_api_key = "{CLOUDANT_KEY}"\n'
         'cloudant_key = "abcdefghijabcdefghijabcd"\n'
-        'aws_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"\n'
+        'aws_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzz9Tq2Xa7k"\n'
+        'aws_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"\n'   # AWS's documented example: public
         'aws_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEYa"\n'
     )
     assert redactor.redact_text(text) == (
         'cloudant_api_key = "[REDACTED:cloudant_key]"\n'
         'cloudant_key = "[REDACTED:cloudant_key]"\n'
         'aws_access_key = "[REDACTED:aws_secret_key]"\n'
+        'aws_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"\n'
         'aws_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEYa"\n'
     )
 
@@ -690,7 +692,7 @@ def test_placeholders_in_unmistakable_slots_are_redacted_but_never_remembered(tm
         "AKCxxxxxxxxxx", "AP6xxxxxxxxxx", "ACxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "npm_xxxxxxxxxxx",
         "services/Txxxxxxxx/Bxxxxxxxx/xxxxxxxxxxxxxxxxxxxxxxxx", "abcdefghijabcdefghijabcd",
         "xoxb-123456789012-123456789012-xxxxxxxxxxxxxxxxxxxxxxxx",
-        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "value with quotes and spaces",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYxxxxxxxxxx", "value with quotes and spaces",
     ]
     text = (
         "X-JFrog-Art-Api: AKCxxxxxxxxxx\nartifactory:_password=AP6xxxxxxxxxx\n"
@@ -698,7 +700,7 @@ def test_placeholders_in_unmistakable_slots_are_redacted_but_never_remembered(tm
         "https://hooks.slack.com/services/Txxxxxxxx/Bxxxxxxxx/xxxxxxxxxxxxxxxxxxxxxxxx\n"
         "SLACK_BOT_TOKEN=xoxb-123456789012-123456789012-xxxxxxxxxxxxxxxxxxxxxxxx\n"
         'cloudant_key = "abcdefghijabcdefghijabcd"\n'
-        'aws_secret_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"\n'
+        'aws_secret_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYxxxxxxxxxx"\n'
         'password = "value with quotes and spaces"\n'
         "-----BEGIN PRIVATE KEY-----\nyabba dabba doo\n"
     )

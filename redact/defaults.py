@@ -1,0 +1,131 @@
+"""Declared defaults: the value a setting's declaration gives it when nothing else does.
+
+A declared default is the setting's value, so a secret-named setting's default is a credential
+context (`keys.value_ok`, as for `KEY = value`):
+  * `h_declared_default` (rule `declared-default`): a `default:` / `Default:` / `defaultValue` /
+    `default =` field, whose setting is the block that holds it (`owner_name`): Terraform's
+    `variable "db_password" { default = "v" }`, CloudFormation's `Parameters: DBPassword: Default:
+    v`, a GitHub Actions input, an Ansible `vars_prompt` item (`- name: db_password`), an ARM
+    template's `"adminPassword": {"defaultValue": "v"}`, a JSON schema's property;
+  * `h_option_default` (rules `option-default`, `go-flag-default`): the default of a command-line
+    option named by a secret (`parser.add_argument("--password", default="v")`,
+    `@click.option("--api-key", default="v")`, Go's pflag `StringVarP(&v, "password", "p", "v",
+    "usage")`).
+
+Invariants: the setting is found from the field's own line and the lines above it only (at most
+`OWNER_LINES` lines, `OWNER_BYTES` bytes): the nearest line indented less than the field, or the
+brace the field's line opened; a block that closed in between ends the search. A field whose owner
+is not found is no finding.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .keys import classify_key, value_ok
+
+#: How far above a default its owner is looked for.
+OWNER_LINES = 40
+OWNER_BYTES = 4096
+
+#: A key that opens a block on the default's own line (`"password": {"type": "string", "default"`).
+_INLINE_OWNER = re.compile(rb"""["']?([A-Za-z0-9_.\-]{1,100})["']?[ \t]*[:=]?[ \t]*\{[^{}]*$""")
+#: A line that opens a block: HCL's `variable "NAME" {`, YAML's `NAME:`, JSON's `"NAME": {`, a YAML
+#: list item named first (`- name: NAME`).
+_HEADER = re.compile(rb"""[ \t]*(?:variable[ \t]+"?([A-Za-z0-9_\-]{1,100})"?[ \t]*\{"""
+                     rb"""|(?:-[ \t]+)?["']?([A-Za-z0-9_.\-]{1,100})["']?[ \t]*:[ \t]*\{?"""
+                     rb"""|-[ \t]+name[ \t]*:[ \t]*["']?([A-Za-z0-9_.\-]{1,100})["']?)[ \t]*\r?$""")
+#: A sibling field that names its block (`name: db_password` under `- type: string`).
+_NAME_FIELD = re.compile(rb"""[ \t]*(?:-[ \t]+)?["']?name["']?[ \t]*:[ \t]*["']?([A-Za-z0-9_.\-]{1,100})["']?,?[ \t]*\r?$""")
+#: A list item that starts with another field than its name (`- type: string`).
+_LIST_ITEM = re.compile(rb"[ \t]*-[ \t]+\S")
+#: A line that closes a block (`}`, `},`, `]`).
+_CLOSER = re.compile(rb"[ \t]*[}\]]")
+
+
+def _indent(line: bytes) -> int:
+    return len(line) - len(line.lstrip(b" \t"))
+
+
+def owner_name(data: bytes, pos: int) -> str | None:
+    """The name of the setting whose block holds the field at byte `pos`, or None (see the module
+    docstring). A list item's name (`- name: X`, or a `name: X` sibling) names it."""
+    start = data.rfind(b"\n", 0, pos) + 1
+    before = data[start:pos]
+    if b"{" in before:
+        m = _INLINE_OWNER.search(before)
+        return m.group(1).decode("latin-1") if m else None
+    indent = _indent(before)
+    floor = max(0, start - OWNER_BYTES)
+    sibling = None
+    end = start - 1
+    for _ in range(OWNER_LINES):
+        if end <= floor:
+            return None
+        ls = data.rfind(b"\n", floor, end) + 1
+        line = data[ls:end]
+        end = ls - 1
+        stripped = line.strip()
+        if not stripped or stripped.startswith((b"#", b"//")):
+            continue
+        width = _indent(line)
+        if width > indent:
+            continue
+        if width == indent:
+            if _CLOSER.match(line):
+                return None   # a block closed: the field is in none of the blocks above
+            m = _NAME_FIELD.match(line)
+            if m and sibling is None:
+                sibling = m.group(1)
+            continue
+        if _LIST_ITEM.match(line) and sibling is None:
+            m = _NAME_FIELD.match(line)
+            if m:
+                return m.group(1).decode("latin-1")
+        if sibling is not None:
+            return sibling.decode("latin-1")
+        m = _HEADER.match(line)
+        if m:
+            return next(g for g in m.groups() if g).decode("latin-1")
+        return None
+    return None
+
+
+def h_declared_default(rule, sp, data: bytes):
+    """A default field's value (groups 2-4: double-quoted, single-quoted, bare) when the setting
+    that holds it names a secret."""
+    found = next(((g, sp[g][0], sp[g][1]) for g in (2, 3, 4) if sp[g][0] >= 0), None)
+    if found is None:
+        return
+    g, s, e = found
+    name = owner_name(data, sp[1][1])
+    cls = classify_key(name) if name else None
+    if cls is None:
+        return
+    value = data[s:e].decode("utf-8", "ignore")
+    if value_ok(cls[0], value, quoted=g != 4):
+        yield s, e, cls[1]
+
+
+#: A command-line option's name in a call's arguments (`"-p", "--password"`).
+_OPTION_NAME = re.compile(rb"""["'](--?[A-Za-z][A-Za-z0-9_\-]{0,60})["']""")
+
+
+def h_option_default(rule, sp, data: bytes):
+    """The default (groups 2-3) of an option whose name names a secret: group 1 when the rule says
+    so (`name_group`: Go's `StringVarP(&v, "password", "p", "v", ...)`), else the first of the
+    call's option names before the default that is a key (`"-p", "--password"`)."""
+    found = next(((sp[g][0], sp[g][1]) for g in (2, 3) if sp[g][0] >= 0), None)
+    if found is None:
+        return
+    s, e = found
+    if rule.options.get("name_group"):
+        names = [data[sp[1][0]:sp[1][1]]]
+    else:
+        names = [m.group(1) for m in _OPTION_NAME.finditer(data, sp[0][0], s)]
+    for name in names:
+        cls = classify_key(name.decode("latin-1"))
+        if cls is not None:
+            if value_ok(cls[0], data[s:e].decode("utf-8", "ignore"), quoted=True):
+                yield s, e, cls[1]
+            return
