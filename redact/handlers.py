@@ -62,6 +62,10 @@ def _dominant_over_half(value: str) -> bool:
     return shapes.dominant_char(value) > 0.5
 
 
+#: A value of filler only, in groups (`XXXXXXXXX/XXXXXXXXX/XXXXXXXX`): a template's blank, no value.
+_ALL_FILLER = re.compile(r"[xX*]{4,}(?:[/_.\-][xX*]{4,})*")
+
+
 def _h_token(rule: Rule, sp, data: bytes):
     try:
         g = 1 if sp[1][0] >= 0 else 0
@@ -75,7 +79,8 @@ def _h_token(rule: Rule, sp, data: bytes):
     if suffix and value.endswith(suffix):
         return  # a provider's documented example (`AKIAIOSFODNN7EXAMPLE`), placeholder slot or not
     if shapes.is_placeholder(value) or shapes.is_typed_sequence(value):
-        if rule.options.get("placeholder_ok") and not shapes.is_label(value) and not shapes.is_masked(value):
+        if rule.options.get("placeholder_ok") and not shapes.is_label(value) and not shapes.is_masked(value) \
+                and not _ALL_FILLER.fullmatch(value):
             # an unmistakable slot: redacted (never remembered); a label (`My API Key`) is none
             yield s, e, rule.label
         return  # `AIzaSyabcdefghijklmnop...`: a provider's documentation example
@@ -123,6 +128,10 @@ _JWK_KTY = re.compile(rb"""["']?kty\\?["']?[ \t]*[:=]""")
 _KEY_BEFORE = re.compile(rb"""([A-Za-z0-9_.$\-]+)\\?["']?\]?[ \t]*(?:=>|:=|=|:)[ \t]*(?:[bBfFrRuU]{1,2})?\\?["']$""")
 
 
+#: After a quoted string, what makes it a mapping's key (`"...": {`, `"...": (`).
+_DICT_KEY_AFTER = re.compile(rb"""\\?["'][ \t]*:[ \t]*[{(\[]""")
+
+
 def _h_entropy(rule: Rule, sp, data: bytes):
     """A quoted string with no key (`quoted-high-entropy`): redacted when it reads as random base64
     (`shapes.random_base64`, at most `rule.min_entropy` bits asked), unless it is a path, a
@@ -139,6 +148,8 @@ def _h_entropy(rule: Rule, sp, data: bytes):
         return
     if shapes.encoded_text(value):
         return
+    if _DICT_KEY_AFTER.match(data, e):
+        return   # `"ELBSecurityPolicy-TLS13-1-2-2021-06": {`: a mapping's key, a name
     key = _KEY_BEFORE.search(data, max(0, s - 130), s)
     if key and says_not_secret(key.group(1).decode("latin-1")):
         return
@@ -213,10 +224,22 @@ def _keyed_value(data: bytes, key: tuple[int, int], s: int, e: int, quoted: bool
         value = _clean_bare(value)
     if not value or _SPACE.search(value) or _WELLFORMED_INTERP.search(value):
         return
+    if _same_name(_s(data, key[0], key[1]), value):
+        return  # `self._authkey = authkey`, `SERVER_AUTH: "serverAuth"`: a name given to itself
     if not quoted and shapes.is_date(value) and _TIME_AFTER.match(data, s + len(value)):
         return  # `last_password_change: 2025-02-01 09:12:44`: a timestamp, its date and time apart
     if value_ok(cls[0], value, quoted, context):
         yield s, _end(s, value), cls[1]
+
+
+def _same_name(key: str, value: str) -> bool:
+    """The value spells the key's last name, its case and separators aside (`self._authkey =
+    authkey`, `CHALLENGE_PASSWORD: "challengePassword"`)."""
+    last = _SEPARATORS.sub("", key.replace("->", ".").rsplit(".", 1)[-1]).lower()
+    return bool(last) and _SEPARATORS.sub("", value).lower() == last
+
+
+_SEPARATORS = re.compile(r"[_\-$@\"'\s]")
 
 
 #: A time after a date (a timestamp written with a space).
@@ -257,7 +280,8 @@ def _wrapped_literal(data: bytes, s: int, e: int) -> tuple[int, int] | None:
 
 
 #: An AWS ARN running up to a key (`arn:aws:secretsmanager:...:secret:`), no space between.
-_ARN_BEFORE = re.compile(rb"\barn:aws[\w-]*:[^\s\"'`]*$")
+_RESOURCE_TYPE_BEFORE = re.compile(rb"\b(?:AWS|Alexa|Custom)::(?:\w+::)*$")
+_ARN_BEFORE = re.compile(rb"\b(?:arn:aws[\w-]*|urn:[A-Za-z0-9][A-Za-z0-9\-]{0,31}):[^\s\"'`]*$")
 #: How far back a `{{ ... }}` expression is looked for (bytes): a minified line must not make each
 #: match read back to the line's start.
 TEMPLATE_LOOKBACK = 200
@@ -288,14 +312,20 @@ def _h_assign(rule: Rule, sp, data: bytes):
         return  # Haskell's and Go's `token <- getToken`: a binding or a channel; R's `pw <- "v"` is quoted
     if sep == ":" and data[s:s + 2] == b"//":
         return  # `credential.https://github.com.helper=...`: the key ends in a URL's scheme
-    if _ARN_BEFORE.search(data, max(0, sp[1][0] - 120), sp[1][0]):
-        return  # `arn:aws:secretsmanager:eu-west-1:123:secret:prod/db`: an ARN names a secret
+    if _ARN_BEFORE.search(data, max(0, sp[1][0] - 120), sp[1][0]) or _RESOURCE_TYPE_BEFORE.search(
+            data, max(0, sp[1][0] - 120), sp[1][0]):
+        return  # `arn:aws:secretsmanager:eu-west-1:123:secret:prod/db`: an ARN names a secret, a URN a
+        # name (`urn:ietf:params:oauth:jwk-thumbprint`), `AWS::KMS::Key` a resource type
     if _inside_template(data, sp[1][0]):
         return  # `{{resolve:secretsmanager:prod/db:SecretString:password}}`: a template's reference
     # `MYSQL_PWD= mysqldump ...` is an empty shell variable, then a command: `KEY= value` (a space
     # after `=` and none before) is weaker evidence, and the value needs a secret's shape
     context = not (not quoted and sep == "=" and data[sp[2][1]:sp[2][1] + 1] in (b" ", b"\t")
                    and data[sp[2][0] - 1:sp[2][0]] not in (b" ", b"\t"))
+    if sep in ("==", "===", "!=", "!==") and (classify_key(_s(data, *sp[1])) or ("",))[0] != "pw":
+        # `if token == "import"`: a literal compared with a token or a key is weaker evidence (a
+        # lexer's kinds, states); one compared with a password is the password a check hardcodes
+        context = False
     if sep == ",":
         # `("DB_PASSWORD", "v")`, `os.environ.setdefault("API_KEY", "v")`: a pair only when the key
         # itself is quoted and no list closes in between (`["bash", "-lc", "pwd"], "workdir"`)
@@ -312,9 +342,12 @@ def _h_assign(rule: Rule, sp, data: bytes):
         if sep == ":" and len(after) == 2 and after[:1] == b" " and after[1:].isalpha():
             context = False  # `password: Override the config ...`, `// First pass: collect ...`: prose
         else:
-            m = _RE_BARE_IDENT.match(data, s)
-            if m and m.end(1) == e and (m.group(2) != b";" or sep == ":"):
-                return  # `{ tokenSymbol: ticker }`, `f(password=pw)`, `token_a: Pubkey;`: code
+            m = (_RE_ANNOTATION if sep == ":" else _RE_BARE_IDENT).match(data, s)
+            if m and not data[m.end(1):e].strip(b" \t)]},;") and (m.group(2) in (b",", b")", b"}", b"+") or sep == ":"):
+                # `{ tokenSymbol: ticker }`, `f(password=pw)`, `token_a: Pubkey;`, a type annotation
+                # (`password: _PasswordType | None = None`, `tokens: list[Token]`), an expression
+                # (`PseudoToken = Whitespace + group(...)`): code
+                return
     if not quoted and s >= 0 and data.endswith(b"//", 0, sp[1][0]):
         # `https://x-access-token:VALUE@github.com/o/r`: the key is a URL's user, the value its
         # password, which ends at `@host` (a raw `@` cannot be in it); no `@`: `host:port/path`
@@ -378,6 +411,10 @@ def _continued(data: bytes, e: int, label: str):
 
 
 def _h_xml(rule: Rule, sp, data: bytes):
+    """<KEY attrs>VALUE</...>, a namespace before KEY too (WS-Security's `<wsse:Password Type="...">`,
+    whose `#PasswordDigest` type says the value is a digest, no password)."""
+    if b"PasswordDigest" in data[sp[1][1]:sp[2][0]]:
+        return
     yield from _keyed_value(data, sp[1], sp[2][0], sp[2][1], rule.name == "add-key-value")
 
 
@@ -402,20 +439,29 @@ def _h_kwquoted(rule: Rule, sp, data: bytes):
     the password whatever it holds, spaces too (a passphrase), unless it is clearly none."""
     j = 2 if sp[2][0] >= 0 else 3
     s, e = sp[j]
-    if (_SQL_BEFORE_PASSWORD.search(data, max(0, sp[1][0] - 40), sp[1][0])
-            and _s(data, *sp[1]).lower() == "password" and b" " in data[s:e]):
+    sql = ((_SQL_BEFORE_PASSWORD.search(data, max(0, sp[1][0] - 40), sp[1][0])
+            or _SQL_ROLE_STATEMENT.search(data, max(0, sp[1][0] - 300), sp[1][0]))
+           and _s(data, *sp[1]).lower() == "password")
+    if sql and b" " in data[s:e]:
         value = _s(data, s, e)
         words = value.lower().split()
         if ((len(words) >= 3 or (len(words) == 2 and any(not c.isalpha() and not c.isspace() for c in value)))
                 and not any(c in value for c in "\"+")
                 and not any(CREDENTIAL_WORD.match(w) or w in ("fake", "dummy", "example", "sample") for w in words)
                 and shapes.context_secret(value, quoted=True) and not ABOUT_A_PASSWORD.search(value)
-                and not any(w in FUNCTION_WORDS for w in words)):
-            yield s, e, "password"   # (not `'" + newPassword + "'` in code, not `'REPLACE ME'`)
+                and words[0] not in _INSTRUCTION_WORDS
+                and sum(w in FUNCTION_WORDS for w in words) <= (1 if len(words) >= 5 else 0)):
+            # (not `'" + newPassword + "'` in code, not `'REPLACE ME'`, not `'see the vault entry'`;
+            # a long passphrase may hold one small word: `autumn leaves fall quietly on Tuesday`)
+            yield s, e, "password"
         return
-    yield from _keyed_value(data, sp[1], s, e, True, ("pw", "secret"), context=False)
+    # a role's or a user's `PASSWORD 'v'` is a credential context; elsewhere a keyword and a literal
+    # with no operator are weaker evidence
+    yield from _keyed_value(data, sp[1], s, e, True, ("pw", "secret"), context=bool(sql))
 
 
+#: A role or user statement, its `PASSWORD` later on (`CREATE ROLE r SUPERUSER CREATEDB PASSWORD`).
+_SQL_ROLE_STATEMENT = re.compile(rb"(?i)\b(?:CREATE|ALTER)[ \t]+(?:USER|ROLE)[ \t]+[^;\n]*$")
 #: The SQL words right before `PASSWORD '...'` in a role or user statement.
 _SQL_BEFORE_PASSWORD = re.compile(rb"(?i)\b(?:WITH|LOGIN|ROLE[ \t]+\w+|USER[ \t]+\w+)[ \t]+(?:(?:UN)?ENCRYPTED[ \t]+)?$")
 
@@ -456,9 +502,11 @@ def _h_spaced(rule: Rule, sp, data: bytes):
 
 
 def _h_jprop(rule: Rule, sp, data: bytes):
-    """-DNAME=VALUE: NAME classified as a key (`sonar.login` names a token too), VALUE in context."""
-    name = _s(data, sp[1][0], sp[1][1])
-    s, e = sp[2][0], sp[2][1]
+    """-DNAME=VALUE: NAME classified as a key (`sonar.login` names a token too), VALUE in context.
+    The name is group 1 and the value group 2, or the other way round (`name_group`: 2)."""
+    ng = rule.options.get("name_group", 1)
+    name = _s(data, sp[ng][0], sp[ng][1])
+    s, e = sp[3 - ng][0], sp[3 - ng][1]
     if data[s:s + 1] in (b'"', b"'"):
         s, e = s + 1, e - 1
     value = _clean_bare(_s(data, s, e))
@@ -492,6 +540,8 @@ def _h_phrase(rule: Rule, sp, data: bytes):
         return  # a sentence about a password, not a passphrase
     if any(shapes.is_reference(w) or shapes.is_placeholder(w) for w in words) or shapes.not_a_value(value):
         return  # also `password:  24 bytes` (`kubectl describe secret`)
+    if _TYPE_PHRASE.match(value):
+        return  # a parameter's type and default (`password: bytes | None = None,`, `PASSWORD: Final = 10074`)
     if any(CREDENTIAL_WORD.match(w) for w in words):
         return  # a message about one (`error.password=Password is too short`, an i18n bundle's line)
     if data[sp[1][1]:s] == b"=" and not _APP_PASSWORD.match(value):
@@ -507,6 +557,9 @@ def _h_phrase(rule: Rule, sp, data: bytes):
     yield s, _end(s, value), "password"
 
 
+#: A type in code, a union, then a default: `bytes | None = None,`, `Optional[str] = None`, `Final = 10074`.
+_TYPE_PHRASE = re.compile(r"[A-Za-z_][\w.]*(?:\[[^\]\n]*\])?(?:[ \t]*\|[ \t]*[A-Za-z_][\w.]*(?:\[[^\]\n]*\])?)*"
+                          r"(?:[ \t]*=[ \t]*(?:None|\.\.\.|-?\d+|True|False|[\"'][^\"'\n]*[\"']))?[ \t]*[,)]?$")
 #: How a message telling what to do with a password starts (`help.password=Choose 3 random words`).
 _INSTRUCTION_WORDS = frozenset("choose enter type use pick provide must should please leave ask see contains "
                                "reset".split())
@@ -602,12 +655,21 @@ def _h_query(rule: Rule, sp, data: bytes):
     yield s, e, label
 
 
+#: A type after `:` in code: a dotted name, then what follows a parameter's or a field's type
+#: (`key: _win32typing.PyHKEY, sub: str`, `password: _PasswordType | None = None`).
+_RE_ANNOTATION = re.compile(rb"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)[ \t]*([,)};\]|+]|=(?!=))")
+#: A scheme's parameter whose value is a variable (`token=$apiKey`, `key=${KEY}`).
+_PARAM_REFERENCE = re.compile(r"[A-Za-z_]+=\$[{(]?[A-Za-z_]")
+
+
 def _h_header(rule: Rule, sp, data: bytes):
     scheme = _s(data, sp[1][0], sp[1][1]).strip().lower() if sp[1][0] >= 0 else ""
     s = sp[2][0]
     value = _clean_bare(_s(data, s, sp[2][1]))
     if shapes.is_placeholder(value) or _WELLFORMED_INTERP.search(value) or value.startswith("$"):
         return
+    if _PARAM_REFERENCE.match(value):
+        return   # PagerDuty's `Token token=$apiKey`: the scheme's parameter holds a variable
     if len(value) < 8 or shapes.is_code_like(value) and len(value) < 20:
         return
     if len(set(value)) < 5 or (not scheme and shapes.is_wordy(value)):
@@ -629,6 +691,8 @@ def _h_bearer(rule: Rule, sp, data: bytes):
 
 
 def _h_header_kv(rule: Rule, sp, data: bytes):
+    if _RESOURCE_TYPE_BEFORE.search(data, max(0, sp[0][0] - 120), sp[1][0]):
+        return ()   # `"AWS::ApiGateway::ApiKey": ...`: a resource type's name
     return _secret_shaped_value(sp, data, 2, 8, "api_key")
 
 

@@ -36,7 +36,8 @@ _EXCLUDED_LAST = frozenset(
     options flag flags status state length_bytes bytes bits algorithm algo alg cipher scheme
     strategy rotation rotated at created updated issued reset lifetime duration window
     organization organisation org orgs project projects model models region team workspace ms
-    rate threshold ratio percent max min used remaining left total cost price spent
+    rate threshold ratio percent max min used remaining left total cost price spent delivery event
+    mgr realm placement beta features markup children attrs nesting meta tag info block
     failed fail error errors message messages msg prompt title text success succeeded stored saved
     found missing invalid changed cleared removed commit revision rev stdin stdout cmd command
     ts tsx js jsx mjs cjs py go rs rb java kt swift md json yaml yml toml txt sh lock log html
@@ -55,7 +56,7 @@ _EXCLUDED_SEGMENTS = frozenset(
     foreign sort partition cache hash range row dict map object idempotency composite unique
     natural surrogate lookup group react list item column join cursor pagination page next prev
     dedup dedupe sequence bucket schema shortcut shortcuts sharding shard api_version resume continuation
-    sync""".split()
+    sync change lock input output""".split()
 )
 # A word before the secret word that says the value is not a real one.
 _NOT_REAL = frozenset("fake dummy mock example sample non not no placeholder invalid wrong bad bogus".split())
@@ -94,10 +95,20 @@ def _has_compound(segs: list[str]) -> bool:
     return any(c in seg and seg.endswith(c) for seg in segs for c in _KEY_COMPOUNDS)
 
 
+_PERCENT_BRACKET = re.compile(r"%5[BbDd]")
+
+
+#: A CloudFormation resource type (`AWS::KMS::Key`, `Custom::DbPassword`, `Alexa::ASK::Skill`).
+_RESOURCE_TYPE = re.compile(r"(?:AWS|Alexa|Custom)::\w+(?:::\w+)*$")
+
+
 def key_segments(key: str) -> tuple[str, ...]:
     """The lower-case words of a key (`dbPassword` -> db, password; `AWS_SECRET-key` -> aws, secret,
-    key), none for an empty key or one over 120 characters (no key is that long)."""
+    key), none for an empty key or one over 120 characters (no key is that long). A form's encoded
+    brackets are read decoded (`user%5Bpassword%5D` -> user, password)."""
     k = key.strip().strip("\"'`$@-")
+    if "%" in k:
+        k = _PERCENT_BRACKET.sub(" ", k)
     if not k or len(k) > 120:
         return ()
     return tuple(s for s in _SEGSPLIT.split(_CAMEL.sub(r"\1_\2", k).lower()) if s)
@@ -106,6 +117,26 @@ def key_segments(key: str) -> tuple[str, ...]:
 def _names_password_or_secret(segs: tuple[str, ...]) -> bool:
     """A key word that says password or secret outright (`db_pwd`, `clientSecret`)."""
     return any(s in _PW_SEGMENTS or "secret" in s or "password" in s for s in segs)
+
+
+#: Words after `pass` that make it the verb or a filter's pass of code, no password (`pass_zero`,
+#: `pass_through`, click's `pass_context`, `pass_env`).
+_PASS_IN_CODE = frozenset("zero through thru band filter fail stage step all first args kwargs arg env context "
+                          "ctx obj".split())
+
+
+#: Words that end in "pass" and name no password (a filter's band, a way around).
+_PASS_WORDS = frozenset("bypass compass lowpass highpass bandpass allpass overpass underpass trespass surpass "
+                        "encompass multipass onepass twopass singlepass firstpass".split())
+
+
+def _names_password(segs: tuple[str, ...]) -> bool:
+    """A key word of a password (`db_pwd`, `SMTP_PASS`, `pass_phrase`); `pass` before a word of
+    `_PASS_IN_CODE` is none, nor a word of `_PASS_WORDS` (`bandpass`)."""
+    return any((s in _PW_SEGMENTS or s.startswith("passw") or s.endswith(("password", "pass")))
+               and s not in _PASS_WORDS
+               and not (s == "pass" and i + 1 < len(segs) and segs[i + 1] in _PASS_IN_CODE)
+               for i, s in enumerate(segs))
 
 
 def _names_site_key(segs: tuple[str, ...]) -> bool:
@@ -122,8 +153,8 @@ def classify_key(key: str) -> tuple[str, str] | None:
     name, e.g. `cloudflare:`; token shaped).
     """
     segs = key_segments(key)
-    if not segs:
-        return None
+    if not segs or _RESOURCE_TYPE.match(key.strip("\"'")):
+        return None   # `"AWS::KMS::Key": ...`: a resource type's name (CloudFormation, moto's tables)
     # a provider name as a segment prefix (`stripe_key`) or spelled over segments (`MessageBird`)
     provider = any(_PROVIDER_START.match(s) for s in segs) or any(
         segs[i] + segs[i + 1] in _PROVIDER_NAMES for i in range(len(segs) - 1))
@@ -161,7 +192,7 @@ def classify_key(key: str) -> tuple[str, str] | None:
                 or (len(segs) >= 2 and segs[-1] in _SECRET_LAST and segs[-2] in _SECRET_QUALIFIERS
                     and segs[-2] not in _EXCLUDED_SEGMENTS)):
             return None
-    if any(s in _PW_SEGMENTS or s.startswith("passw") or s.endswith(("password", "pass")) for s in segs):
+    if _names_password(segs):
         return "pw", "password"
     if any("secret" in s for s in segs):
         return "secret", "secret"
@@ -207,6 +238,8 @@ def says_not_secret(key: str) -> bool:
     `session_id`), and none is a password or secret word. For the rules that find a value with no
     key of their own (`quoted-high-entropy`), the key it is assigned to, when there is one."""
     segs = key_segments(key)
+    while len(segs) > 1 and segs[-1].isdigit():
+        segs = segs[:-1]   # `x-amz-id-2`: a numbered identifier is an identifier
     if segs and segs[-1] in _CHECKSUM_WORDS:
         return True   # `password_hash`, `secret_digest`: what a secret hashes to, not the secret
     if _names_password_or_secret(segs):
@@ -215,6 +248,9 @@ def says_not_secret(key: str) -> bool:
         return True
     if _names_site_key(segs):
         return True
+    if segs and (segs[-1] in _EXCLUDED_LAST or any(s in _EXCLUDED_SEGMENTS for s in segs)) \
+            and not any(s in _ID_CREDENTIAL_WORDS for s in segs) and classify_key(key) is None:
+        return True   # `"name": ...`, `"NextToken": ...`, `"Content": ...`: what the key names is no secret
     return any(s in _NOT_REAL or s in _PUBLIC_WORDS for s in segs)
 
 
@@ -252,6 +288,8 @@ def value_ok(tier: str, value: str, quoted: bool = False, context: bool = True) 
         return False
     if shapes.encoded_text(value):
         return False  # `README_B64 = "IyBBY21l..."`: encoded content, not a token
+    if shapes.is_code_reference(value, quoted):
+        return False  # `key = list(self.keys())[0]`: code
     if tier == "key":
         return shapes.token_shaped(value, min_len=16, min_entropy=3.0)
     return shapes.token_shaped(value, min_len=12, min_entropy=3.0)
@@ -266,7 +304,7 @@ _ESCAPE_CUT = re.compile(r"\\[nrt\"'\\]|\\$")
 _SPACE = re.compile(r"\s")
 
 
-_RE_BARE_IDENT = re.compile(rb"([A-Za-z_][A-Za-z_]*[0-9]*)[ \t]*([,)};])")
+_RE_BARE_IDENT = re.compile(rb"([A-Za-z_][A-Za-z_]*[0-9]*)[ \t]*([,)};\]|+]|=(?!=))")
 _QUERY_NEXT = re.compile(r"&[A-Za-z_][\w.\-\[\]]*=")
 #: A next `name=` pair glued to a bare value by a comma (`password=abc,user=bob`).
 PAIR_NEXT = re.compile(r",[A-Za-z_][\w.\-]*=")

@@ -55,9 +55,9 @@ KEY_RE = r"([A-Za-z0-9_.$\-]*(?:" + _KEYWORD_ALT + r")[A-Za-z0-9_.\-]*)"
 # quote, so one match never runs on over the keys after it.
 
 #: A string literal's prefix: Python's `b"..."`, `r"..."`, `f"..."` (an f-string's `{name}` is a
-#: reference: `handlers._h_assign`), C#'s verbatim and Objective-C's `@"..."`. A value may also be
+#: reference: `handlers._h_assign`), C#'s verbatim and Objective-C's `@"..."`, T-SQL's `N'...'`. A value may also be
 #: triple-quoted (`"""v"""`, `'''v'''`: Python, Kotlin, Grafana's ini).
-STRING_PREFIX = r"(?:[bBfFrRuU]{1,2}|@)?"
+STRING_PREFIX = r"(?:[bBfFrRuU]{1,2}|@|N)?"
 VALUE_RE = (
     r"""(?:""" + STRING_PREFIX + r"""(?:\\\\){0,3}\\?"(?:"")?((?:[^"\\\n]|\\[^"\n]){6,})(?:"")?\\?"|""" + STRING_PREFIX
     + r"""'(?:'')?([^'\n]{6,})(?:'')?'|`([^`\n]{6,})`|([^\s"'`,;=](?:[^\s"'`,;]|,[^\s"'`,;]){5,}))"""
@@ -199,7 +199,7 @@ ENV_DEFAULT = (
 #: `{"name": "K", "value": "v"}` (a HAR file's headers, an API's settings), Postman's and
 #: Insomnia's `{"key": "K", "value": "v"}`.
 NAME_VALUE_HEAD = (
-    r"(?i)\b(?:name|key)\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?([A-Za-z0-9_.\-]{1,100})\\?[\"']?[ \t]*,?[ \t]*"
+    r"(?i)\b(?:name|key)\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?([A-Za-z0-9_.%\-]{1,100})\\?[\"']?[ \t]*,?[ \t]*"
     r"(?:\r?\n[ \t]*(?:[\-+~][ \t]+)?)?\\?[\"']?value\\?[\"']?"
 )
 NAME_VALUE = NAME_VALUE_HEAD + (

@@ -584,6 +584,20 @@ RULES: tuple[Rule, ...] = (
     # a session cookie as a field of its own: `cookies={"sessionid": "..."}` (a cookies word earlier
     # on the line), a browser's stored cookie (`{"name": "sessionid", "value": "..."}`: Playwright's
     # storage state, a devtools export)
+    # a Netscape cookie jar's line (curl -c, wget, yt-dlp): domain, flag, path, secure, expiry, name,
+    # value, tab-separated: a session cookie's value (by its name, as a cookie export's below)
+    Rule("cookie-jar-line", "token",
+         r"(?m)^(?:#HttpOnly_)?\.?[A-Za-z0-9][A-Za-z0-9.\-]*\t(?:TRUE|FALSE)\t[^\t\n]*\t(?:TRUE|FALSE)\t\d+\t"
+         r"((?i:[^\t\n]{0,80}(?:sess|sid|auth|token|jwt|remember|login)[^\t\n]{0,80}))\t([^\t\r\n]{16,})", "cookie",
+         options={"set_pattern": r"\t(?:TRUE|FALSE)\t[^\t\n]*\t(?:TRUE|FALSE)\t\d+\t"}),
+    # a cookie export's object (Cookie-Editor, EditThisCookie, Playwright's storage state): a session
+    # cookie's "name", then its "value" a few fields later in the same object (right after it:
+    # `session-cookie-field`)
+    Rule("cookie-export-value", "token",
+         r"""(?i)"name"[ \t]*:[ \t]*"([^"\n]{0,80}(?:sess|sid|auth|token|jwt|remember|login)[^"\n]{0,80})"[ \t]*,"""
+         r"""(?:[ \t\r\n]*"[A-Za-z]{1,30}"[ \t]*:[ \t]*(?:"[^"\n]{0,300}"|[\w.\-]{1,40})[ \t]*,)+?"""
+         r"""[ \t\r\n]*"value"[ \t]*:[ \t]*"([^"\s;,\\]{16,})\"""", "cookie",
+         options={"set_pattern": r"""(?i)"name"[ \t]*:[ \t]*"[^"\n]{0,80}(?:sess|sid|auth|token|jwt|remember|login)"""}),
     Rule("session-cookie-field", "token",
          r"(?i)(?:\bcookies?\b[^\n]{0,80}?[\"']?(" + SESSION_COOKIE + r")[\"']?[ \t]*[:=][ \t]*\\?[\"']"
          r"|[\"']name\\?[\"'][ \t]*:[ \t]*\\?[\"'](?:" + SESSION_COOKIE + r")\\?[\"'][ \t]*,[ \t]*\\?[\"']value\\?[\"']"
@@ -624,6 +638,14 @@ RULES: tuple[Rule, ...] = (
          + r"|\b(?:SET[ \t]+PASSWORD\b[^=\n]{0,200}=[ \t]*(?:PASSWORD[ \t]*\([ \t]*)?|PASSWORD[ \t]*\([ \t]*)"
          + QUOTED_VALUE,
          r"(?i)\bIDENTIFIED[ \t]|\bPASSWORD[ \t]*\(|\bSET[ \t]+PASSWORD\b"),
+    # a template's default for a secret-named variable: Jinja's `{{ db_password | default('v') }}`,
+    # Helm's `{{ .Values.redis.password | default "v" }}` and `{{ default "v" .Values.redis.password }}`
+    Rule("template-default", "secret",
+         r"""\{\{-?[ \t]*\.?([A-Za-z0-9_.]{1,100})[ \t]*\|[ \t]*default[ \t]*\(?[ \t]*("[^"\n]+"|'[^'\n]+')""", "jprop",
+         options={"set_pattern": r"\|[ \t]*default[ \t]*\(?[ \t]*[\"']"}),
+    Rule("template-default-first", "secret",
+         r"""\{\{-?[ \t]*default[ \t]+("[^"\n]+"|'[^'\n]+')[ \t]+\.?([A-Za-z0-9_.]{1,100})""", "jprop",
+         options={"set_pattern": r"\{\{-?[ \t]*default[ \t]+[\"']", "name_group": 2}),
     # libcurl's `CURLOPT_USERPWD, "user:v"` and `CURLOPT_PASSWORD, "v"` (C, PHP's curl_setopt)
     _command("curl-option-password", "password",
          r"CURLOPT_(?:PROXY)?USERPWD[ \t]*,[ \t]*L?\"[^\":\n]*:([^\"\n]{1,200})\""
@@ -738,7 +760,7 @@ RULES: tuple[Rule, ...] = (
          r"(?i)\{[ \t]*" + KEY_RE + r"[ \t]*,[ \t]*(?:<<)?\"([^\"\n]{6,400})\"(?:>>)?[ \t]*\}", "xml",
          options={"set_pattern": r"\{[ \t]*[A-Za-z0-9_.$\-]+[ \t]*,[ \t]*(?:<<)?\""}),
     Rule("xml-element", "secret",
-         r"(?i)<" + KEY_RE + r"(?:[ \t][^<>\n]{0,200})?>[ \t\r\n]*([^<>\s]{6,})[ \t\r\n]*</", "xml"),
+         r"(?i)<(?:[A-Za-z][\w.\-]{0,30}:)?" + KEY_RE + r"(?:[ \t][^<>\n]{0,200})?>[ \t\r\n]*([^<>\s]{6,})[ \t\r\n]*</", "xml"),
     Rule("add-key-value", "secret",
          r"""(?i)<add\s+key=["']([^"'<>]{1,100})["']\s+value=["']([^"'<>]{1,400})["']""", "xml"),
     Rule("k8s-secret-data", "secret",

@@ -109,7 +109,7 @@ PLACEHOLDER_VALUES = frozenset(
     tests user username admin root guest default demo sample example changeme changeit
     redacted hidden masked private public secretkey secret_key access_key accesskey
     auth bearer basic credentials credential env environment config setting settings
-    n/a na tbd unknown anonymous""".split()
+    n/a na tbd unknown anonymous incomplete object callable""".split()
 )
 
 _RE_TEMPLATE = re.compile(
@@ -148,7 +148,7 @@ _RE_FILLER = re.compile(r"^[xX*.#0\-_•]+$")
 # Identifier or attribute chain, optionally a call: self.token, config.get(, AutoTokenizer.from_pretrained(
 _RE_CODE = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*(?:\(.*|\[.*)?$", re.S)
 _RE_IDENT = re.compile(r"^[A-Za-z_.\-]+$")
-_RE_URLISH = re.compile(r"^(?:[a-zA-Z][a-zA-Z0-9+.\-]*://|www\.|/[\w.\-]+/|\./|\.\./|~/)")
+_RE_URLISH = re.compile(r"^(?:[a-zA-Z][a-zA-Z0-9+.\-]*://|www\.|/[\w.\-]+/|\./|\.\./|~/|urn:[a-z0-9][a-z0-9\-]{0,31}:)")
 _RE_DIGITS = re.compile(r"^[0-9.,:\-+]+$")
 _RE_WORDY = re.compile(r"^[A-Za-z0-9_\-]+$")
 _BAD_CHARS = re.compile(r"[\s\"'<>`]")
@@ -353,12 +353,17 @@ def is_url_or_path(value: str) -> bool:
     return bool(_RE_URLISH.match(value))
 
 
+#: A relative path to a file (`avatars/3f2b....png`: an object key), by its extension.
+_RE_FILE_PATH = re.compile(r"^[\w.\-]+(?:/[\w.\-]+)+\.(?:png|jpe?g|gif|svg|webp|ico|pdf|txt|md|csv|json|xml|ya?ml"
+                           r"|html?|js|ts|css|zip|gz|tgz|tar|mp4|mp3|wav|parquet|log)$")
+
+
 def token_shaped(value: str, min_len: int = 16, min_entropy: float = 3.0) -> bool:
     """A random-looking single token: long enough, letters and digits, high entropy, no filler,
     not a name made of words (`jetbrains.mps.v8_elimination`)."""
     if len(value) < min_len or len(value) > 1024 or _BAD_CHARS.search(value):
         return False
-    if is_placeholder(value) or is_url_or_path(value) or is_wordy(value):
+    if is_placeholder(value) or is_url_or_path(value) or is_wordy(value) or _RE_FILE_PATH.match(value):
         return False
     has_digit = any(ch.isdigit() for ch in value)
     has_alpha = any(ch.isalpha() for ch in value)
@@ -438,7 +443,7 @@ _IDENT_PART = r"[A-Za-z_$][A-Za-z_$]*[0-9]*"
 #: A word and a number in brackets, quoted: `"Spring(2024)"`, `"hunter[42]"` (a password's shape).
 _RE_WORD_AND_NUMBER = re.compile(r"^[A-Za-z]+[(\[]\d+[)\]][^\w]*$")
 _RE_CALL_OR_INDEX = re.compile(
-    r"^(?:\[\])?[A-Za-z_$][\w$]*(?:(?:\.|\?\.|::|->)[A-Za-z_$][\w$]*)*!?[ \t]*[(\[]")  # `env!(`, Go's `[]byte(`
+    r"^(?:\[\])?[A-Za-z_$][\w$]*(?:(?:\.|\?\.|::|->|:)[A-Za-z_$][\w$]*)*!?[ \t]*[(\[]")  # `env!(`, Go's `[]byte(`, Lua's `s:match(`
 # A composite literal's type, its `{` ending the value (Go's `creds := aws.Credentials{`).
 _RE_COMPOSITE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\{$")
 # A PowerShell cmdlet (an approved verb, a dash, a noun): `Get-Credential`, `Get-Secret -Name X`.
@@ -497,7 +502,7 @@ def is_reference(value: str) -> bool:
         return True
     if _RE_TEMPLATE.match(v) or _RE_CIPHERTEXT.match(v) or _RE_YAML_TAG.match(v.split()[0]) or _RE_SECRET_REF.search(v):
         return True
-    return v.startswith(("${", "$(", "{{", "%(")) or (v.startswith("$") and len(v) > 1 and (v[1].isalpha() or v[1] == "_"))
+    return v.startswith(("${", "$(", "{{", "%(", "#{")) or (v.startswith("$") and len(v) > 1 and (v[1].isalpha() or v[1] == "_"))
 
 
 def is_code_reference(value: str, quoted: bool = False) -> bool:
@@ -539,9 +544,13 @@ _RE_PASSWORD_HASH = re.compile(r"^(?:\$(?:1|2[abxy]?|5|6|y|7|gy|apr1|argon2(?:id
                                # Tomcat's digest credential handler (`salt$iterations$hash`, hex)
                                r"|[0-9a-f]{16,}\$\d{1,7}\$[0-9a-f]{32,})$")
 # A size (`kubectl describe secret`: `password:  24 bytes`), a credential's id and file
-# (systemd's `LoadCredential=db-password:/run/secrets/db`), an ISO 8601 timestamp with its time (a
+# (systemd's `LoadCredential=db-password:/run/secrets/db`), a SigV4 credential scope, an ISO 8601 timestamp with its time (a
 # log line's; a date alone may be a password).
 _RE_NOT_A_VALUE = re.compile(r"^\d+ bytes?$|^[\w.\-]+:/[\w./\-]+$"
+                             # a colour (a syntax theme's `Token: "#d4d4d4"`, `"bold #A6E22E"`)
+                             r"|^(?:(?:bold|italic|underline|bg:|noinherit|nobold|noitalic) *)*#[0-9A-Fa-f]{3,8}$"
+                             # an AWS SigV4 credential scope: the key id (public), date, region, service
+                             r"|^[A-Z0-9]{16,128}(?:/|%2F)\d{8}(?:/|%2F)[a-z0-9\-]+(?:/|%2F)[a-z0-9\-]+(?:/|%2F)aws4_request$"
                              r"|^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?(?:Z|[+-]\d\d:?\d\d)?$")   # a timestamp
 # A regular expression (`\s*bearer\s+|api[_-]?key=`: a redaction filter's pattern): two of its
 # classes and groups are code (one may be in a password: `Tq8[^vR2`).
@@ -562,7 +571,7 @@ def context_secret(value: str, *, quoted: bool = False) -> bool:
     """Whether `value`, found in a credential context, is redacted (the rule in the module
     docstring): yes unless it is clearly not a secret."""
     v = value.strip()
-    if len(v) < 6 or len(v) > 1024:
+    if len(v) < 6 or len(v) > 4096:
         return False
     if not_a_value(v) or publishable(v):
         return False
@@ -576,7 +585,12 @@ def context_secret(value: str, *, quoted: bool = False) -> bool:
         return False
     if len(v) >= 12 and shannon(v) < 1.5:
         return False
+    if _RE_DUNDER.match(v):
+        return False  # `ROOT_KEY = '__root__'`: a sentinel name
     return True
+
+
+_RE_DUNDER = re.compile(r"^__[A-Za-z][A-Za-z0-9_]*__$")
 
 
 _SECRET_NAME_WORDS = frozenset(
@@ -587,11 +601,20 @@ _RE_CONSTANT = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?::(?:latest|\d+))?$"
 _RE_VERSIONED = re.compile(r"^[A-Za-z][\w.\-]*?[\-@]v?\d+(?:\.\d+)+(?:[\-+][\w.]+)?$")
 
 
+#: An identifier in camelCase or PascalCase that ends in `Token`, `Credentials` or a key pair's
+#: `PrivateKey` / `PublicKey`, after a module's path too (`nextPageToken`, `OAuth2Token`,
+#: `x25519.X25519PrivateKey`): the name of a class, a field or a pagination parameter. Not
+#: `...Password` or `...Secret`: `SuperSecretPassword` is a password people choose.
+_RE_CREDENTIAL_CLASS = re.compile(r"^(?:[A-Za-z_]\w*\.)*_?[A-Za-z][A-Za-z0-9]*(?:Token|Credentials?|PrivateKey|PublicKey)$")
+
+
 def is_secret_name(value: str) -> bool:
     """The name of a secret (`api-key`, `DB_PASSWORD`, `my-secrets-manager-secret`) or a
     versioned package name (`jjwt-jackson-0.11.2`): words, not a value. See "Credential contexts"."""
     if (len(value) <= 120 and _RE_VERSIONED.match(value)) or _RE_CONSTANT.match(value):
         return True  # also an env var or constant's name: `DB_PASSWORD`, `API_KEY_SECRET:latest`
+    if _RE_CREDENTIAL_CLASS.match(value):
+        return True  # a name in code whose last word is a credential's: `NextToken`, `X25519PrivateKey`
     if not _RE_NAME_PARTS.match(value):
         return False
     return any(p in _SECRET_NAME_WORDS for p in re.split(r"[\-_.]", value.lower()))

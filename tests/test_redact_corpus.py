@@ -39,7 +39,7 @@ def test_corpus_loads_deterministically(bench):
 
 
 def test_the_independent_corpus_loads_with_both_splits(bench):
-    """bench/secret_corpus_indep: the same format; `b_*`, `e_*` and `h_*` files are the held-out split."""
+    """bench/secret_corpus_indep: the same format; the rounds of `HELD_ROUNDS` are the held-out split."""
     cases = bench.load_corpus(bench.INDEP_DIR)
     assert cases == bench.load_corpus(bench.INDEP_DIR)
     assert {bench.indep_split(c) for c in cases} == {"dev", "held"}
@@ -91,3 +91,15 @@ def test_every_flag_and_transcript_finding_has_a_verdict(bench):
 def test_unjudged_counts_as_false(bench):
     assert bench.verdict_of({}, "0" * 16) == "unjudged"
     assert bench.judged_false(["false", "unjudged", "credential-context", "provider-slot"]) == 2
+
+
+def test_no_rule_fails_on_a_case_of_either_corpus(bench, caplog):
+    """A handler that raises (or returns no iterable) has its match redacted whole and logged: no
+    case of the own or the independent corpus may make one fail."""
+    import logging
+
+    r = Redactor(None)
+    with caplog.at_level(logging.ERROR, logger="reverie.redact.scanner"):
+        for c in bench.load_corpus() + bench.load_corpus(bench.INDEP_DIR):
+            r.redact(c["text"])
+    assert [rec.getMessage() for rec in caplog.records if rec.name == "reverie.redact.scanner"] == []

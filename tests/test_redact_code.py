@@ -1,0 +1,72 @@
+"""Code is no secret: a credential-named parameter's type, a lexer comparing tokens, a filter's
+pass band, a class named after a token, a sentinel name. Library code that an agent reads (typeshed
+stubs, scipy, pygments, moto) is full of them, and redacting one also redacts every other place the
+same text holds it. Each shape is tested with the secret beside it that must still go."""
+
+from __future__ import annotations
+
+import pytest
+
+from reverie.redact.engine import Redactor
+
+
+@pytest.fixture(scope="module")
+def redactor():
+    return Redactor(None)
+
+
+KEPT = [
+    # a parameter's or a field's type, a union, a default
+    "def RegDeleteKey(key: _win32typing.PyHKEY, subKey: str, /) -> None: ...\n",
+    "        password: _PasswordType | None = None,\n",
+    "    password: bytes | None = None,\n",
+    "TLSAUTH_PASSWORD: Final = 10105\n",
+    "def prepare_star(next: _Next, token: _Token) -> _Callback: ...\n",
+    "class Stub:\n    token: Incomplete\n    auth: Incomplete\n",
+    "    key = list(self.keys())[0]\n",
+    # a lexer's comparisons and names
+    '        if token == "#begin":\n            pass\n        elif token.value == "import":\n',
+    '    "input_token": "NextToken",\n    "output_token": "nextPageToken",\n',
+    "    token_cls = JWTToken\n    private_key: x25519.X25519PrivateKey\n",
+    'MovedAttribute("HTTPPasswordMgr", "urllib2", "urllib.request"),\n',
+    '        token_placement="auth_header",\n',
+    # a filter's pass band, the verb of code
+    "taps = firwin(ntaps, pass_zero='lowpass', **kwargs)\nbtype : {'lowpass', 'highpass', 'bandpass', 'bandstop'}\n",
+    "@click.pass_context\ndef cli(ctx):\n    pass_context = ctx.obj\n",
+    # a sentinel's name; a name given to itself
+    "    ROOT_KEY = '__root__'\n",
+    "        self._authkey = authkey\n",
+    '    ExtendedKeyUsageOID.SERVER_AUTH: "serverAuth",\n    AttributeOID.CHALLENGE_PASSWORD: "challengePassword",\n',
+    # an expression, a markdown token's fields, a syntax theme's colours
+    "PseudoToken = Whitespace + group(PseudoExtras, Number, Funny, ContStr, Name)\n",
+    'token.markup = "linkify"\ntoken.info = "auto"\n',
+    '    styles = {\n        Token: "#d4d4d4",\n        Token.Keyword: "bold #569cd6",\n    }\n',
+    # an SDK's tables: paginators, a beta header, a policy's name as a mapping's key, resource types
+    '{"ListKeys": {"input_token": "Marker", "output_token": "NextMarker", "limit_key": "Limit"}}\n',
+    '    "anthropic-beta": "files-api-2025-04-14",\n',
+    '    "ELBSecurityPolicy-TLS13-1-2-2021-06": {\n        "name": "ELBSecurityPolicy-TLS13-1-2-2021-06",\n',
+    '    "AWS::KMS::Key": "2b8c4e1f9a7d3c55",\n    "AWS::ApiGateway::ApiKey": "48f1c2d3e4a5b6a3",\n',
+]
+
+
+@pytest.mark.parametrize("text", KEPT)
+def test_code_that_names_a_credential_stays(redactor, text):
+    out = redactor.redact(text)
+    assert (out.text, out.findings) == (text, [])
+
+
+FOUND = [
+    # the same slots, holding a secret
+    ('if password == "{}":\n    grant()\n', "Tr0ub4dor&3x", "password"),
+    ("SMTP_PASS={}\n", "Tr0ub4dor-3x", "password"),
+    ("PASS_PHRASE: {}\n", "Tr0ub4dor-3x", "password"),
+    ('token = "{}"\n', "ghx9f8d7s6a5Ld4f3g2h1j0kq", "token"),
+    ('<add key="ClearTextPassword" value="{}" />', "TestSourcePassword", "password"),
+    ("password: {}\n", "Summer-Rain-2024", "password"),
+]
+
+
+@pytest.mark.parametrize("template,secret,label", FOUND)
+def test_a_secret_in_the_same_slot_goes(redactor, template, secret, label):
+    out = redactor.redact(template.format(secret))
+    assert out.text == template.format(f"[REDACTED:{label}]")
