@@ -401,6 +401,26 @@ def corpus_table(cases: list[dict], tools: list, show_misses: bool, title: str =
             d, h = (st.get("split", {}).get(k, [0, 0, 0, 0]) for k in ("dev", "held"))
             row += f"  {pct(d[1], d[0]):>10} {pct(d[3], d[2]):>10}  {pct(h[1], h[0]):>11} {pct(h[3], h[2]):>10}"
         print(row)
+    if split:
+        # per round (the file name's letters before `_`): its split, recall and flag rate (reverie)
+        rounds: dict[str, list] = {}
+        for c in cases:
+            rounds.setdefault(c["file"].split("_")[0], [split(c), 0, 0, 0, 0])
+        ours_run = next(t for t in tools if t.name == "reverie")
+        for c in cases:
+            st = rounds[c["file"].split("_")[0]]
+            red = ours_run.r.redact(c["text"])
+            if c["label"] == "secret":
+                st[1] += 1
+                st[2] += all(recalled(v, red.text) for v in c["values"])
+            else:
+                st[3] += 1
+                st[4] += bool(red.findings)
+        print("\nper round (reverie): recall / flag rate")
+        for sp in ("dev", "held"):
+            print(f"  {sp:5} " + "  ".join(f"{k} {pct(st[2], st[1])}/{pct(st[4], st[3])}"
+                                           for k, st in sorted(rounds.items(), key=lambda kv: (len(kv[0]), kv[0]))
+                                           if st[0] == sp))
     # a held-out round's families are not listed (their counts would say which of them miss)
     held_fams = {c["family"] for c in cases if split is not None and split(c) == "held"}
     print("\nper family: recalled/secret cases, flagged/not_secret cases"
