@@ -556,7 +556,8 @@ _TOLD_ID = re.compile(r"^(?:0x|proj_|req_|msg_|org-|i-|sg-|ami-|vpc-|subnet-|arn
 
 def h_told(rule, sp, data: bytes):
     """A credential told in a sentence: a secret word (group 1, classified), up to eight words,
-    a link (`is`, `->`, `:` after a word), the value (group 2; on the next line too). The value
+    a link (`is`, `è`, `ist`, `->`, `:` after a word), the value (group 2; on the next line too);
+    a password's value also right after its word. The value
     must read as a credential (`shapes.credential_like`): random (16 characters or more of three
     kinds, or 32+ hex) or a person's password (a symbol, or both cases and a digit); no id, digest,
     pair or path; no word between names something else (`_TOLD_NOT_IT`: its hash, its id, its usage)."""
@@ -564,6 +565,8 @@ def h_told(rule, sp, data: bytes):
     if cls is None:
         return
     gap = _text(data, sp[1][1], sp[2][0]).lower()
+    if not gap.strip() and cls[0] != "pw":
+        return  # a value right after the word, no link: only a password's (`password 5yRU9U-jpDKXZ,`)
     if _TOLD_CODE_GAP.search(gap) or any(w.strip(".,;:()[]'\"") in _TOLD_NOT_IT for w in gap.split()):
         return  # template or code between (`password }}@{{ .Values.db.host }}:5432`), or its id, its hash
     s, e = sp[2]

@@ -68,7 +68,7 @@ from .patterns import (
     ASSIGN_SEP_RE, CADDY_DNS_PROVIDERS, COMMAND_VALUE, COOKIE_HEADER, CREDENTIAL_CALL, END, ENV_DEFAULT, KEY_RE,
     NAME_VALUE, NAME_VALUE_HEAD, PASSPHRASE_TAIL, PROSE_PASSWORD, PROSE_WORDS, QUOTED_VALUE, SESSION_COOKIE, VALUE_RE,
     AZURE_KEY_VALUE, AZURE_KEYS_COMMAND, CREDENTIAL_TABLE_HEADER, RECOVERY_CODE, RECOVERY_CODES, TABLE_PASSWORD_WORDS, CONSUL_TOKEN_VALUE, CONSUL_TOKENS_BLOCK, INFLUX_TOKEN_COMMAND,
-    INFLUX_TOKEN_VALUE, POSTMARK_ANCHOR, POSTMARK_TOKEN, XML_NAME_VALUE, XML_ENTRY_KEY, DECLARED_DEFAULT, OPTION_DEFAULT, GO_FLAG_DEFAULT,
+    INFLUX_TOKEN_VALUE, POSTMARK_ANCHOR, POSTMARK_TOKEN, TOLD_LINK, XML_NAME_VALUE, XML_ENTRY_KEY, DECLARED_DEFAULT, OPTION_DEFAULT, GO_FLAG_DEFAULT,
     REPL_ECHO, key_word)
 from .providers import CURRENT_PROVIDERS
 from .rule import Rule, token_rule as _tok  # noqa: F401  (Rule: importable from here too)
@@ -346,6 +346,12 @@ RULES: tuple[Rule, ...] = (
     _tok("private-key-base64", "private_key", r"\b(LS0tLS1CRUdJTi[A-Za-z0-9+/]{30,}={0,2})", b64_private_key=True),
     # Jenkins credentials.xml: a secret encrypted with the controller's key, `{AQAAAB...}`
     _tok("jenkins-secret", "jenkins_secret", r"\{(AQAAAB[A-Za-z0-9+/]{20,}={0,2})\}"),
+    # a one-time codes' seed as authenticator setup pages show it: 32 base32 characters in eight
+    # groups of four (a digit among them: English words of four letters have none; random: not hex
+    # words, not the documentation's `JBSW Y3DP EHPK 3PXP` repeated)
+    _tok("totp-setup-key", "secret",
+         r"(?:^|[^A-Za-z0-9])((?:[A-Z2-7]{4}[ \t]){7}[A-Z2-7]{4}|(?:[a-z2-7]{4}[ \t]){7}[a-z2-7]{4})(?:[^A-Za-z0-9]|$)",
+         min_entropy=3.7, needs_digit=True, set_pattern=r"(?:[A-Za-z2-7]{4}[ \t]){7}[A-Za-z2-7]{4}"),
     # CLI password flags whose flag name says nothing: `docker login -p`, `psexec -p`, `sshpass -p`
     Rule("cli-login-password", "password",
          r"(?:^|[\s;&|(`\"'])(?i:(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|helm(?:[ \t]+registry)?)[ \t]+login"
@@ -482,8 +488,8 @@ RULES: tuple[Rule, ...] = (
     Rule("told-credential", "secret",
          r"(?i)(?:^|[^A-Za-z0-9_.\-])((?:[A-Za-z0-9_.\-]+[ \t])?[A-Za-z0-9_.\-]*(?:password|passwd|passphrase|pwd"
          r"|secret|token|api[ _\-]?key|access[ _\-]?key|psk|credentials?|key))s?"
-         r"(?:(?:[ \t]+[^\s:=]+){1,8}?[ \t]+(?:is|are|was)|(?:[ \t]+[^\s:=]+){0,8}?[ \t]+(?:->|=>|\xe2\x80\x94|\xe2\x86\x92)"
-         r"|(?:[ \t]+[^\s:=]+){1,8}?[ \t]*:)"
+         r"(?:(?:[ \t]+[^\s:=]+){1,8}?[ \t]+" + TOLD_LINK + r"|(?:[ \t]+[^\s:=]+){0,8}?[ \t]+(?:->|=>|\xe2\x80\x94|\xe2\x86\x92)"
+         r"|(?:[ \t]+[^\s:=]+){1,8}?[ \t]*:|[ \t]+)"
          r"[ \t]*(?:\r?\n[ \t]*)?[`*]?([A-Za-z0-9!#$%&*+\-./:=?@^_~]{8,200})", "told",
          options={"set_pattern": r"(?i)(?:password|passwd|passphrase|pwd|secret|token|api[ _\-]?key|access[ _\-]?key|psk"
                                  r"|credentials?|key)s?[ \t]", "fallback": True, "set_group": "keyed"}),

@@ -340,6 +340,12 @@ FOUND = [
     ("the API key we use in the integration is\n{}\nWe already tried regenerating it.", "bcl_live_" + g(40), "api_key",
      "told-credential"),
     ("* Pre-shared key (only for the L2TP fallback on Linux): {}", "Fa2x4cev4btYXCAMZ7DyDnij", "api_key", "told-credential"),
+    # the links of other languages (è, ye hai, ist), and a password's value right after its word
+    ("ciao, la password di root del server nuovo è {}", "wTUEdbJ9CweWsJ", "password", "told-credential"),
+    ("bhai staging ka password ye hai {} , user admin hi hai.", "FaVXt2Yvj7@16", "password", "told-credential"),
+    ("Created local account vendor_tmp on JUMP-02, password {}, expires 2024-09-30.", "5yRU9U-jpDKXZ", "password",
+     "told-credential"),
+    ("Or enter this key manually: {}", "H5W4 WRWD LPER T2TR SEFE A76U WR2G VZCL", "secret", "totp-setup-key"),
     ("// FIXME: Kasia's admin token for the import script (expires end of sprint) -> {}", "skm" + g(77), "token",
      "told-credential"),
     # a key name before `is` (`registration_shared_secret is v`)
@@ -384,6 +390,9 @@ def test_a_secret_passed_by_position_goes(redactor, template, secret, label, rul
 
 
 KEPT = [
+    # a word after `password` or `key` with no link, the documentation's TOTP key, hex words
+    "the password reset flow sends a link\nprimary key idx_Users2024\ntoken 5yRU9U-jpDKXZ\n",
+    "your key: jbsw y3dp ehpk 3pxp jbsw y3dp ehpk 3pxp\nDEAD BEEF CAFE BABE FACE FEED ABBA 2345\n",
     'DEBUG = os.getenv("DEBUG", "false")',                                    # no secret name
     'x = os.getenv("DB_PASSWORD", "changeme")',                               # a placeholder
     'x = os.getenv("API_TOKEN", "")',                                         # empty
