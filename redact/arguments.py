@@ -189,8 +189,9 @@ def h_call(rule, sp, data: bytes):
     if data[lit[1] - 3:lit[1]] == b"...":
         lit = (lit[0], lit[1] - 3)   # a PHP stack trace cuts arguments to 15 characters and `...`
     value = _text(data, *lit)
-    if name == "auth" and (data[sp[1][0] - 1:sp[1][0]] not in (b".", b">") or _NAME.match(value)):
-        return  # only a method (`$smtp->auth(u, v)`, `.auth(u, v)`), and a name is none (`roles_v2`)
+    if name == "auth" and (data[sp[1][0] - 1:sp[1][0]] not in (b".", b">", b":") or _NAME.match(value)):
+        return  # only a method (`$smtp->auth(u, v)`, `.auth(u, v)`, Lua's `red:auth(u, v)`), and a name is
+        # none (`roles_v2`)
     if shapes.context_secret(value, quoted=True) and _password_like(value):
         yield lit[0], lit[1], label
 

@@ -19,7 +19,8 @@ import re
 
 from . import arguments, defaults, shapes
 from .keys import (
-    _ESCAPE_CUT, _RE_BARE_IDENT, _SPACE, _WELLFORMED_INTERP, _clean_bare, classify_key, says_not_secret, value_ok)
+    _ESCAPE_CUT, _RE_BARE_IDENT, _SPACE, _WELLFORMED_INTERP, _clean_bare, classify_key, names_foreign_credential,
+    says_not_secret, value_ok)
 from .patterns import ABOUT_A_PASSWORD, CREDENTIAL_WORD, FUNCTION_WORDS, SHELL_DEFAULT, UUID
 from .rules import Rule
 
@@ -78,6 +79,8 @@ def _h_token(rule: Rule, sp, data: bytes):
     suffix = rule.options.get("exclude_suffix")
     if suffix and value.endswith(suffix):
         return  # a provider's documented example (`AKIAIOSFODNN7EXAMPLE`), placeholder slot or not
+    if " " in value and shapes.is_label(value):
+        return  # a label or its translation (`"password": "كلمة المرور"`), not a passphrase
     if shapes.is_placeholder(value) or shapes.is_typed_sequence(value):
         if rule.options.get("placeholder_ok") and not shapes.is_label(value) and not shapes.is_masked(value) \
                 and not _ALL_FILLER.fullmatch(value):
@@ -180,12 +183,13 @@ def _h_pem(rule: Rule, sp, data: bytes):
     yield sp[0][0], sp[0][1], rule.label
 
 
-_K8S_KIND = re.compile(rb"(?i)\bkind:[ \t]*[\"']?secret\b")
-_K8S_DATA = re.compile(rb"(?im)^[ \t]*(?:data|stringData):[ \t]*$")
+_K8S_KIND = re.compile(rb"(?i)\bkind\"?:[ \t]*[\"']?secret\b")
+_K8S_DATA = re.compile(rb"(?im)^[ \t]*(?:data|stringData):[ \t]*$|^[ \t]*\"(?:data|stringData)\":[ \t]*\{")
 
 
 def _h_k8s(rule: Rule, sp, data: bytes, state: dict):
-    """Values under `data:` of a Kubernetes Secret manifest (both markers must be in the text;
+    """Values under `data:` of a Kubernetes Secret manifest, as YAML or JSON (`kubectl get secret -o
+    json`; both markers must be in the text;
     looked for once per scan, `state`)."""
     secret = state.get("secret")
     if secret is None:
@@ -230,6 +234,16 @@ def _keyed_value(data: bytes, key: tuple[int, int], s: int, e: int, quoted: bool
         return  # `last_password_change: 2025-02-01 09:12:44`: a timestamp, its date and time apart
     if value_ok(cls[0], value, quoted, context):
         yield s, _end(s, value), cls[1]
+
+
+def _is_message(data: bytes, s: int) -> bool:
+    """The rest of the line from `s` is a message: words that name a credential, or a sentence
+    (three words or more, its end a `.`, `?` or `!`)."""
+    end = data.find(b"\n", s)
+    line = data[s:end if end >= 0 else len(data)].decode("utf-8", "replace").strip()
+    words = line.split()
+    return (any(CREDENTIAL_WORD.match(w) for w in words) or names_foreign_credential(line)
+            or (len(words) >= 3 and line.endswith((".", "?", "!"))))
 
 
 def _same_name(key: str, value: str) -> bool:
@@ -341,6 +355,8 @@ def _h_assign(rule: Rule, sp, data: bytes):
         after = data[e:e + 2]
         if sep == ":" and len(after) == 2 and after[:1] == b" " and after[1:].isalpha():
             context = False  # `password: Override the config ...`, `// First pass: collect ...`: prose
+        elif sep == "=" and len(after) == 2 and after[:1] == b" " and after[1:].isalpha() and _is_message(data, s):
+            context = False  # `fehler.passwort.falsch=Benutzername oder Passwort ist falsch.`: a bundle's message
         else:
             m = (_RE_ANNOTATION if sep == ":" else _RE_BARE_IDENT).match(data, s)
             if m and not data[m.end(1):e].strip(b" \t)]},;") and (m.group(2) in (b",", b")", b"}", b"+") or sep == ":"):
@@ -538,12 +554,14 @@ def _h_phrase(rule: Rule, sp, data: bytes):
     words = value.split()
     if not 2 <= len(words) <= 8 or any(len(w) > 24 for w in words) or value.endswith((".", ":", "?", "!")):
         return  # a sentence about a password, not a passphrase
-    if any(shapes.is_reference(w) or shapes.is_placeholder(w) for w in words) or shapes.not_a_value(value):
-        return  # also `password:  24 bytes` (`kubectl describe secret`)
+    if any(shapes.is_reference(w) or shapes.is_placeholder(w) for w in words) or shapes.not_a_value(value) \
+            or shapes.is_placeholder(value):
+        return  # also `password:  24 bytes` (`kubectl describe secret`), `(sensitive value)` (`terraform show`)
     if _TYPE_PHRASE.match(value):
         return  # a parameter's type and default (`password: bytes | None = None,`, `PASSWORD: Final = 10074`)
-    if any(CREDENTIAL_WORD.match(w) for w in words):
-        return  # a message about one (`error.password=Password is too short`, an i18n bundle's line)
+    if any(CREDENTIAL_WORD.match(w) for w in words) or names_foreign_credential(value):
+        return  # a message about one (`error.password=Password is too short`, an i18n bundle's line,
+        # `"sifre_tekrar": "Şifre (tekrar)"`)
     if data[sp[1][1]:s] == b"=" and not _APP_PASSWORD.match(value):
         # `KEY=v w` with no space: an environment variable's `DB_PASSWORD=v docker compose up` is a
         # value, then a command (the assignment rule's), unless a Google app password (four groups

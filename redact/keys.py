@@ -9,12 +9,13 @@ is written down).
 from __future__ import annotations
 
 import functools
+import json
 import re
 import unicodedata
 
 from . import shapes
 from .patterns import PROVIDERS as _KEY_PROVIDERS
-from .patterns import PROVIDERS_CLASSIFY_ONLY
+from .patterns import FOREIGN_KEY_WORDS, FOREIGN_PASSWORD_WORDS, PROVIDERS_CLASSIFY_ONLY
 
 PROVIDERS = _KEY_PROVIDERS + PROVIDERS_CLASSIFY_ONLY
 
@@ -130,6 +131,26 @@ _PASS_WORDS = frozenset("bypass compass lowpass highpass bandpass allpass overpa
                         "encompass multipass onepass twopass singlepass firstpass".split())
 
 
+def _foreign(words: tuple[str, ...]) -> re.Pattern:
+    """The words, `_` or a space in them as any separator or none, and as JSON escapes them
+    (`contrase\\u00f1a`)."""
+    forms = {f for w in words for f in (w, json.dumps(w)[1:-1].lower())}
+    return re.compile("|".join(re.escape(w).replace("_", "[_ .-]?").replace(r"\ ", "[_ .-]?")
+                               for w in sorted(forms, key=len, reverse=True)))
+
+
+#: A key's password or key word in another language (`patterns.FOREIGN_PASSWORD_WORDS`): in the
+#: lower-cased key, anywhere (`DB_WACHTWOORD`, `源数据库密码`, `mật_khẩu`).
+_FOREIGN_PASSWORD = _foreign(FOREIGN_PASSWORD_WORDS)
+_FOREIGN_KEY = _foreign(FOREIGN_KEY_WORDS)
+
+
+def names_foreign_credential(text: str) -> bool:
+    """`text` holds a password's or a key's word of another language (`Şifremi unuttum`)."""
+    low = text.lower()
+    return bool(_FOREIGN_PASSWORD.search(low) or _FOREIGN_KEY.search(low))
+
+
 def _names_password(segs: tuple[str, ...]) -> bool:
     """A key word of a password (`db_pwd`, `SMTP_PASS`, `pass_phrase`); `pass` before a word of
     `_PASS_IN_CODE` is none, nor a word of `_PASS_WORDS` (`bandpass`)."""
@@ -192,7 +213,7 @@ def classify_key(key: str) -> tuple[str, str] | None:
                 or (len(segs) >= 2 and segs[-1] in _SECRET_LAST and segs[-2] in _SECRET_QUALIFIERS
                     and segs[-2] not in _EXCLUDED_SEGMENTS)):
             return None
-    if _names_password(segs):
+    if _names_password(segs) or _FOREIGN_PASSWORD.search(key.lower()):
         return "pw", "password"
     if any("secret" in s for s in segs):
         return "secret", "secret"
@@ -200,6 +221,8 @@ def classify_key(key: str) -> tuple[str, str] | None:
         return "secret", "token"
     if any(s in ("credential", "credentials", "creds", "cred") for s in segs):
         return "secret", "credential"
+    if _FOREIGN_KEY.search(key.lower()):
+        return "secret", "api_key"   # `api_ключ`, `密钥`, `Schlüssel`
     if segs[-1] in ("totp", "hotp"):
         return "key", "secret"   # a password manager's `"totp": "..."`: the one-time codes' seed (random, 16+)
     if any(s in ("salt", "pepper") for s in segs):

@@ -141,6 +141,24 @@ PROSE_WORDS = "|".join(
                           "密钥", "密鑰", "令牌", "비밀번호", "암호", "lösenord", "Lösenord",
                           "klíč", "jelszó", "Jelszó", "şifre", "Şifre", "mật khẩu", "Mật khẩu")]
 )
+#: Keys that name a password or a key in other languages (`senha`, `wachtwoord`, `hasło`,
+#: `пароль`, `密码`, `كلمة_المرور`): words, not whole keys (`DB_WACHTWOORD`, `mật_khẩu`, `api_ключ`).
+#: `keys.classify_key` classifies them (`FOREIGN_PASSWORD_WORDS`, `FOREIGN_KEY_WORDS`), rule
+#: `assignment-i18n` reads `KEY = value` with them, full-width `：` and `＝` too.
+FOREIGN_PASSWORD_WORDS = (
+    "passwort", "kennwort", "mot_de_passe", "motdepasse", "contrasena", "contraseña", "senha",
+    "parola_d_ordine", "paroladordine", "wachtwoord", "haslo", "hasło", "heslo", "losenord", "lösenord",
+    "sifre", "şifre", "salasana", "passord", "adgangskode", "jelszo", "jelszó", "kata_sandi", "katasandi",
+    "mat_khau", "matkhau", "mật_khẩu", "mật khẩu", "parol", "пароль", "κωδικός", "κωδικος", "密码", "密碼",
+    "口令", "كلمة_المرور", "كلمة المرور", "סיסמה", "סיסמא", "パスワード", "비밀번호", "암호",
+)
+FOREIGN_KEY_WORDS = ("schluessel", "schlüssel", "chiave", "sleutel", "klic", "klíč", "klyuch", "ключ", "密钥",
+                     "密鑰", "令牌", "トークン", "キー", "токен")
+_FOREIGN_WORDS = "|".join(_utf8(w) for w in sorted(FOREIGN_PASSWORD_WORDS + FOREIGN_KEY_WORDS, key=len, reverse=True))
+#: A key holding one of those words (ASCII ones in any case), its other characters ASCII or not.
+FOREIGN_KEY_RE = (r"((?:[A-Za-z0-9_.$\-]|[\x80-\xff])*(?i:" + _FOREIGN_WORDS + r")(?:[A-Za-z0-9_.\-]|[\x80-\xff])*)")
+#: The assignment separators, and the full-width `：` and `＝` of CJK text.
+FOREIGN_SEP_RE = r"(" + ASSIGN_SEP_RE[1:-1] + r"|\xef\xbc\x9a|\xef\xbc\x9d)"
 #: What links the word to its value: a word after a space (is, ist, est, es, é, è, jest, это, to),
 #: or a mark (`:` and `：`, Japanese は/が, Chinese 是/为, Korean 는/은, which glue to the word before
 #: them; a dash between spaces: `api-key-v` is one word); with no words between, a space alone
@@ -203,7 +221,7 @@ ENV_DEFAULT = (
 #: `{"name": "K", "value": "v"}` (a HAR file's headers, an API's settings), Postman's and
 #: Insomnia's `{"key": "K", "value": "v"}`.
 NAME_VALUE_HEAD = (
-    r"(?i)\b(?:name|key)\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?([A-Za-z0-9_.%\-]{1,100})\\?[\"']?[ \t]*,?[ \t]*"
+    r"(?i)\b(?:name|key)\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?([A-Za-z0-9_.%\-]{1,100})\\?[\"']?(?:[ \t]*->[ \t]*null)?[ \t]*,?[ \t]*"
     r"(?:\r?\n[ \t]*(?:[\-+~][ \t]+)?)?\\?[\"']?value\\?[\"']?"
 )
 NAME_VALUE = NAME_VALUE_HEAD + (

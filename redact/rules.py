@@ -68,7 +68,7 @@ from .patterns import (
     ASSIGN_SEP_RE, CADDY_DNS_PROVIDERS, COMMAND_VALUE, COOKIE_HEADER, CREDENTIAL_CALL, END, ENV_DEFAULT, KEY_RE,
     NAME_VALUE, NAME_VALUE_HEAD, PASSPHRASE_TAIL, PROSE_PASSWORD, PROSE_WORDS, QUOTED_VALUE, SESSION_COOKIE, VALUE_RE,
     AZURE_KEY_VALUE, AZURE_KEYS_COMMAND, CREDENTIAL_TABLE_HEADER, RECOVERY_CODE, RECOVERY_CODES, TABLE_PASSWORD_WORDS, CONSUL_TOKEN_VALUE, CONSUL_TOKENS_BLOCK, INFLUX_TOKEN_COMMAND,
-    INFLUX_TOKEN_VALUE, POSTMARK_ANCHOR, POSTMARK_TOKEN, TOLD_LINK, XML_NAME_VALUE, XML_ENTRY_KEY, DECLARED_DEFAULT, OPTION_DEFAULT, GO_FLAG_DEFAULT,
+    INFLUX_TOKEN_VALUE, POSTMARK_ANCHOR, POSTMARK_TOKEN, TOLD_LINK, XML_NAME_VALUE, XML_ENTRY_KEY, DECLARED_DEFAULT, OPTION_DEFAULT, GO_FLAG_DEFAULT, FOREIGN_KEY_RE, FOREIGN_SEP_RE,
     REPL_ECHO, key_word)
 from .providers import CURRENT_PROVIDERS
 from .rule import Rule, token_rule as _tok  # noqa: F401  (Rule: importable from here too)
@@ -726,6 +726,18 @@ RULES: tuple[Rule, ...] = (
     Rule("xml-name-value", "secret", XML_NAME_VALUE, "namevalue",
          options={"set_pattern": r"</(?:name|key)>[ \t\r\n]*<(?:description|value|defaultValue)[>/]"}),
     Rule("xml-entry-key", "secret", XML_ENTRY_KEY, "namevalue", options={"set_pattern": r"<entry[ \t]+key="}),
+    # a Pulumi secret in a stack export: its documented signature key, then `plaintext`
+    _tok("pulumi-plaintext-secret", "secret",
+         r'"4dabf18193072939515e22adb298388d"[ \t]*:[ \t]*"1b47061264138c4ac30d75fd1eb44270"[ \t]*,[ \t\r\n]*'
+         r'"plaintext"[ \t]*:[ \t]*"(?:\\")?((?:[^"\\\n]|\\[^"\n]){1,400}?)(?:\\")?"',
+         set_pattern=r'"4dabf18193072939515e22adb298388d"'),
+    # CloudFormation's key/value pairs: `"OutputKey": "MasterUserPassword", "OutputValue": "v"`, and the
+    # CLI's `ParameterKey=DBPassword,ParameterValue=v`
+    Rule("cfn-key-value", "secret",
+         r"""\b(?:Output|Parameter)Key\\?["']?[ \t]*[:=][ \t]*\\?["']?([A-Za-z0-9_.\-]{1,100})\\?["']?[ \t]*,[ \t\r\n]*"""
+         r"""\\?["']?(?:Output|Parameter)Value\\?["']?[ \t]*[:=][ \t]*"""
+         r"""(?:\\?"((?:[^"\\\n]|\\[^"\n]){1,400})\\?"|'([^'\n]{1,400})'|([^\s"',;{}\[\]]{1,400}))""", "namevalue",
+         options={"set_pattern": r"\b(?:Output|Parameter)Key\b"}),
     # a default a setting's declaration gives it (`redact.defaults`)
     Rule("declared-default", "secret", DECLARED_DEFAULT, "declared_default",
          options={"set_pattern": r"""(?i)default(?:value|_value)?\\?["']?[ \t]*[:=]"""}),
@@ -740,6 +752,16 @@ RULES: tuple[Rule, ...] = (
     # --- KEY = value, in every syntax -------------------------------------------------------
     Rule("assignment", "secret",
          r"(?i)" + KEY_RE + r"""(?:(?:\\\\){0,3}\\?["']\]?|\]|\[\])?(?:[ \t]+(?:string|str|int|var|const|char\*?|\[\]byte|secret|password))?(?:,[ \t]*(?:_|err))?[ \t]*""" + ASSIGN_SEP_RE + r"[ \t]*(?:new[ \t]+)?" + VALUE_RE, "assign"),
+    # ... and a quoted passphrase after one (`contraseña = "mi perro come 0cpn68 los martes"`)
+    Rule("passphrase-i18n", "password",
+         FOREIGN_KEY_RE + r"""[\"'\]]?[ \t]*(?:""" + FOREIGN_SEP_RE[1:] + r"""[ \t]*[\"']"""
+         r"""([^\s\"'\\${}%<>;,|&()][^\"'\\\n${}%<>]{0,60}[ \t][^\"'\\\n${}%<>]{0,60})[\"']""", "phrase",
+         options={"set_pattern": FOREIGN_KEY_RE + r"""[\"'\]]?[ \t]*(?:""" + FOREIGN_SEP_RE[1:]
+                  + r"""[ \t]*[\"'][^\"'\n]*[ \t]"""}),
+    # the same with a key word of another language (`senha = "v"`, `пароль: v`, `源数据库密码＝v`)
+    Rule("assignment-i18n", "secret",
+         FOREIGN_KEY_RE + r"""(?:(?:\\\\){0,3}\\?["']\]?)?[ \t]*""" + FOREIGN_SEP_RE + r"[ \t]*" + VALUE_RE, "assign",
+         options={"set_pattern": FOREIGN_KEY_RE + r"""(?:\\?["'])?[ \t]*""" + FOREIGN_SEP_RE}),
     # Android's Gradle fields: `buildConfigField "String", "API_KEY", "\"v\""` (a Java literal
     # inside a Groovy/Kotlin one), `resValue("string", "maps_api_key", "v")`
     Rule("gradle-field", "secret",
@@ -770,7 +792,7 @@ RULES: tuple[Rule, ...] = (
     Rule("add-key-value", "secret",
          r"""(?i)<add\s+key=["']([^"'<>]{1,100})["']\s+value=["']([^"'<>]{1,400})["']""", "xml"),
     Rule("k8s-secret-data", "secret",
-         r"(?m)^[ \t]+[\w.\-]+:[ \t]*(?:[|>][\-+]?[ \t]*\r?\n[ \t]+)?[\"']?([A-Za-z0-9+/]{12,}={0,2})[\"']?[ \t]*\r?$",
+         r"(?m)^[ \t]+\"?[\w.\-]+\"?:[ \t]*(?:[|>][\-+]?[ \t]*\r?\n[ \t]+)?[\"']?([A-Za-z0-9+/]{12,}={0,2})[\"']?,?[ \t]*\r?$",
          "k8s"),
     Rule("cli-flag", "secret",
          r"(?i)(?:^|[ \t])--?" + KEY_RE + r"""(?:=|[ \t]+)("[^"\n]+"|'[^'\n]+'|[^\s"'\-][^\s"']*)""",

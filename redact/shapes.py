@@ -85,6 +85,7 @@ import binascii
 import functools
 import math
 import re
+import unicodedata
 from collections import Counter
 
 # Words that make a value a placeholder when the value contains them (case-insensitive).
@@ -110,6 +111,7 @@ PLACEHOLDER_VALUES = frozenset(
     redacted hidden masked private public secretkey secret_key access_key accesskey
     auth bearer basic credentials credential env environment config setting settings
     n/a na tbd unknown anonymous incomplete object callable""".split()
+) | frozenset(("(sensitive value)", "(sensitive)", "<sensitive>", "(known after apply)")
 )
 
 _RE_TEMPLATE = re.compile(
@@ -281,8 +283,15 @@ def is_typed_sequence(value: str) -> bool:
 
 
 def is_label(value: str) -> bool:
-    """A form's or an SDK's label made of a credential's words (`My API Key`, `Access token`)."""
-    return bool(_RE_LABEL.match(value.strip().strip("\"'`").lower()))
+    """A form's or an SDK's label made of a credential's words (`My API Key`, `Access token`), or
+    a translated one: words with a letter beyond ASCII, spaces, no digit or symbol (`كلمة المرور`,
+    `Mật khẩu mới`, `Пароль ещё раз`)."""
+    v = value.strip().strip("\"'`")
+    if _RE_LABEL.match(v.lower()):
+        return True
+    return (" " in v and any(ch.isalpha() and ord(ch) > 127 for ch in v)
+            and all(ch.isalpha() or ch in " .,?!()'-:" or (ord(ch) > 127 and unicodedata.category(ch)[0] in "PZ")
+                    for ch in v))
 
 
 #: Three mask characters in a row (`***`, `•••`, `●●●`): a value a tool masked.
@@ -293,6 +302,13 @@ def is_masked(value: str) -> bool:
     """A value a tool printed masked: a run of mask characters and at most 12 letters or digits
     beside it (`*** (before)`, `sk-****abcd`, `••••••••`), never a secret, whatever its slot."""
     return bool(_RE_MASK_RUN.search(value)) and sum(c.isalnum() for c in value) <= 12
+
+
+#: "Your ..." at a value's start, in other languages (a separator after it).
+_RE_YOUR_FOREIGN = re.compile(r"^<?(?:ihr|ihre|dein|deine|votre|ton|ta|tu|su|seu|sua|teu|tua|tuo|il[-_]tuo|la[-_]tua|jouw|uw"
+                              r"|twoje|twój|twoja|ваш|ваша|ваше|твой|твоя|senin|sizin)[-_ ]")
+#: ... and the CJK and Korean ones anywhere ("your", "enter here").
+_RE_YOUR_CJK = re.compile(r"あなたの|ここに|您的|你的|请输入|請輸入|여기에|입력하세요|귀하의")
 
 
 @functools.lru_cache(maxsize=256)  # same: rule checks, then `credential_like`
@@ -308,6 +324,8 @@ def is_placeholder(value: str) -> bool:
         return True
     if _RE_PLACEHOLDER_WORD.search(low) or _RE_CIPHERTEXT.match(v) or _RE_LABEL.match(low):
         return True
+    if _RE_YOUR_FOREIGN.match(low) or _RE_YOUR_CJK.search(v):
+        return True  # `ihr-passwort`, `tu-contraseña`, `ваш_пароль`, `あなたのパスワード`: "your ..." in other languages
     # A body dominated by filler characters after a short prefix: AKIAXXXXXXXXXXXXXXXX, fo1_xxxx...
     filler = v.count("x") + v.count("X") + v.count("*")
     if len(v) >= 8 and filler >= 0.6 * len(v):
@@ -581,6 +599,11 @@ def context_secret(value: str, *, quoted: bool = False) -> bool:
         return False
     if v.lower() in _SECRET_NAME_WORDS:
         return False  # `error.password.mismatch=Passwords do not match`: the word, not a value
+    if is_label(v):
+        return False  # a form's label, a translation (`"password": "كلمة المرور"`)
+    if not any(c.isascii() and c.isalnum() for c in v) and any(c.isalpha() for c in v):
+        return False  # words of a script beyond ASCII, no ASCII letter or digit: CJK prose has no space
+        # (`密码管理：支持环境变量和系统密钥环`); people's passwords hold ASCII (`桜4720富士QqgPRY`)
     if _RE_MESSAGE_END.search(v) or _RE_FORMAT_FIELD.search(v) or _RE_GREP_LINE.match(v):
         return False
     if len(v) >= 12 and shannon(v) < 1.5:

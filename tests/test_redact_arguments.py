@@ -172,7 +172,7 @@ FOUND = [
     ("Le mot de passe du compte SMTP est « {} » et l'identifiant noreply@exemple.fr", PW, "password", "prose-password"),
     ("La contraseña del servidor es {} y el usuario es root.", PW, "password", "prose-password"),
     ("本番DBのパスワードは「{}」です。", PW, "password", "prose-password"),
-    ("数据库密码：{}，用户名是admin", PW, "password", "prose-password"),
+    ("数据库密码：{}，用户名是admin", PW, "password", "assignment-i18n"),
     ("Voici la clé API Mistral : {} (prod)", TOKEN, "password", "prose-password"),
     # session shapes: a printed value glued to the next prompt, netlify, cargo, HTTPie, Postman
     ("$ terraform output -raw db_password\n{}$ terraform output -json", TOKEN, "secret", "printed-secret"),

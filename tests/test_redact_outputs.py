@@ -48,6 +48,17 @@ FOUND = [
     ("EXEC sp_addlinkedsrvlogin @rmtsrvname = N'LEGACY01', @rmtuser = N'etl_link', @rmtpassword = N'{}';", PW,
      "password", "assignment"),
     ("final smtpServer = gmail('reports@gmail.com', '{}');", "8tve s10z 061t 9odz", "password", "credential-call"),
+    # infrastructure state and what secret stores print
+    ('{{\n    "apiVersion": "v1",\n    "data": {{\n        ".dockerconfigjson": "{}"\n    }},\n    "kind": "Secret"\n}}',
+     "eyJhdXRocyI6eyJnaGNyLmlv" + g(60, B62 + "+/"), "secret", "k8s-secret-data"),
+    ('"password": {{\n    "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270",\n'
+     '    "plaintext": "\\"{}\\""\n  }}', g(30), "secret", "pulumi-plaintext-secret"),
+    ('{{\n        "OutputKey": "MasterUserPassword",\n        "OutputValue": "{}",\n', PW, "password", "cfn-key-value"),
+    ("aws cloudformation create-stack --parameters ParameterKey=DBPassword,ParameterValue={}", PW, "password",
+     "cfn-key-value"),
+    ('      - set {{\n          - name  = "webserverSecretKey" -> null\n          - value = "{}" -> null\n        }}',
+     g(32, "0123456789abcdef"), "secret", "name-value"),
+    ('local res, aerr = red:auth("ratelimiter", "{}")', g(28), "password", "credential-call"),
 ]
 
 
@@ -76,6 +87,9 @@ KEPT = [
     # masked and blank values in unmistakable slots
     "SLACK_WEBHOOK_URL=https://hooks.slack.com/services/XXXXXXXXX/XXXXXXXXX/XXXXXXXXXXXXXXXXXXXXXXXX\n",
     'JWK_THUMBPRINT_URN = "urn:ietf:params:oauth:jwk-thumbprint"',
+    # what a plan or a secret store prints in place of a value, and a secret's name
+    "    password                 = (sensitive value)\n",
+    "$ aws secretsmanager describe-secret --secret-id prod/orders/postgres\n",
 ]
 
 
