@@ -236,9 +236,14 @@ def _keyed_value(data: bytes, key: tuple[int, int], s: int, e: int, quoted: bool
         yield s, _end(s, value), cls[1]
 
 
-def _is_message(data: bytes, s: int) -> bool:
-    """The rest of the line from `s` is a message: words that name a credential, or a sentence
-    (three words or more, its end a `.`, `?` or `!`)."""
+def _is_message(data: bytes, k: int, s: int, e: int) -> bool:
+    """A message bundle's line: the key at the line's start (`k`), the value at [s, e) a word of
+    letters only, and the rest of the line words that name a credential or a sentence (three words
+    or more, its end a `.`, `?` or `!`). Not `The deploy failed. DB_PASSWORD=hunter2-Xq9 and ...`:
+    a key in a sentence, a value with digits."""
+    line_start = data.rfind(b"\n", 0, k) + 1
+    if data[line_start:k].strip() or not data[s:e].isalpha():
+        return False
     end = data.find(b"\n", s)
     line = data[s:end if end >= 0 else len(data)].decode("utf-8", "replace").strip()
     words = line.split()
@@ -355,7 +360,8 @@ def _h_assign(rule: Rule, sp, data: bytes):
         after = data[e:e + 2]
         if sep == ":" and len(after) == 2 and after[:1] == b" " and after[1:].isalpha():
             context = False  # `password: Override the config ...`, `// First pass: collect ...`: prose
-        elif sep == "=" and len(after) == 2 and after[:1] == b" " and after[1:].isalpha() and _is_message(data, s):
+        elif sep == "=" and len(after) == 2 and after[:1] == b" " and after[1:].isalpha() \
+                and _is_message(data, sp[1][0], s, e):
             context = False  # `fehler.passwort.falsch=Benutzername oder Passwort ist falsch.`: a bundle's message
         else:
             m = (_RE_ANNOTATION if sep == ":" else _RE_BARE_IDENT).match(data, s)

@@ -72,3 +72,13 @@ def test_labels_placeholders_and_prose_stay(redactor, text):
 def test_the_words_classify_in_any_case_and_inside_longer_keys():
     assert [classify_key(k) for k in ("SENHA", "db_wachtwoord", "Пароль", "源数据库密码", "APIキー", "ten_dang_nhap")] == [
         ("pw", "password"), ("pw", "password"), ("pw", "password"), ("pw", "password"), ("secret", "api_key"), None]
+
+
+def test_a_pasted_password_in_a_sentence_is_no_bundle_message(redactor):
+    """A bundle's message is a key at the line's start and words; `KEY=value` pasted inside a
+    sentence that ends with a period keeps the credential-context rule (the issue's own example)."""
+    text = ("The deploy is failing. DB_PASSWORD=hunter2-Xq9-Mv77 and the connection string is set. "
+            "Check the .env file too.\nDB_PASSWORD=hunter2-Xq9-Mv77 and the rest of it.\n")
+    assert redactor.redact(text).text == (
+        "The deploy is failing. DB_PASSWORD=[REDACTED:password] and the connection string is set. "
+        "Check the .env file too.\nDB_PASSWORD=[REDACTED:password] and the rest of it.\n")
