@@ -88,12 +88,11 @@ def main(argv: list[str] | None = None) -> None:
             for f in findings:
                 by_rule[f.rule] += 1
                 if args.show and split == "dev":
-                    data = text.encode("utf-8", "surrogatepass")
-                    line_start = data.rfind(b"\n", 0, f.start) + 1
-                    line_end = data.find(b"\n", f.end)
-                    line = (data[line_start:f.start].decode("utf-8", "replace")
-                            + masked(data[f.start:f.end].decode("utf-8", "replace"))
-                            + data[f.end:line_end if line_end >= 0 else len(data)].decode("utf-8", "replace"))
+                    # (a finding's offsets are the text's characters, not its UTF-8 bytes)
+                    line_start = text.rfind("\n", 0, f.start) + 1
+                    line_end = text.find("\n", f.end)
+                    line = (text[line_start:f.start] + masked(text[f.start:f.end])
+                            + text[f.end:line_end if line_end >= 0 else len(text)])
                     shown.append(f"  {f.rule:24} {path.name}: {line.strip()[:140]}")
         seconds = time.process_time() - t0
         mb = sum(len(t.encode("utf-8", "surrogatepass")) for _, t in items) / 1e6

@@ -164,6 +164,9 @@ def _password_like(value: str) -> bool:
     return any(c.isdigit() for c in value) or sum(kinds) == 3
 
 
+_GMAIL_APP_PASSWORD = re.compile(r"[a-z]{4}(?: ?[a-z]{4}){3}")
+
+
 def h_call(rule, sp, data: bytes):
     """The literal a credential call takes as its secret (`SECRET_ARGUMENT`; the rule reads at most
     `max_matches` calls per text, `scanner.Scanner.scan`)."""
@@ -192,8 +195,9 @@ def h_call(rule, sp, data: bytes):
     if name == "auth" and (data[sp[1][0] - 1:sp[1][0]] not in (b".", b">", b":") or _NAME.match(value)):
         return  # only a method (`$smtp->auth(u, v)`, `.auth(u, v)`, Lua's `red:auth(u, v)`), and a name is
         # none (`roles_v2`)
-    if shapes.context_secret(value, quoted=True) and _password_like(value):
-        yield lit[0], lit[1], label
+    if shapes.context_secret(value, quoted=True) and (_password_like(value)
+                                                       or (name == "gmail" and _GMAIL_APP_PASSWORD.fullmatch(value))):
+        yield lit[0], lit[1], label   # (a Gmail app password: four groups of four lower-case letters)
 
 
 #: The (key group, value group) pairs of `patterns.ENV_DEFAULT`'s alternatives.
@@ -558,7 +562,7 @@ _TOLD_ID = re.compile(r"^(?:0x|proj_|req_|msg_|org-|i-|sg-|ami-|vpc-|subnet-|arn
 def h_told(rule, sp, data: bytes):
     """A credential told in a sentence: a secret word (group 1, classified), up to eight words,
     a link (`is`, `è`, `ist`, `->`, `:` after a word), the value (group 2; on the next line too);
-    a password's value also right after its word. The value
+    rule `told-password`: a password's word, then its value with no link. The value
     must read as a credential (`shapes.credential_like`): random (16 characters or more of three
     kinds, or 32+ hex) or a person's password (a symbol, or both cases and a digit); no id, digest,
     pair or path; no word between names something else (`_TOLD_NOT_IT`: its hash, its id, its usage)."""
@@ -566,8 +570,6 @@ def h_told(rule, sp, data: bytes):
     if cls is None:
         return
     gap = _text(data, sp[1][1], sp[2][0]).lower()
-    if not gap.strip() and cls[0] != "pw":
-        return  # a value right after the word, no link: only a password's (`password 5yRU9U-jpDKXZ,`)
     if _TOLD_CODE_GAP.search(gap) or any(w.strip(".,;:()[]'\"") in _TOLD_NOT_IT for w in gap.split()):
         return  # template or code between (`password }}@{{ .Values.db.host }}:5432`), or its id, its hash
     s, e = sp[2]

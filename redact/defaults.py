@@ -13,9 +13,11 @@ context (`keys.value_ok`, as for `KEY = value`):
     "usage")`).
 
 Invariants: the setting is found from the field's own line and the lines above it only (at most
-`OWNER_LINES` lines, `OWNER_BYTES` bytes): the nearest line indented less than the field, or the
-brace the field's line opened; a block that closed in between ends the search. A field whose owner
-is not found is no finding.
+`OWNER_LINES` lines, `OWNER_BYTES` bytes; on the field's own line at most `_INLINE_BYTES`, so a
+minified line costs each field a bounded look-back): the nearest line indented less than the
+field, or the brace the field's line opened; sibling blocks in between (`validation { ... }`) are
+skipped. A field whose owner is not found is no finding, nor a default of three words or more (a
+message: `auth: {default: "Please sign in to continue"}`).
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ import re
 
 from .keys import classify_key, value_ok
 
-#: How far above a default its owner is looked for.
+#: How far above a default its owner is looked for; how far back on its own line (a minified
+#: JSON's `{"p1": {"default": ...}, "p2": ...}`: the bytes after the nearest `{` only).
 OWNER_LINES = 40
 OWNER_BYTES = 4096
+_INLINE_BYTES = 300
 
 #: A key that opens a block on the default's own line (`"password": {"type": "string", "default"`).
-_INLINE_OWNER = re.compile(rb"""["']?([A-Za-z0-9_.\-]{1,100})["']?[ \t]*[:=]?[ \t]*\{[^{}]*$""")
+_INLINE_OWNER = re.compile(rb"""["']?([A-Za-z0-9_.\-]{1,100})["']?[ \t]*[:=]?[ \t]*\{$""")
 #: A line that opens a block: HCL's `variable "NAME" {`, YAML's `NAME:`, JSON's `"NAME": {`, a YAML
 #: list item named first (`- name: NAME`).
 _HEADER = re.compile(rb"""[ \t]*(?:variable[ \t]+"?([A-Za-z0-9_\-]{1,100})"?[ \t]*\{"""
@@ -50,11 +54,16 @@ def _indent(line: bytes) -> int:
 def owner_name(data: bytes, pos: int) -> str | None:
     """The name of the setting whose block holds the field at byte `pos`, or None (see the module
     docstring). A list item's name (`- name: X`, or a `name: X` sibling) names it."""
-    start = data.rfind(b"\n", 0, pos) + 1
-    before = data[start:pos]
-    if b"{" in before:
-        m = _INLINE_OWNER.search(before)
+    start = data.rfind(b"\n", max(0, pos - OWNER_BYTES), pos) + 1
+    before = data[max(start, pos - _INLINE_BYTES):pos]
+    brace = before.rfind(b"{")
+    if brace >= 0:
+        if b"}" in before[brace:]:
+            return None   # the nearest brace closed before the field: no block of its line holds it
+        m = _INLINE_OWNER.search(before, max(0, brace - 130), brace + 1)
         return m.group(1).decode("latin-1") if m else None
+    if start <= pos - OWNER_BYTES:
+        return None   # a line longer than the look-back: no owner read
     indent = _indent(before)
     floor = max(0, start - OWNER_BYTES)
     sibling = None
@@ -73,7 +82,7 @@ def owner_name(data: bytes, pos: int) -> str | None:
             continue
         if width == indent:
             if _CLOSER.match(line):
-                return None   # a block closed: the field is in none of the blocks above
+                continue   # a sibling block closed (`validation { ... }`, `"metadata": {...},`): skip it
             m = _NAME_FIELD.match(line)
             if m and sibling is None:
                 sibling = m.group(1)
@@ -103,18 +112,23 @@ def h_declared_default(rule, sp, data: bytes):
     if cls is None:
         return
     value = data[s:e].decode("utf-8", "ignore")
+    if len(value.split()) >= 3:
+        return   # a message, not a credential
     if value_ok(cls[0], value, quoted=g != 4):
         yield s, e, cls[1]
 
 
-#: A command-line option's name in a call's arguments (`"-p", "--password"`).
+#: A command-line option's name in a call's arguments (`"-p", "--password"`), and where the
+#: keyword arguments start (`help=...`: an option named in a help text is none of the call's).
 _OPTION_NAME = re.compile(rb"""["'](--?[A-Za-z][A-Za-z0-9_\-]{0,60})["']""")
+_KEYWORD_ARG = re.compile(rb"[,(][ \t\r\n]*[A-Za-z_]\w*[ \t]*=")
 
 
 def h_option_default(rule, sp, data: bytes):
     """The default (groups 2-3) of an option whose name names a secret: group 1 when the rule says
     so (`name_group`: Go's `StringVarP(&v, "password", "p", "v", ...)`), else the first of the
-    call's option names before the default that is a key (`"-p", "--password"`)."""
+    option names the call gives before its keyword arguments that is a key (`"-p", "--password"`);
+    a bare `auth` option is a mode."""
     found = next(((sp[g][0], sp[g][1]) for g in (2, 3) if sp[g][0] >= 0), None)
     if found is None:
         return
@@ -122,8 +136,11 @@ def h_option_default(rule, sp, data: bytes):
     if rule.options.get("name_group"):
         names = [data[sp[1][0]:sp[1][1]]]
     else:
-        names = [m.group(1) for m in _OPTION_NAME.finditer(data, sp[0][0], s)]
+        kw = _KEYWORD_ARG.search(data, sp[0][0], s)   # names come before the keyword arguments
+        names = [m.group(1) for m in _OPTION_NAME.finditer(data, sp[0][0], kw.start() if kw else s)]
     for name in names:
+        if name.strip(b"-").lower() == b"auth":
+            return   # `--auth digest-md5`, `"auth", "ServiceAccount"`: a mode, not a credential
         cls = classify_key(name.decode("latin-1"))
         if cls is not None:
             if value_ok(cls[0], data[s:e].decode("utf-8", "ignore"), quoted=True):

@@ -19,8 +19,8 @@ import re
 
 from . import arguments, defaults, shapes
 from .keys import (
-    _ESCAPE_CUT, _RE_BARE_IDENT, _SPACE, _WELLFORMED_INTERP, _clean_bare, classify_key, names_foreign_credential,
-    says_not_secret, value_ok)
+    _ESCAPE_CUT, _RE_BARE_IDENT, _SPACE, _WELLFORMED_INTERP, _clean_bare, classify_key, key_segments,
+    names_foreign_credential, says_not_secret, value_ok)
 from .patterns import ABOUT_A_PASSWORD, CREDENTIAL_WORD, FUNCTION_WORDS, SHELL_DEFAULT, UUID
 from .rules import Rule
 
@@ -131,6 +131,8 @@ _JWK_KTY = re.compile(rb"""["']?kty\\?["']?[ \t]*[:=]""")
 _KEY_BEFORE = re.compile(rb"""([A-Za-z0-9_.$\-]+)\\?["']?\]?[ \t]*(?:=>|:=|=|:)[ \t]*(?:[bBfFrRuU]{1,2})?\\?["']$""")
 
 
+#: A name's words: four letters, a separator, more (`ELBSecurityPolicy-TLS13`).
+_WORDY_NAME = re.compile(r"[A-Za-z]{4,}[-_][A-Za-z0-9]")
 #: After a quoted string, what makes it a mapping's key (`"...": {`, `"...": (`).
 _DICT_KEY_AFTER = re.compile(rb"""\\?["'][ \t]*:[ \t]*[{(\[]""")
 
@@ -151,8 +153,8 @@ def _h_entropy(rule: Rule, sp, data: bytes):
         return
     if shapes.encoded_text(value):
         return
-    if _DICT_KEY_AFTER.match(data, e):
-        return   # `"ELBSecurityPolicy-TLS13-1-2-2021-06": {`: a mapping's key, a name
+    if _DICT_KEY_AFTER.match(data, e) and _WORDY_NAME.search(value):
+        return   # `"ELBSecurityPolicy-TLS13-1-2-2021-06": {`: a mapping's key that is a name
     key = _KEY_BEFORE.search(data, max(0, s - 130), s)
     if key and says_not_secret(key.group(1).decode("latin-1")):
         return
@@ -183,13 +185,12 @@ def _h_pem(rule: Rule, sp, data: bytes):
     yield sp[0][0], sp[0][1], rule.label
 
 
-_K8S_KIND = re.compile(rb"(?i)\bkind\"?:[ \t]*[\"']?secret\b")
-_K8S_DATA = re.compile(rb"(?im)^[ \t]*(?:data|stringData):[ \t]*$|^[ \t]*\"(?:data|stringData)\":[ \t]*\{")
+_K8S_KIND = re.compile(rb"(?i)\bkind:[ \t]*[\"']?secret\b")
+_K8S_DATA = re.compile(rb"(?im)^[ \t]*(?:data|stringData):[ \t]*$")
 
 
 def _h_k8s(rule: Rule, sp, data: bytes, state: dict):
-    """Values under `data:` of a Kubernetes Secret manifest, as YAML or JSON (`kubectl get secret -o
-    json`; both markers must be in the text;
+    """Values under `data:` of a Kubernetes Secret manifest (both markers must be in the text;
     looked for once per scan, `state`)."""
     secret = state.get("secret")
     if secret is None:
@@ -230,10 +231,16 @@ def _keyed_value(data: bytes, key: tuple[int, int], s: int, e: int, quoted: bool
         return
     if _same_name(_s(data, key[0], key[1]), value):
         return  # `self._authkey = authkey`, `SERVER_AUTH: "serverAuth"`: a name given to itself
+    if cls[1] == "token" and _FIELD_NAME.fullmatch(value) and key_segments(_s(data, key[0], key[1]))[-1:] == ("token",):
+        return  # `"input_token": "NextMarker"` (an SDK's paginators): the name of a request's field
     if not quoted and shapes.is_date(value) and _TIME_AFTER.match(data, s + len(value)):
         return  # `last_password_change: 2025-02-01 09:12:44`: a timestamp, its date and time apart
     if value_ok(cls[0], value, quoted, context):
         yield s, _end(s, value), cls[1]
+
+
+#: The words of a lexer's or a parser's token (`token`, `tok.value`, `self.current_token.type`).
+_LEXER_TOKEN_WORDS = frozenset("token tok value type kind self this next current cur t".split())
 
 
 def _is_message(data: bytes, k: int, s: int, e: int) -> bool:
@@ -252,10 +259,19 @@ def _is_message(data: bytes, k: int, s: int, e: int) -> bool:
 
 
 def _same_name(key: str, value: str) -> bool:
-    """The value spells the key's last name, its case and separators aside (`self._authkey =
-    authkey`, `CHALLENGE_PASSWORD: "challengePassword"`)."""
-    last = _SEPARATORS.sub("", key.replace("->", ".").rsplit(".", 1)[-1]).lower()
-    return bool(last) and _SEPARATORS.sub("", value).lower() == last
+    """The value spells the key's last name, its case and separators aside, as code does: the key
+    an attribute (`self._authkey = authkey`) or the value in camelCase (`CHALLENGE_PASSWORD:
+    "challengePassword"`); not `ROOT_PASSWORD=rootpassword`, a password."""
+    key = key.replace("->", ".")
+    last = _SEPARATORS.sub("", key.rsplit(".", 1)[-1]).lower()
+    if not last or _SEPARATORS.sub("", value).lower() != last:
+        return False
+    return "." in key or bool(_HUMP.search(value))
+
+
+_HUMP = re.compile(r"[a-z][A-Z]")
+#: A field's name in PascalCase, letters only (`Marker`, `NextToken`): no token is one.
+_FIELD_NAME = re.compile(r"(?:[A-Z][a-z]+){1,4}")
 
 
 _SEPARATORS = re.compile(r"[_\-$@\"'\s]")
@@ -341,9 +357,9 @@ def _h_assign(rule: Rule, sp, data: bytes):
     # after `=` and none before) is weaker evidence, and the value needs a secret's shape
     context = not (not quoted and sep == "=" and data[sp[2][1]:sp[2][1] + 1] in (b" ", b"\t")
                    and data[sp[2][0] - 1:sp[2][0]] not in (b" ", b"\t"))
-    if sep in ("==", "===", "!=", "!==") and (classify_key(_s(data, *sp[1])) or ("",))[0] != "pw":
-        # `if token == "import"`: a literal compared with a token or a key is weaker evidence (a
-        # lexer's kinds, states); one compared with a password is the password a check hardcodes
+    if sep in ("==", "===", "!=", "!==") and set(key_segments(_s(data, *sp[1]))) <= _LEXER_TOKEN_WORDS:
+        # `if token == "import"`, `tok.value != "#begin"`: a lexer's token compared with its kinds is
+        # weaker evidence; `api_key == "..."`, `password == "..."` are the values a check hardcodes
         context = False
     if sep == ",":
         # `("DB_PASSWORD", "v")`, `os.environ.setdefault("API_KEY", "v")`: a pair only when the key
@@ -471,7 +487,7 @@ def _h_kwquoted(rule: Rule, sp, data: bytes):
                 and not any(c in value for c in "\"+")
                 and not any(CREDENTIAL_WORD.match(w) or w in ("fake", "dummy", "example", "sample") for w in words)
                 and shapes.context_secret(value, quoted=True) and not ABOUT_A_PASSWORD.search(value)
-                and words[0] not in _INSTRUCTION_WORDS
+                and (words[0] not in _INSTRUCTION_WORDS or any(not c.isalpha() and not c.isspace() for c in value))
                 and sum(w in FUNCTION_WORDS for w in words) <= (1 if len(words) >= 5 else 0)):
             # (not `'" + newPassword + "'` in code, not `'REPLACE ME'`, not `'see the vault entry'`;
             # a long passphrase may hold one small word: `autumn leaves fall quietly on Tuesday`)
@@ -593,7 +609,12 @@ _APP_PASSWORD = re.compile(r"[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4}$")
 
 
 def _h_cookie(rule: Rule, sp, data: bytes):
-    """The value of a session cookie (group 2), secret shaped."""
+    """The value of a session cookie (group 2), secret shaped; with the rule's `near`, only when a
+    cookie's own field is within 400 bytes (`"domain"`, `"httpOnly"`: an export of cookies, not any
+    JSON with a `name` and a `value`)."""
+    near = rule.options.get("near")
+    if near and not near.search(data, max(0, sp[0][0] - 400), sp[0][1] + 400):
+        return ()
     return _secret_shaped_value(sp, data, 2, 8, rule.label)
 
 
@@ -679,9 +700,12 @@ def _h_query(rule: Rule, sp, data: bytes):
     yield s, e, label
 
 
-#: A type after `:` in code: a dotted name, then what follows a parameter's or a field's type
-#: (`key: _win32typing.PyHKEY, sub: str`, `password: _PasswordType | None = None`).
-_RE_ANNOTATION = re.compile(rb"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)[ \t]*([,)};\]|+]|=(?!=))")
+#: A type after `:` in code: a dotted name (letters, digits at a part's end), then what follows a
+#: parameter's or a field's type (`key: Token, sub: str`, `password: _PasswordType | None = None`);
+#: not a Markdown cell's `|` nor a value then `,` in a flow map when it holds digits inside
+#: (`{name: db, password: Kx9mP2vQw7z}`).
+_RE_ANNOTATION = re.compile(rb"([A-Za-z_][A-Za-z_]*[0-9]*(?:\.[A-Za-z_][A-Za-z_]*[0-9]*)*)[ \t]*"
+                            rb"([,)};+]|\|(?=[ \t]*None\b)|=(?=[ \t]*(?:None|\.\.\.)))")
 #: A scheme's parameter whose value is a variable (`token=$apiKey`, `key=${KEY}`).
 _PARAM_REFERENCE = re.compile(r"[A-Za-z_]+=\$[{(]?[A-Za-z_]")
 

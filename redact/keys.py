@@ -37,8 +37,8 @@ _EXCLUDED_LAST = frozenset(
     options flag flags status state length_bytes bytes bits algorithm algo alg cipher scheme
     strategy rotation rotated at created updated issued reset lifetime duration window
     organization organisation org orgs project projects model models region team workspace ms
-    rate threshold ratio percent max min used remaining left total cost price spent delivery event
-    mgr realm placement beta features markup children attrs nesting meta tag info block
+    rate threshold ratio percent max min used remaining left total cost price spent delivery
+    mgr placement beta features markup children attrs nesting
     failed fail error errors message messages msg prompt title text success succeeded stored saved
     found missing invalid changed cleared removed commit revision rev stdin stdout cmd command
     ts tsx js jsx mjs cjs py go rs rb java kt swift md json yaml yml toml txt sh lock log html
@@ -57,7 +57,7 @@ _EXCLUDED_SEGMENTS = frozenset(
     foreign sort partition cache hash range row dict map object idempotency composite unique
     natural surrogate lookup group react list item column join cursor pagination page next prev
     dedup dedupe sequence bucket schema shortcut shortcuts sharding shard api_version resume continuation
-    sync change lock input output""".split()
+    sync""".split()
 )
 # A word before the secret word that says the value is not a real one.
 _NOT_REAL = frozenset("fake dummy mock example sample non not no placeholder invalid wrong bad bogus".split())
@@ -122,8 +122,7 @@ def _names_password_or_secret(segs: tuple[str, ...]) -> bool:
 
 #: Words after `pass` that make it the verb or a filter's pass of code, no password (`pass_zero`,
 #: `pass_through`, click's `pass_context`, `pass_env`).
-_PASS_IN_CODE = frozenset("zero through thru band filter fail stage step all first args kwargs arg env context "
-                          "ctx obj".split())
+_PASS_IN_CODE = frozenset("zero through thru band filter fail all first args kwargs arg env context ctx obj".split())
 
 
 #: Words that end in "pass" and name no password (a filter's band, a way around).
@@ -135,8 +134,12 @@ def _foreign(words: tuple[str, ...]) -> re.Pattern:
     """The words, `_` or a space in them as any separator or none, and as JSON escapes them
     (`contrase\\u00f1a`)."""
     forms = {f for w in words for f in (w, json.dumps(w)[1:-1].lower())}
-    return re.compile("|".join(re.escape(w).replace("_", "[_ .-]?").replace(r"\ ", "[_ .-]?")
-                               for w in sorted(forms, key=len, reverse=True)))
+
+    def one(w: str) -> str:
+        body = re.escape(w).replace("_", "[_ .-]?").replace(r"\ ", "[_ .-]?")
+        # an ASCII word stands alone between letters (`haslo`, not `haslocal`); CJK has no spaces
+        return r"(?<![a-z])" + body + r"(?![a-z])" if w.isascii() and "\\u" not in w else body
+    return re.compile("|".join(one(w) for w in sorted(forms, key=len, reverse=True)))
 
 
 #: A key's password or key word in another language (`patterns.FOREIGN_PASSWORD_WORDS`): in the
@@ -291,6 +294,10 @@ def value_ok(tier: str, value: str, quoted: bool = False, context: bool = True) 
         return False  # `token_expires_on: 2025-12-31`: a date (after a password key, it may be the password)
     if shapes.publishable(value):
         return False  # `STRIPE_PUBLISHABLE_KEY=pk_live_...`: a key its provider ships to browsers
+    if not any(c.isdigit() for c in value) and names_foreign_credential(value):
+        return False  # `"api_ключ": "Ключ API"`, `"contrase\u00f1a": "Contrase\u00f1a"`: a label that names it
+    if tier != "pw" and shapes.is_credential_class(value):
+        return False  # `"input_token": "NextToken"`, `private_key: x25519.X25519PrivateKey`: a name in code
     if tier in ("pw", "secret") and context:
         return shapes.context_secret(value, quoted=quoted)
     if shapes.not_a_value(value) or shapes.is_reference(value):
@@ -327,7 +334,7 @@ _ESCAPE_CUT = re.compile(r"\\[nrt\"'\\]|\\$")
 _SPACE = re.compile(r"\s")
 
 
-_RE_BARE_IDENT = re.compile(rb"([A-Za-z_][A-Za-z_]*[0-9]*)[ \t]*([,)};\]|+]|=(?!=))")
+_RE_BARE_IDENT = re.compile(rb"([A-Za-z_][A-Za-z_]*[0-9]*)[ \t]*([,)};+]|\|(?=[ \t]*None\b)|=(?=[ \t]*(?:None|\.\.\.)))")
 _QUERY_NEXT = re.compile(r"&[A-Za-z_][\w.\-\[\]]*=")
 #: A next `name=` pair glued to a bare value by a comma (`password=abc,user=bob`).
 PAIR_NEXT = re.compile(r",[A-Za-z_][\w.\-]*=")

@@ -154,9 +154,20 @@ FOREIGN_PASSWORD_WORDS = (
 )
 FOREIGN_KEY_WORDS = ("schluessel", "schlüssel", "chiave", "sleutel", "klic", "klíč", "klyuch", "ключ", "密钥",
                      "密鑰", "令牌", "トークン", "キー", "токен")
-_FOREIGN_WORDS = "|".join(_utf8(w) for w in sorted(FOREIGN_PASSWORD_WORDS + FOREIGN_KEY_WORDS, key=len, reverse=True))
+def _cased(words: tuple[str, ...]) -> str:
+    """An alternation of `words`: the ASCII ones in any case, the others lower, Capitalized and UPPER
+    (case-insensitive matching of UTF-8 bytes read as Latin-1 would fold bytes, not letters, and cost
+    the prefilter a third of its speed)."""
+    ascii_words = sorted((w for w in words if w.isascii()), key=len, reverse=True)
+    other = sorted({v for w in words if not w.isascii() for v in (w, w.capitalize(), w.upper())}, key=len, reverse=True)
+    return "(?i:" + "|".join(re.escape(w) for w in ascii_words) + ")|" + "|".join(_utf8(w) for w in other)
+
+
+_FOREIGN_WORDS = _cased(FOREIGN_PASSWORD_WORDS + FOREIGN_KEY_WORDS)
+#: The words alone (the prefilter's pattern of the rules built on them).
+FOREIGN_WORDS_RE = r"(?:" + _FOREIGN_WORDS + r")"
 #: A key holding one of those words (ASCII ones in any case), its other characters ASCII or not.
-FOREIGN_KEY_RE = (r"((?:[A-Za-z0-9_.$\-]|[\x80-\xff])*(?i:" + _FOREIGN_WORDS + r")(?:[A-Za-z0-9_.\-]|[\x80-\xff])*)")
+FOREIGN_KEY_RE = (r"((?:[A-Za-z0-9_.$\-]|[\x80-\xff])*(?:" + _FOREIGN_WORDS + r")(?:[A-Za-z0-9_.\-]|[\x80-\xff])*)")
 #: The assignment separators, and the full-width `：` and `＝` of CJK text.
 FOREIGN_SEP_RE = r"(" + ASSIGN_SEP_RE[1:-1] + r"|\xef\xbc\x9a|\xef\xbc\x9d)"
 #: What links the word to its value: a word after a space (is, ist, est, es, é, è, jest, это, to),
@@ -248,9 +259,11 @@ GO_FLAG_DEFAULT = (
     r"""\b(?:String|StringP|StringVar|StringVarP)\([ \t]*(?:&[\w.\[\]]+[ \t]*,[ \t]*)?"([A-Za-z][A-Za-z0-9_.\-]{0,60})"[ \t]*,"""
     r"""[ \t]*(?:"[A-Za-z]?"[ \t]*,[ \t]*)?"((?:[^"\\\n]|\\.){1,400})"(?:[ \t]*,)()"""
 )
-#: A command-line option's default in the call that declares it (`redact.defaults.h_option_default`):
-#: group 1 the first option name, groups 2-3 the value (double-, single-quoted).
+#: A command-line option's default in the call that declares it (`redact.defaults.h_option_default`;
+#: argparse's and optparse's `add_argument`/`add_option`, click's and typer's `option`, commander's
+#: `addOption`): group 1 the first option name, groups 2-3 the value (double-, single-quoted).
 OPTION_DEFAULT = (
+    r"""\b(?:add_argument|add_option|option|Option|argument|addOption)\([ \t\r\n]*"""
     r"""["'](--?[A-Za-z][A-Za-z0-9_\-]{0,60})["'][ \t]*,(?:[^()"']|"[^"\n]*"|'[^'\n]*')*?"""
     r"""\bdefault[ \t]*=[ \t]*(?:"((?:[^"\\\n]|\\.){1,400})"|'([^'\n]{1,400})')"""
 )

@@ -64,11 +64,13 @@ Positional kinds, whose handlers live in `redact.arguments`:
 
 from __future__ import annotations
 
+import re
+
 from .patterns import (
     ASSIGN_SEP_RE, CADDY_DNS_PROVIDERS, COMMAND_VALUE, COOKIE_HEADER, CREDENTIAL_CALL, END, ENV_DEFAULT, KEY_RE,
     NAME_VALUE, NAME_VALUE_HEAD, PASSPHRASE_TAIL, PROSE_PASSWORD, PROSE_WORDS, QUOTED_VALUE, SESSION_COOKIE, VALUE_RE,
     AZURE_KEY_VALUE, AZURE_KEYS_COMMAND, CREDENTIAL_TABLE_HEADER, RECOVERY_CODE, RECOVERY_CODES, TABLE_PASSWORD_WORDS, CONSUL_TOKEN_VALUE, CONSUL_TOKENS_BLOCK, INFLUX_TOKEN_COMMAND,
-    INFLUX_TOKEN_VALUE, POSTMARK_ANCHOR, POSTMARK_TOKEN, TOLD_LINK, XML_NAME_VALUE, XML_ENTRY_KEY, DECLARED_DEFAULT, OPTION_DEFAULT, GO_FLAG_DEFAULT, FOREIGN_KEY_RE, FOREIGN_SEP_RE,
+    INFLUX_TOKEN_VALUE, POSTMARK_ANCHOR, POSTMARK_TOKEN, TOLD_LINK, XML_NAME_VALUE, XML_ENTRY_KEY, DECLARED_DEFAULT, OPTION_DEFAULT, GO_FLAG_DEFAULT, FOREIGN_KEY_RE, FOREIGN_SEP_RE, FOREIGN_WORDS_RE,
     REPL_ECHO, key_word)
 from .providers import CURRENT_PROVIDERS
 from .rule import Rule, token_rule as _tok  # noqa: F401  (Rule: importable from here too)
@@ -351,7 +353,8 @@ RULES: tuple[Rule, ...] = (
     # words, not the documentation's `JBSW Y3DP EHPK 3PXP` repeated)
     _tok("totp-setup-key", "secret",
          r"(?:^|[^A-Za-z0-9])((?:[A-Z2-7]{4}[ \t]){7}[A-Z2-7]{4}|(?:[a-z2-7]{4}[ \t]){7}[a-z2-7]{4})(?:[^A-Za-z0-9]|$)",
-         min_entropy=3.7, needs_digit=True, set_pattern=r"(?:[A-Za-z2-7]{4}[ \t]){7}[A-Za-z2-7]{4}"),
+         min_entropy=3.7, needs_digit=True, set_pattern=r"(?:[A-Za-z2-7]{4}[ \t]){7}[A-Za-z2-7]{4}",
+         set_group="screens"),
     # CLI password flags whose flag name says nothing: `docker login -p`, `psexec -p`, `sshpass -p`
     Rule("cli-login-password", "password",
          r"(?:^|[\s;&|(`\"'])(?i:(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|helm(?:[ \t]+registry)?)[ \t]+login"
@@ -392,8 +395,10 @@ RULES: tuple[Rule, ...] = (
     _tok("svn-simple-password", "password", r"(?m)^K[ \t]+8\r?\npassword\r?\nV[ \t]+\d+\r?\n([^\r\n]{1,400})"),
     # a Remote Desktop file's password, DPAPI-encrypted for the user who saved it
     _tok("rdp-file-password", "password", r"(?m)^password[ \t]+51:b:([0-9A-Fa-f]{32,})"),
-    # a Scala / Kotlin pair: `"sfPassword" -> "v"` (a plan's `->` follows a value, `plan-change`)
-    Rule("arrow-pair", "secret", r"""["']([A-Za-z0-9_.\-]{1,100})["'][ \t]*->[ \t]*("[^"\n]+"|'[^'\n]+')""", "jprop",
+    # a Scala / Kotlin pair: `"sfPassword" -> "v"`, an entry of a `Map(...)` (a plan's `->` follows a
+    # value after `=`: `plan-change`)
+    Rule("arrow-pair", "secret",
+         r"""(?m)(?:^[ \t]*|[(,\[{][ \t\r\n]*)["']([A-Za-z0-9_.\-]{1,100})["'][ \t]*->[ \t]*("[^"\n]+"|'[^'\n]+')""", "jprop",
          options={"set_pattern": r"""["'][ \t]*->[ \t]*["']"""}),
     # Java system properties: `-Dsonar.login=VALUE`, `-Ddb.password=VALUE`, `-Dapi.token=VALUE`
     Rule("java-property", "secret",
@@ -489,10 +494,16 @@ RULES: tuple[Rule, ...] = (
          r"(?i)(?:^|[^A-Za-z0-9_.\-])((?:[A-Za-z0-9_.\-]+[ \t])?[A-Za-z0-9_.\-]*(?:password|passwd|passphrase|pwd"
          r"|secret|token|api[ _\-]?key|access[ _\-]?key|psk|credentials?|key))s?"
          r"(?:(?:[ \t]+[^\s:=]+){1,8}?[ \t]+" + TOLD_LINK + r"|(?:[ \t]+[^\s:=]+){0,8}?[ \t]+(?:->|=>|\xe2\x80\x94|\xe2\x86\x92)"
-         r"|(?:[ \t]+[^\s:=]+){1,8}?[ \t]*:|[ \t]+)"
+         r"|(?:[ \t]+[^\s:=]+){1,8}?[ \t]*:)"
          r"[ \t]*(?:\r?\n[ \t]*)?[`*]?([A-Za-z0-9!#$%&*+\-./:=?@^_~]{8,200})", "told",
          options={"set_pattern": r"(?i)(?:password|passwd|passphrase|pwd|secret|token|api[ _\-]?key|access[ _\-]?key|psk"
                                  r"|credentials?|key)s?[ \t]", "fallback": True, "set_group": "keyed"}),
+    # ... and a password's value right after its word, no link (`..., password 5yRU9U-jpDKXZ, expires`)
+    Rule("told-password", "password",
+         r"(?i)(?:^|[^A-Za-z0-9_.\-])([A-Za-z0-9_.\-]*(?:password|passwd|passphrase|pwd))[ \t]+"
+         r"([A-Za-z0-9!#$%&*+\-./:=?@^_~]{8,200})", "told",
+         options={"set_pattern": r"(?i)(?:password|passwd|passphrase|pwd)[ \t]+[A-Za-z0-9!#$%&*+\-./:=?@^_~]{8}",
+                  "set_group": "keyed", "fallback": True}),
     # an e-mail address and a password as a pair (a tuple, a list, a set of test accounts):
     # `("qa-admin@acme.io", "v")`, with upper and lower case and digits (`h_login_pair`)
     Rule("login-pair", "password",
@@ -603,7 +614,8 @@ RULES: tuple[Rule, ...] = (
          r"""(?i)"name"[ \t]*:[ \t]*"([^"\n]{0,80}(?:sess|sid|auth|token|jwt|remember|login)[^"\n]{0,80})"[ \t]*,"""
          r"""(?:[ \t\r\n]*"[A-Za-z]{1,30}"[ \t]*:[ \t]*(?:"[^"\n]{0,300}"|[\w.\-]{1,40})[ \t]*,)+?"""
          r"""[ \t\r\n]*"value"[ \t]*:[ \t]*"([^"\s;,\\]{16,})\"""", "cookie",
-         options={"set_pattern": r"""(?i)"name"[ \t]*:[ \t]*"[^"\n]{0,80}(?:sess|sid|auth|token|jwt|remember|login)"""}),
+         options={"set_pattern": r"""(?i)"name"[ \t]*:[ \t]*"[^"\n]{0,80}(?:sess|sid|auth|token|jwt|remember|login)""",
+                  "near": re.compile(rb'"(?:domain|httpOnly|hostOnly|sameSite|expirationDate|expires)"[ \t]*:')}),
     Rule("session-cookie-field", "token",
          r"(?i)(?:\bcookies?\b[^\n]{0,80}?[\"']?(" + SESSION_COOKIE + r")[\"']?[ \t]*[:=][ \t]*\\?[\"']"
          r"|[\"']name\\?[\"'][ \t]*:[ \t]*\\?[\"'](?:" + SESSION_COOKIE + r")\\?[\"'][ \t]*,[ \t]*\\?[\"']value\\?[\"']"
@@ -742,7 +754,7 @@ RULES: tuple[Rule, ...] = (
     Rule("declared-default", "secret", DECLARED_DEFAULT, "declared_default",
          options={"set_pattern": r"""(?i)default(?:value|_value)?\\?["']?[ \t]*[:=]"""}),
     Rule("option-default", "secret", OPTION_DEFAULT, "option_default",
-         options={"set_pattern": r"""\bdefault[ \t]*=[ \t]*["']"""}),
+         options={"set_pattern": r"\b(?:add_argument|add_option|option|Option|argument|addOption)\("}),
     # a value a plan changes (`terraform plan`: `~ "API_KEY" = "old" -> "new"`): the new one is the key's too
     Rule("plan-change", "secret",
          r"""(?m)^[ \t]*[~+\-]?[ \t]*"?([A-Za-z0-9_.\-]{1,100})"?[ \t]*=[ \t]*(?:"[^"\n]*"|\(sensitive value\)|null)"""
@@ -756,12 +768,11 @@ RULES: tuple[Rule, ...] = (
     Rule("passphrase-i18n", "password",
          FOREIGN_KEY_RE + r"""[\"'\]]?[ \t]*(?:""" + FOREIGN_SEP_RE[1:] + r"""[ \t]*[\"']"""
          r"""([^\s\"'\\${}%<>;,|&()][^\"'\\\n${}%<>]{0,60}[ \t][^\"'\\\n${}%<>]{0,60})[\"']""", "phrase",
-         options={"set_pattern": FOREIGN_KEY_RE + r"""[\"'\]]?[ \t]*(?:""" + FOREIGN_SEP_RE[1:]
-                  + r"""[ \t]*[\"'][^\"'\n]*[ \t]"""}),
+         options={"set_pattern": FOREIGN_WORDS_RE, "set_group": "screens"}),
     # the same with a key word of another language (`senha = "v"`, `пароль: v`, `源数据库密码＝v`)
     Rule("assignment-i18n", "secret",
          FOREIGN_KEY_RE + r"""(?:(?:\\\\){0,3}\\?["']\]?)?[ \t]*""" + FOREIGN_SEP_RE + r"[ \t]*" + VALUE_RE, "assign",
-         options={"set_pattern": FOREIGN_KEY_RE + r"""(?:\\?["'])?[ \t]*""" + FOREIGN_SEP_RE}),
+         options={"set_pattern": FOREIGN_WORDS_RE, "set_group": "screens"}),
     # Android's Gradle fields: `buildConfigField "String", "API_KEY", "\"v\""` (a Java literal
     # inside a Groovy/Kotlin one), `resValue("string", "maps_api_key", "v")`
     Rule("gradle-field", "secret",
@@ -792,7 +803,7 @@ RULES: tuple[Rule, ...] = (
     Rule("add-key-value", "secret",
          r"""(?i)<add\s+key=["']([^"'<>]{1,100})["']\s+value=["']([^"'<>]{1,400})["']""", "xml"),
     Rule("k8s-secret-data", "secret",
-         r"(?m)^[ \t]+\"?[\w.\-]+\"?:[ \t]*(?:[|>][\-+]?[ \t]*\r?\n[ \t]+)?[\"']?([A-Za-z0-9+/]{12,}={0,2})[\"']?,?[ \t]*\r?$",
+         r"(?m)^[ \t]+[\w.\-]+:[ \t]*(?:[|>][\-+]?[ \t]*\r?\n[ \t]+)?[\"']?([A-Za-z0-9+/]{12,}={0,2})[\"']?[ \t]*\r?$",
          "k8s"),
     Rule("cli-flag", "secret",
          r"(?i)(?:^|[ \t])--?" + KEY_RE + r"""(?:=|[ \t]+)("[^"\n]+"|'[^'\n]+'|[^\s"'\-][^\s"']*)""",

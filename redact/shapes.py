@@ -300,7 +300,8 @@ _RE_MASK_RUN = re.compile(r"[*\u2022\u25cf]{3}")
 
 def is_masked(value: str) -> bool:
     """A value a tool printed masked: a run of mask characters and at most 12 letters or digits
-    beside it (`*** (before)`, `sk-****abcd`, `••••••••`), never a secret, whatever its slot."""
+    beside it (`*** (before)`, `sk-****abcd`, `••••••••`); a token rule's unmistakable slot
+    (`placeholder_ok`) does not redact it."""
     return bool(_RE_MASK_RUN.search(value)) and sum(c.isalnum() for c in value) <= 12
 
 
@@ -461,7 +462,7 @@ _IDENT_PART = r"[A-Za-z_$][A-Za-z_$]*[0-9]*"
 #: A word and a number in brackets, quoted: `"Spring(2024)"`, `"hunter[42]"` (a password's shape).
 _RE_WORD_AND_NUMBER = re.compile(r"^[A-Za-z]+[(\[]\d+[)\]][^\w]*$")
 _RE_CALL_OR_INDEX = re.compile(
-    r"^(?:\[\])?[A-Za-z_$][\w$]*(?:(?:\.|\?\.|::|->|:)[A-Za-z_$][\w$]*)*!?[ \t]*[(\[]")  # `env!(`, Go's `[]byte(`, Lua's `s:match(`
+    r"^(?:\[\])?[A-Za-z_$][\w$]*(?:(?:\.|\?\.|::|->)[A-Za-z_$][\w$]*)*!?[ \t]*[(\[]")  # `env!(`, Go's `[]byte(`
 # A composite literal's type, its `{` ending the value (Go's `creds := aws.Credentials{`).
 _RE_COMPOSITE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\{$")
 # A PowerShell cmdlet (an approved verb, a dash, a noun): `Get-Credential`, `Get-Secret -Name X`.
@@ -520,6 +521,8 @@ def is_reference(value: str) -> bool:
         return True
     if _RE_TEMPLATE.match(v) or _RE_CIPHERTEXT.match(v) or _RE_YAML_TAG.match(v.split()[0]) or _RE_SECRET_REF.search(v):
         return True
+    if v.startswith("[") and v[1:].isalpha() and v[1:].islower():
+        return True  # Tcl's and Expect's command substitution (`set password [lindex $argv 0]`)
     return v.startswith(("${", "$(", "{{", "%(", "#{")) or (v.startswith("$") and len(v) > 1 and (v[1].isalpha() or v[1] == "_"))
 
 
@@ -566,7 +569,7 @@ _RE_PASSWORD_HASH = re.compile(r"^(?:\$(?:1|2[abxy]?|5|6|y|7|gy|apr1|argon2(?:id
 # log line's; a date alone may be a password).
 _RE_NOT_A_VALUE = re.compile(r"^\d+ bytes?$|^[\w.\-]+:/[\w./\-]+$"
                              # a colour (a syntax theme's `Token: "#d4d4d4"`, `"bold #A6E22E"`)
-                             r"|^(?:(?:bold|italic|underline|bg:|noinherit|nobold|noitalic) *)*#[0-9A-Fa-f]{3,8}$"
+                             r"|^(?:(?:bold|italic|underline|bg:|noinherit|nobold|noitalic) *)*#(?:[0-9A-Fa-f]{3}){1,2}$"
                              # an AWS SigV4 credential scope: the key id (public), date, region, service
                              r"|^[A-Z0-9]{16,128}(?:/|%2F)\d{8}(?:/|%2F)[a-z0-9\-]+(?:/|%2F)[a-z0-9\-]+(?:/|%2F)aws4_request$"
                              r"|^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?(?:Z|[+-]\d\d:?\d\d)?$")   # a timestamp
@@ -631,13 +634,17 @@ _RE_VERSIONED = re.compile(r"^[A-Za-z][\w.\-]*?[\-@]v?\d+(?:\.\d+)+(?:[\-+][\w.]
 _RE_CREDENTIAL_CLASS = re.compile(r"^(?:[A-Za-z_]\w*\.)*_?[A-Za-z][A-Za-z0-9]*(?:Token|Credentials?|PrivateKey|PublicKey)$")
 
 
+def is_credential_class(value: str) -> bool:
+    """A name in code whose last word is a credential's (`NextToken`, `X25519PrivateKey`); after a
+    password's key it may be the password (`keys.value_ok` asks it for the other keys only)."""
+    return bool(_RE_CREDENTIAL_CLASS.match(value))
+
+
 def is_secret_name(value: str) -> bool:
     """The name of a secret (`api-key`, `DB_PASSWORD`, `my-secrets-manager-secret`) or a
     versioned package name (`jjwt-jackson-0.11.2`): words, not a value. See "Credential contexts"."""
     if (len(value) <= 120 and _RE_VERSIONED.match(value)) or _RE_CONSTANT.match(value):
         return True  # also an env var or constant's name: `DB_PASSWORD`, `API_KEY_SECRET:latest`
-    if _RE_CREDENTIAL_CLASS.match(value):
-        return True  # a name in code whose last word is a credential's: `NextToken`, `X25519PrivateKey`
     if not _RE_NAME_PARTS.match(value):
         return False
     return any(p in _SECRET_NAME_WORDS for p in re.split(r"[\-_.]", value.lower()))

@@ -194,7 +194,7 @@ FOUND = [
     ('expect "password:" {{ send "{}\\r" }}', PW, "password", "expect-send-password"),
     ("child.expect('Password:')\nchild.sendline('{}')", PW, "password", "expect-send-password"),
     ("Le mot de passe est « {} »", "Azerty123!", "password", "prose-password"),
-    ("Ключ: {}", PW, "password", "prose-password"),
+    ("Ключ: {}", PW, "api_key", "assignment-i18n"),
     ('setx /M API_KEY "{}"', TOKEN, "api_key", "declaration"),
     ('new System.Net.NetworkCredential("user", "{}")', PW, "password", "credential-call"),
     # round i's shapes: signed URLs, webhooks, first-start banners, auth tuples, calls, prose
@@ -344,7 +344,7 @@ FOUND = [
     ("ciao, la password di root del server nuovo è {}", "wTUEdbJ9CweWsJ", "password", "told-credential"),
     ("bhai staging ka password ye hai {} , user admin hi hai.", "FaVXt2Yvj7@16", "password", "told-credential"),
     ("Created local account vendor_tmp on JUMP-02, password {}, expires 2024-09-30.", "5yRU9U-jpDKXZ", "password",
-     "told-credential"),
+     "told-password"),
     ("Or enter this key manually: {}", "H5W4 WRWD LPER T2TR SEFE A76U WR2G VZCL", "secret", "totp-setup-key"),
     ("// FIXME: Kasia's admin token for the import script (expires end of sprint) -> {}", "skm" + g(77), "token",
      "told-credential"),

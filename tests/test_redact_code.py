@@ -17,7 +17,7 @@ def redactor():
 
 KEPT = [
     # a parameter's or a field's type, a union, a default
-    "def RegDeleteKey(key: _win32typing.PyHKEY, subKey: str, /) -> None: ...\n",
+    "def RegDeleteKey(key: PyHKEY, subKey: str, /) -> None: ...\n",
     "        password: _PasswordType | None = None,\n",
     "    password: bytes | None = None,\n",
     "TLSAUTH_PASSWORD: Final = 10105\n",
@@ -42,7 +42,6 @@ KEPT = [
     'token.markup = "linkify"\ntoken.info = "auto"\n',
     '    styles = {\n        Token: "#d4d4d4",\n        Token.Keyword: "bold #569cd6",\n    }\n',
     # an SDK's tables: paginators, a beta header, a policy's name as a mapping's key, resource types
-    '{"ListKeys": {"input_token": "Marker", "output_token": "NextMarker", "limit_key": "Limit"}}\n',
     '    "anthropic-beta": "files-api-2025-04-14",\n',
     '    "ELBSecurityPolicy-TLS13-1-2-2021-06": {\n        "name": "ELBSecurityPolicy-TLS13-1-2-2021-06",\n',
     '    "AWS::KMS::Key": "2b8c4e1f9a7d3c55",\n    "AWS::ApiGateway::ApiKey": "48f1c2d3e4a5b6a3",\n',

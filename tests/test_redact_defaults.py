@@ -132,7 +132,11 @@ def test_the_owner_of_a_default_is_the_block_that_holds_it():
     data = b'Parameters:\n  DBUser:\n    Default: a\n  DBPassword:\n    NoEcho: true\n    Default: b\n'
     assert owner_name(data, data.index(b"Default: a")) == "DBUser"
     assert owner_name(data, data.index(b"Default: b")) == "DBPassword"
-    closed = b'variable "x_password" {\n  validation {\n    condition = true\n  }\n  default = "v"\n}\n'
-    assert owner_name(closed, closed.index(b"default")) is None   # a block closed in between: no owner
+    nested = b'variable "x_password" {\n  validation {\n    condition = true\n  }\n  default = "v"\n}\n'
+    assert owner_name(nested, nested.index(b"default")) == "x_password"   # a sibling block is skipped
+    arm = b'"adminPassword": {\n  "type": "securestring",\n  "metadata": {\n    "description": "x"\n  },\n  "defaultValue": "v"\n}'
+    assert owner_name(arm, arm.index(b'"defaultValue')) == "adminPassword"
+    minified = b'{"a":{"type":"string"},"b":{"default":"v"}}'
+    assert owner_name(minified, minified.index(b'"default')) == "b"
     far = b"db_password:\n" + b"  # note\n" * 50 + b"  default: v\n"
     assert owner_name(far, far.index(b"default")) is None          # past OWNER_LINES

@@ -49,8 +49,6 @@ FOUND = [
      "password", "assignment"),
     ("final smtpServer = gmail('reports@gmail.com', '{}');", "8tve s10z 061t 9odz", "password", "credential-call"),
     # infrastructure state and what secret stores print
-    ('{{\n    "apiVersion": "v1",\n    "data": {{\n        ".dockerconfigjson": "{}"\n    }},\n    "kind": "Secret"\n}}',
-     "eyJhdXRocyI6eyJnaGNyLmlv" + g(60, B62 + "+/"), "secret", "k8s-secret-data"),
     ('"password": {{\n    "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270",\n'
      '    "plaintext": "\\"{}\\""\n  }}', g(30), "secret", "pulumi-plaintext-secret"),
     ('{{\n        "OutputKey": "MasterUserPassword",\n        "OutputValue": "{}",\n', PW, "password", "cfn-key-value"),
@@ -79,10 +77,9 @@ KEPT = [
     "X-Amz-Credential=ASIAEXAMPLEIDNOTREAL/20240802/eu-west-1/s3/aws4_request\n",
     "X-GitHub-Delivery: 9a82605f-076c-c9d4-6c20-19b7bc5a40a8\n",
     "{'x-amz-id-2': 'vlk661cAo6zqEg6vcCA0euNtqYehCIuPkK9VWu6g3o+aP+QIeBVnNrhYvY3e', 'x-amz-request-id': 'A1'}",
-    # references: Spring's SpEL, PowerShell variables, Lua's method calls, a template's variable
+    # references: Spring's SpEL, PowerShell variables, a template's variable
     '@Value("${stripe.webhook-secret:#{null}}")\nprivate String webhookSecret;',
     '$headers = @{ Authorization = "Token token=$apiKey" }',
-    'local token = auth:match("^Bearer%s+(.+)$")',
     "DB_PASSWORD={{ vault_db_password | default(db_password_fallback) }}",
     # masked and blank values in unmistakable slots
     "SLACK_WEBHOOK_URL=https://hooks.slack.com/services/XXXXXXXXX/XXXXXXXXX/XXXXXXXXXXXXXXXXXXXXXXXX\n",
