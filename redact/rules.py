@@ -502,7 +502,7 @@ RULES: tuple[Rule, ...] = (
     Rule("told-password", "password",
          r"(?i)(?:^|[^A-Za-z0-9_.\-])([A-Za-z0-9_.\-]*(?:password|passwd|passphrase|pwd))[ \t]+"
          r"([A-Za-z0-9!#$%&*+\-./:=?@^_~]{8,200})", "told",
-         options={"set_pattern": r"(?i)(?:password|passwd|passphrase|pwd)[ \t]+[A-Za-z0-9!#$%&*+\-./:=?@^_~]{8}",
+         options={"set_pattern": r"(?i)(?:password|passwd|passphrase|pwd)[ \t]+[A-Za-z0-9!#$%&*+\-./:=?@^_~]",
                   "set_group": "keyed", "fallback": True}),
     # an e-mail address and a password as a pair (a tuple, a list, a set of test accounts):
     # `("qa-admin@acme.io", "v")`, with upper and lower case and digits (`h_login_pair`)
