@@ -28,7 +28,7 @@ import re
 
 from . import shapes
 from .keys import classify_key, key_segments, value_ok
-from .patterns import ABOUT_A_PASSWORD, CREDENTIAL_WORD, FUNCTION_WORDS
+from .patterns import ABOUT_A_PASSWORD, APP_PASSWORD, CREDENTIAL_WORD, FUNCTION_WORDS
 
 #: The credential calls (`patterns.CREDENTIAL_CALL`'s group 1, lower-cased, `_` and the namespace
 #: dropped): which argument (1-based) is the secret, and its label. `USER_THEN` means the argument
@@ -164,9 +164,6 @@ def _password_like(value: str) -> bool:
     return any(c.isdigit() for c in value) or sum(kinds) == 3
 
 
-_GMAIL_APP_PASSWORD = re.compile(r"[a-z]{4}(?: ?[a-z]{4}){3}")
-
-
 def h_call(rule, sp, data: bytes):
     """The literal a credential call takes as its secret (`SECRET_ARGUMENT`; the rule reads at most
     `max_matches` calls per text, `scanner.Scanner.scan`)."""
@@ -196,7 +193,7 @@ def h_call(rule, sp, data: bytes):
         return  # only a method (`$smtp->auth(u, v)`, `.auth(u, v)`, Lua's `red:auth(u, v)`), and a name is
         # none (`roles_v2`)
     if shapes.context_secret(value, quoted=True) and (_password_like(value)
-                                                       or (name == "gmail" and _GMAIL_APP_PASSWORD.fullmatch(value))):
+                                                       or (name == "gmail" and APP_PASSWORD.fullmatch(value))):
         yield lit[0], lit[1], label   # (a Gmail app password: four groups of four lower-case letters)
 
 

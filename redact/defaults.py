@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 
+from .arguments import _first, _text
 from .keys import classify_key, value_ok
 
 #: How far above a default its owner is looked for; how far back on its own line (a minified
@@ -103,7 +104,7 @@ def owner_name(data: bytes, pos: int) -> str | None:
 def h_declared_default(rule, sp, data: bytes):
     """A default field's value (groups 2-4: double-quoted, single-quoted, bare) when the setting
     that holds it names a secret."""
-    found = next(((g, sp[g][0], sp[g][1]) for g in (2, 3, 4) if sp[g][0] >= 0), None)
+    found = _first(sp, (2, 3, 4))
     if found is None:
         return
     g, s, e = found
@@ -111,7 +112,7 @@ def h_declared_default(rule, sp, data: bytes):
     cls = classify_key(name) if name else None
     if cls is None:
         return
-    value = data[s:e].decode("utf-8", "ignore")
+    value = _text(data, s, e)
     if len(value.split()) >= 3:
         return   # a message, not a credential
     if value_ok(cls[0], value, quoted=g != 4):
@@ -129,10 +130,10 @@ def h_option_default(rule, sp, data: bytes):
     so (`name_group`: Go's `StringVarP(&v, "password", "p", "v", ...)`), else the first of the
     option names the call gives before its keyword arguments that is a key (`"-p", "--password"`);
     a bare `auth` option is a mode."""
-    found = next(((sp[g][0], sp[g][1]) for g in (2, 3) if sp[g][0] >= 0), None)
+    found = _first(sp, (2, 3))
     if found is None:
         return
-    s, e = found
+    _, s, e = found
     if rule.options.get("name_group"):
         names = [data[sp[1][0]:sp[1][1]]]
     else:
@@ -143,6 +144,6 @@ def h_option_default(rule, sp, data: bytes):
             return   # `--auth digest-md5`, `"auth", "ServiceAccount"`: a mode, not a credential
         cls = classify_key(name.decode("latin-1"))
         if cls is not None:
-            if value_ok(cls[0], data[s:e].decode("utf-8", "ignore"), quoted=True):
+            if value_ok(cls[0], _text(data, s, e), quoted=True):
                 yield s, e, cls[1]
             return

@@ -21,7 +21,7 @@ from . import arguments, defaults, shapes
 from .keys import (
     _ESCAPE_CUT, _RE_BARE_IDENT, _SPACE, _WELLFORMED_INTERP, _clean_bare, classify_key, key_segments,
     names_foreign_credential, says_not_secret, value_ok)
-from .patterns import ABOUT_A_PASSWORD, CREDENTIAL_WORD, FUNCTION_WORDS, SHELL_DEFAULT, UUID
+from .patterns import ABOUT_A_PASSWORD, APP_PASSWORD, CREDENTIAL_WORD, FUNCTION_WORDS, SHELL_DEFAULT, UUID
 from .rules import Rule
 
 #: The rest of `${KEY:` as rule env-default reads it (`-v}`, `=v}`, Spring's `v}`), or an error
@@ -216,7 +216,8 @@ def _keyed_value(data: bytes, key: tuple[int, int], s: int, e: int, quoted: bool
                  tiers: tuple[str, ...] | None = None, context: bool = True):
     """(start, end, label) of the value at [s, e) when the key at `key` names a secret (of one of
     `tiers`, if given) and the value, cleaned (possibly shortened), passes that key's check."""
-    cls = classify_key(_s(data, key[0], key[1]))
+    key_text = _s(data, key[0], key[1])
+    cls = classify_key(key_text)
     if cls is None or s < 0 or (tiers is not None and cls[0] not in tiers):
         return
     value = _s(data, s, e)
@@ -229,9 +230,9 @@ def _keyed_value(data: bytes, key: tuple[int, int], s: int, e: int, quoted: bool
         value = _clean_bare(value)
     if not value or _SPACE.search(value) or _WELLFORMED_INTERP.search(value):
         return
-    if _same_name(_s(data, key[0], key[1]), value):
+    if _same_name(key_text, value):
         return  # `self._authkey = authkey`, `SERVER_AUTH: "serverAuth"`: a name given to itself
-    if cls[1] == "token" and _FIELD_NAME.fullmatch(value) and key_segments(_s(data, key[0], key[1]))[-1:] == ("token",):
+    if cls[1] == "token" and _FIELD_NAME.fullmatch(value) and key_segments(key_text)[-1:] == ("token",):
         return  # `"input_token": "NextMarker"` (an SDK's paginators): the name of a request's field
     if not quoted and shapes.is_date(value) and _TIME_AFTER.match(data, s + len(value)):
         return  # `last_password_change: 2025-02-01 09:12:44`: a timestamp, its date and time apart
@@ -269,12 +270,11 @@ def _same_name(key: str, value: str) -> bool:
     return "." in key or bool(_HUMP.search(value))
 
 
+#: A camelCase hump; what a name's spelling may hold between its words.
 _HUMP = re.compile(r"[a-z][A-Z]")
+_SEPARATORS = re.compile(r"[_\-$@\"'\s]")
 #: A field's name in PascalCase, letters only (`Marker`, `NextToken`): no token is one.
 _FIELD_NAME = re.compile(r"(?:[A-Z][a-z]+){1,4}")
-
-
-_SEPARATORS = re.compile(r"[_\-$@\"'\s]")
 
 
 #: A time after a date (a timestamp written with a space).
@@ -314,9 +314,10 @@ def _wrapped_literal(data: bytes, s: int, e: int) -> tuple[int, int] | None:
     return lit.start(lit.lastindex), lit.end(lit.lastindex)
 
 
-#: An AWS ARN running up to a key (`arn:aws:secretsmanager:...:secret:`), no space between.
-_RESOURCE_TYPE_BEFORE = re.compile(rb"\b(?:AWS|Alexa|Custom)::(?:\w+::)*$")
-_ARN_BEFORE = re.compile(rb"\b(?:arn:aws[\w-]*|urn:[A-Za-z0-9][A-Za-z0-9\-]{0,31}):[^\s\"'`]*$")
+#: What makes the text before a key part of a name: an AWS ARN, a URN, a CloudFormation resource
+#: type (`arn:aws:secretsmanager:...:secret:`, `urn:ietf:params:oauth:`, `AWS::ApiGateway::`).
+_NAME_BEFORE = re.compile(rb"\b(?:arn:aws[\w-]*|urn:[A-Za-z0-9][A-Za-z0-9\-]{0,31}):[^\s\"'`]*$"
+                          rb"|\b(?:AWS|Alexa|Custom)::(?:\w+::)*$")
 #: How far back a `{{ ... }}` expression is looked for (bytes): a minified line must not make each
 #: match read back to the line's start.
 TEMPLATE_LOOKBACK = 200
@@ -347,8 +348,7 @@ def _h_assign(rule: Rule, sp, data: bytes):
         return  # Haskell's and Go's `token <- getToken`: a binding or a channel; R's `pw <- "v"` is quoted
     if sep == ":" and data[s:s + 2] == b"//":
         return  # `credential.https://github.com.helper=...`: the key ends in a URL's scheme
-    if _ARN_BEFORE.search(data, max(0, sp[1][0] - 120), sp[1][0]) or _RESOURCE_TYPE_BEFORE.search(
-            data, max(0, sp[1][0] - 120), sp[1][0]):
+    if _NAME_BEFORE.search(data, max(0, sp[1][0] - 120), sp[1][0]):
         return  # `arn:aws:secretsmanager:eu-west-1:123:secret:prod/db`: an ARN names a secret, a URN a
         # name (`urn:ietf:params:oauth:jwk-thumbprint`), `AWS::KMS::Key` a resource type
     if _inside_template(data, sp[1][0]):
@@ -380,7 +380,7 @@ def _h_assign(rule: Rule, sp, data: bytes):
                 and _is_message(data, sp[1][0], s, e):
             context = False  # `fehler.passwort.falsch=Benutzername oder Passwort ist falsch.`: a bundle's message
         else:
-            m = (_RE_ANNOTATION if sep == ":" else _RE_BARE_IDENT).match(data, s)
+            m = _RE_BARE_IDENT.match(data, s)
             if m and not data[m.end(1):e].strip(b" \t)]},;") and (m.group(2) in (b",", b")", b"}", b"+") or sep == ":"):
                 # `{ tokenSymbol: ticker }`, `f(password=pw)`, `token_a: Pubkey;`, a type annotation
                 # (`password: _PasswordType | None = None`, `tokens: list[Token]`), an expression
@@ -483,11 +483,12 @@ def _h_kwquoted(rule: Rule, sp, data: bytes):
     if sql and b" " in data[s:e]:
         value = _s(data, s, e)
         words = value.lower().split()
-        if ((len(words) >= 3 or (len(words) == 2 and any(not c.isalpha() and not c.isspace() for c in value)))
+        marked = any(not c.isalpha() and not c.isspace() for c in value)   # a digit or a symbol
+        if ((len(words) >= 3 or (len(words) == 2 and marked))
                 and not any(c in value for c in "\"+")
                 and not any(CREDENTIAL_WORD.match(w) or w in ("fake", "dummy", "example", "sample") for w in words)
                 and shapes.context_secret(value, quoted=True) and not ABOUT_A_PASSWORD.search(value)
-                and (words[0] not in _INSTRUCTION_WORDS or any(not c.isalpha() and not c.isspace() for c in value))
+                and (words[0] not in _INSTRUCTION_WORDS or marked)
                 and sum(w in FUNCTION_WORDS for w in words) <= (1 if len(words) >= 5 else 0)):
             # (not `'" + newPassword + "'` in code, not `'REPLACE ME'`, not `'see the vault entry'`;
             # a long passphrase may hold one small word: `autumn leaves fall quietly on Tuesday`)
@@ -584,7 +585,7 @@ def _h_phrase(rule: Rule, sp, data: bytes):
     if any(CREDENTIAL_WORD.match(w) for w in words) or names_foreign_credential(value):
         return  # a message about one (`error.password=Password is too short`, an i18n bundle's line,
         # `"sifre_tekrar": "Şifre (tekrar)"`)
-    if data[sp[1][1]:s] == b"=" and not _APP_PASSWORD.match(value):
+    if data[sp[1][1]:s] == b"=" and not APP_PASSWORD.fullmatch(value):
         # `KEY=v w` with no space: an environment variable's `DB_PASSWORD=v docker compose up` is a
         # value, then a command (the assignment rule's), unless a Google app password (four groups
         # of four letters); a `.properties` line's value runs to the line's end
@@ -603,9 +604,6 @@ _TYPE_PHRASE = re.compile(r"[A-Za-z_][\w.]*(?:\[[^\]\n]*\])?(?:[ \t]*\|[ \t]*[A-
 #: How a message telling what to do with a password starts (`help.password=Choose 3 random words`).
 _INSTRUCTION_WORDS = frozenset("choose enter type use pick provide must should please leave ask see contains "
                                "reset".split())
-#: English words of a sentence, which a passphrase told in prose does not hold.
-#: A Google account's app password as Google shows it: four groups of four lower-case letters.
-_APP_PASSWORD = re.compile(r"[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4}$")
 
 
 def _h_cookie(rule: Rule, sp, data: bytes):
@@ -700,12 +698,6 @@ def _h_query(rule: Rule, sp, data: bytes):
     yield s, e, label
 
 
-#: A type after `:` in code: a dotted name (letters, digits at a part's end), then what follows a
-#: parameter's or a field's type (`key: Token, sub: str`, `password: _PasswordType | None = None`);
-#: not a Markdown cell's `|` nor a value then `,` in a flow map when it holds digits inside
-#: (`{name: db, password: Kx9mP2vQw7z}`).
-_RE_ANNOTATION = re.compile(rb"([A-Za-z_][A-Za-z_]*[0-9]*(?:\.[A-Za-z_][A-Za-z_]*[0-9]*)*)[ \t]*"
-                            rb"([,)};+]|\|(?=[ \t]*None\b)|=(?=[ \t]*(?:None|\.\.\.)))")
 #: A scheme's parameter whose value is a variable (`token=$apiKey`, `key=${KEY}`).
 _PARAM_REFERENCE = re.compile(r"[A-Za-z_]+=\$[{(]?[A-Za-z_]")
 
@@ -739,7 +731,7 @@ def _h_bearer(rule: Rule, sp, data: bytes):
 
 
 def _h_header_kv(rule: Rule, sp, data: bytes):
-    if _RESOURCE_TYPE_BEFORE.search(data, max(0, sp[0][0] - 120), sp[1][0]):
+    if _NAME_BEFORE.search(data, max(0, sp[0][0] - 120), sp[1][0]):
         return ()   # `"AWS::ApiGateway::ApiKey": ...`: a resource type's name
     return _secret_shaped_value(sp, data, 2, 8, "api_key")
 

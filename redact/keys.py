@@ -99,10 +99,6 @@ def _has_compound(segs: list[str]) -> bool:
 _PERCENT_BRACKET = re.compile(r"%5[BbDd]")
 
 
-#: A CloudFormation resource type (`AWS::KMS::Key`, `Custom::DbPassword`, `Alexa::ASK::Skill`).
-_RESOURCE_TYPE = re.compile(r"(?:AWS|Alexa|Custom)::\w+(?:::\w+)*$")
-
-
 def key_segments(key: str) -> tuple[str, ...]:
     """The lower-case words of a key (`dbPassword` -> db, password; `AWS_SECRET-key` -> aws, secret,
     key), none for an empty key or one over 120 characters (no key is that long). A form's encoded
@@ -177,8 +173,8 @@ def classify_key(key: str) -> tuple[str, str] | None:
     name, e.g. `cloudflare:`; token shaped).
     """
     segs = key_segments(key)
-    if not segs or _RESOURCE_TYPE.match(key.strip("\"'")):
-        return None   # `"AWS::KMS::Key": ...`: a resource type's name (CloudFormation, moto's tables)
+    if not segs:
+        return None
     # a provider name as a segment prefix (`stripe_key`) or spelled over segments (`MessageBird`)
     provider = any(_PROVIDER_START.match(s) for s in segs) or any(
         segs[i] + segs[i + 1] in _PROVIDER_NAMES for i in range(len(segs) - 1))
@@ -334,7 +330,12 @@ _ESCAPE_CUT = re.compile(r"\\[nrt\"'\\]|\\$")
 _SPACE = re.compile(r"\s")
 
 
-_RE_BARE_IDENT = re.compile(rb"([A-Za-z_][A-Za-z_]*[0-9]*)[ \t]*([,)};+]|\|(?=[ \t]*None\b)|=(?=[ \t]*(?:None|\.\.\.)))")
+#: A name in code, dotted or not (letters, digits at a part's end), then what follows a name in an
+#: argument list, a mapping, an expression or a type annotation (`f(password=pw)`, `{token: ticker}`,
+#: `key: Token, sub: str`, `password: _PasswordType | None = None`, `Whitespace + group(...)`); not a
+#: Markdown cell's `|`, nor a value with digits inside (`{name: db, password: Kx9mP2vQw7z}`).
+_RE_BARE_IDENT = re.compile(rb"([A-Za-z_][A-Za-z_]*[0-9]*(?:\.[A-Za-z_][A-Za-z_]*[0-9]*)*)[ \t]*"
+                            rb"([,)};+]|\|(?=[ \t]*None\b)|=(?=[ \t]*(?:None|\.\.\.)))")
 _QUERY_NEXT = re.compile(r"&[A-Za-z_][\w.\-\[\]]*=")
 #: A next `name=` pair glued to a bare value by a comma (`password=abc,user=bob`).
 PAIR_NEXT = re.compile(r",[A-Za-z_][\w.\-]*=")

@@ -365,6 +365,9 @@ CONSUL_TOKEN_VALUE = re.compile(
     rb'(' + UUID.encode() + rb')\\?"')
 
 
+#: A Google account's app password as Google shows it: four groups of four lower-case letters (the
+#: spaces may be left out when it is pasted).
+APP_PASSWORD = re.compile(r"[a-z]{4}(?: ?[a-z]{4}){3}")
 #: A word that names a credential, then only punctuation (`Passwords`, `token:`, `PIN`): a phrase
 #: holding one talks about a credential, it is none.
 CREDENTIAL_WORD = re.compile(r"(?i)(?:pass(?:word|wort|phrase)?s?|token|secret|key|credentials?|login|pin)\W*$")
