@@ -14,12 +14,9 @@ import pytest
 
 from reverie.redact.defaults import owner_name
 from reverie.redact.engine import Redactor
+from secret_values import generators
 
-_rng = random.Random(2026)
-
-
-def g(n: int, alphabet: str = string.ascii_letters + string.digits) -> str:
-    return "".join(_rng.choice(alphabet) for _ in range(n))
+g, _ = generators(random.Random(2026))
 
 
 @pytest.fixture(scope="module")

@@ -11,13 +11,10 @@ import string
 import pytest
 
 from reverie.redact.engine import Redactor
+from secret_values import generators
 
-_rng = random.Random(2027)
 B62 = string.ascii_letters + string.digits
-
-
-def g(n: int, alphabet: str = B62) -> str:
-    return "".join(_rng.choice(alphabet) for _ in range(n))
+g, _ = generators(random.Random(2027))
 
 
 @pytest.fixture(scope="module")
