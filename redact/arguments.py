@@ -377,15 +377,17 @@ def h_htpasswd(rule, sp, data: bytes):
 def h_name_value(rule, sp, data: bytes):
     """The value field of a name field that names a secret (group 1 the name, then the value:
     double-quoted, single-quoted, bare; or one group, delimited). A `key` field (Postman's `{"key": K,
-    "value": V}`, also an i18n file's) needs a secret's shape: `{"key": "login.password", "value":
-    "Mot de passe"}` is a label."""
+    "value": V}`, also an i18n file's) and a `type` field (Keycloak's credentials: `{"type": "password",
+    "value": V}`; a lexer's `{"type": "token", "value": "("}`) need a secret's shape: `{"key":
+    "login.password", "value": "Mot de passe"}` is a label."""
     cls = classify_key(_text(data, *sp[1]))
     found = _first(sp, tuple(range(2, len(sp))))
     if cls is None or found is None:
         return
     g, s, e = found
     value = _text(data, s, e)
-    if data[sp[0][0]:sp[0][0] + 3].lower() == b"key" and not (shapes.secret_shaped(value) and _password_like(value)):
+    field = data[sp[0][0]:sp[0][0] + 4].lower()
+    if (field[:3] == b"key" or field == b"type") and not (shapes.secret_shaped(value) and _password_like(value)):
         return
     if value_ok(cls[0], value, quoted=g != 4):   # a reference (`$(TOKEN)`) is none, `$9xKq!...` is
         yield s, e, cls[1]
@@ -489,6 +491,8 @@ def h_table(rule, sp, data: bytes, state: dict):
     if s0 < state.get("read", 0):
         return
     header = _QUOTE_LEAD.sub("", _text(data, s0, e0).rstrip("\r"))
+    if header.lstrip().startswith("||"):
+        header = header.replace("||", "|")   # Confluence's wiki markup: `|| Name || Password ||` heads a table
     delim = "|" if header.count("|") >= 2 else "\t" if "\t" in header else "," if "," in header else ";"
     spans = _cells(header, delim)
     names = [header[a:b].strip().strip('"').strip() for a, b in spans]
@@ -567,6 +571,8 @@ def h_told(rule, sp, data: bytes):
     if cls is None:
         return
     gap = _text(data, sp[1][1], sp[2][0]).lower()
+    if gap.endswith(("`", "*")):
+        gap = gap[:-1]   # the value's own opening mark (`is \`v\``, `is **v**`), not code between
     if _TOLD_CODE_GAP.search(gap) or any(w.strip(".,;:()[]'\"") in _TOLD_NOT_IT for w in gap.split()):
         return  # template or code between (`password }}@{{ .Values.db.host }}:5432`), or its id, its hash
     s, e = sp[2]
@@ -589,6 +595,67 @@ def h_told(rule, sp, data: bytes):
     if not (random or person):
         return   # random (16+, three kinds, or 32+ hex), or a person's password: not a name, a version
     yield s, s + len(value.encode("utf-8", "surrogatepass")), cls[1]
+
+
+def told_passphrase(value: str, digit: bool = True) -> bool:
+    """Whether a quoted `value` with spaces, told after a password word in a sentence (or given to
+    a password flag: `digit=False`, a command's slot is no sentence), is a passphrase: 2 to 8
+    words, 8 characters or more, a digit, and no word of a sentence (`"your birth year plus 2
+    letters"`, `"in the .env file"`) or about a password (`"at least 12 characters"`)."""
+    words = value.lower().split()
+    return (2 <= len(words) <= 8 and len(value) >= 8 and (not digit or any(c.isdigit() for c in value))
+            and not any(w in FUNCTION_WORDS for w in words) and not ABOUT_A_PASSWORD.search(value)
+            and not any(CREDENTIAL_WORD.match(w) for w in words) and shapes.context_secret(value, quoted=True))
+
+
+#: A setter's or a builder's verb before the secret's name (`setPassword`, `withApiKey`, `useToken`).
+_SETTER_VERB = re.compile(r"(?:set|with|use)(?=[A-Z_])|(?:Set|With|Use)(?=[A-Z_])")
+#: The last words of a setter's name that name the secret itself: its literal is the secret, in a
+#: credential context; other names (`setPasswordPolicy`, `withTokenTtl`) need the secret's shape.
+_SETTER_SECRET_WORDS = frozenset("password passwd pwd pass passphrase secret token key apikey credential "
+                                 "credentials auth".split())
+#: The words of a builder's method that may name a secret with no verb (`.apiKey(`, `.clientSecret(`,
+#: `.accessToken(`); not `.read_secret(`, `.getpass(`, `.hash_password(`: they take a name or a prompt.
+_BUILDER_WORDS = _SETTER_SECRET_WORDS | frozenset("api access client private bearer refresh session master admin "
+                                                  "root db database user app account service basic".split())
+
+
+def h_setter(rule, sp, data: bytes):
+    """The literal (group 3 or 4) given to a method named for a secret (group 2): a setter's
+    (`setPassword`, `withApiKey`, `useToken`), or, after a `.` (group 1), a builder's (`.password("v")`,
+    `.apiKey("v")`). Any other call (`getToken("name")`, `findKey("id")`, `token("(")` in a
+    parser) takes a name, not the secret."""
+    name = _text(data, *sp[2])
+    verb = _SETTER_VERB.match(name)
+    if verb:
+        name = name[verb.end():].lstrip("_")
+    elif sp[1][1] == sp[1][0] or not set(key_segments(name)) <= _BUILDER_WORDS:
+        return   # no verb, no `.`: a function of the secret's name (`token("IDENT")`), or a verb of its own
+    cls = classify_key(name)
+    found = _first(sp, (3, 4))
+    if cls is None or found is None:
+        return
+    _, s, e = found
+    context = (key_segments(name) or ("",))[-1] in _SETTER_SECRET_WORDS
+    if value_ok(cls[0], _text(data, s, e), quoted=True, context=context):
+        yield s, e, cls[1]
+
+
+def h_told_phrase(rule, sp, data: bytes):
+    """A passphrase told in a sentence between double quotes or backquotes (`The signing key
+    passphrase for the release builds is "maple river 7 lantern"`): a password word (group 1), one
+    to eight words, a link, the quoted words (group 2 or 3), read as `told_passphrase`; no code and
+    no word naming something else between (as `h_told`)."""
+    cls = classify_key(_text(data, *sp[1]))
+    found = _first(sp, (2, 3))
+    if cls is None or cls[0] != "pw" or found is None:
+        return
+    _, s, e = found
+    gap = _text(data, sp[1][1], s - 1).lower()
+    if _TOLD_CODE_GAP.search(gap) or any(w.strip(".,;:()[]'\"") in _TOLD_NOT_IT for w in gap.split()):
+        return
+    if told_passphrase(_text(data, s, e)):
+        yield s, e, cls[1]
 
 
 #: Template or code markup between a secret word and a value: they are not a sentence.

@@ -227,7 +227,10 @@ def _keyed_value(data: bytes, key: tuple[int, int], s: int, e: int, quoted: bool
         if cut:
             value = value[: cut.start()]
     else:
+        bare = value
         value = _clean_bare(value)
+        if len(value) <= 16 and bare.startswith(value) and bare[len(value):].startswith(("...", "\u2026")):
+            return  # `ANTHROPIC_API_KEY=sk-ant-...`: a prefix and an ellipsis, the value left out
     if not value or _SPACE.search(value) or _WELLFORMED_INTERP.search(value):
         return
     if _same_name(key_text, value):
@@ -465,6 +468,30 @@ def _h_key_literal(rule: Rule, sp, data: bytes):
             return
 
 
+#: One more literal of a concatenation on the next line (after `+`, Lua's `..`, PHP's `.`, VB's `&`,
+#: or nothing: Python's and C's implicit concatenation): group 1 its inside.
+_CONCAT_NEXT = re.compile(rb"""[ \t]*(?:\+|\.\.?|&)?[ \t]*\\?\r?\n[ \t]*(?:\+|\.\.?|&)?[ \t]*["']([A-Za-z0-9+/=_\-.]{4,200})["']""")
+
+
+def _h_concat(rule: Rule, sp, data: bytes):
+    """KEY = a value split over string literals, one a line (groups 2 and 3, then up to 14 more
+    `_CONCAT_NEXT`): the key's check on their join; each literal is redacted."""
+    cls = classify_key(_s(data, sp[1][0], sp[1][1]))
+    if cls is None:
+        return
+    parts = [sp[2], sp[3]]
+    pos = sp[3][1] + 1
+    while len(parts) < 16:
+        m = _CONCAT_NEXT.match(data, pos)
+        if not m:
+            break
+        parts.append(m.span(1))
+        pos = m.end()
+    if value_ok(cls[0], "".join(_s(data, a, b) for a, b in parts), quoted=True):
+        for a, b in parts:
+            yield a, b, cls[1]
+
+
 def _h_reverse(rule: Rule, sp, data: bytes):
     """"VALUE" == password: a literal compared with a secret-named variable."""
     j = 1 if sp[1][0] >= 0 else 2
@@ -475,7 +502,7 @@ def _h_kwquoted(rule: Rule, sp, data: bytes):
     """password "VALUE": a quoted literal right after a password/secret word (no separator). In
     SQL (`CREATE ROLE r LOGIN PASSWORD '...'`, `ALTER USER u WITH PASSWORD '...'`) the literal is
     the password whatever it holds, spaces too (a passphrase), unless it is clearly none."""
-    j = 2 if sp[2][0] >= 0 else 3
+    j = next(g for g in (2, 3, 4) if sp[g][0] >= 0)
     s, e = sp[j]
     sql = ((_SQL_BEFORE_PASSWORD.search(data, max(0, sp[1][0] - 40), sp[1][0])
             or _SQL_ROLE_STATEMENT.search(data, max(0, sp[1][0] - 300), sp[1][0]))
@@ -512,6 +539,12 @@ def _h_cli(rule: Rule, sp, data: bytes):
         s, e = s + 1, e - 1
     if shapes.is_reference(_s(data, s, e)):
         return   # the whole argument (`--secret type=env,id=GH_TOKEN,env=GH_TOKEN`), before a comma cuts it
+    if quoted and b" " in data[s:e]:
+        # `gpg --passphrase "velvet otter climbs nine ladders"`: a passphrase given to a password flag
+        cls = classify_key(_s(data, *sp[1]))
+        if cls is not None and cls[0] == "pw" and arguments.told_passphrase(_s(data, s, e), digit=False):
+            yield s, e, cls[1]
+        return
     yield from _keyed_value(data, sp[1], s, e, quoted)
 
 
@@ -568,14 +601,15 @@ def _h_kwvalue(rule: Rule, sp, data: bytes):
 
 
 def _h_phrase(rule: Rule, sp, data: bytes):
-    """password: words with spaces, to the end of the line (YAML, INI): a passphrase."""
+    """password: words with spaces, to the end of the line (YAML, INI): a passphrase of 2 to 8
+    words, or to the rule's `max_words` (a quoted one: its quotes say where it ends)."""
     cls = classify_key(_s(data, sp[1][0], sp[1][1]))
     if cls is None or cls[0] != "pw":
         return
     s, e = sp[2][0], sp[2][1]
     value = _s(data, s, e).rstrip()
     words = value.split()
-    if not 2 <= len(words) <= 8 or any(len(w) > 24 for w in words) or value.endswith((".", ":", "?", "!")):
+    if not 2 <= len(words) <= rule.options.get("max_words", 8) or any(len(w) > 24 for w in words) or value.endswith((".", ":", "?", "!")):
         return  # a sentence about a password, not a passphrase
     if any(shapes.is_reference(w) or shapes.is_placeholder(w) for w in words) or shapes.not_a_value(value) \
             or shapes.is_placeholder(value):
@@ -659,16 +693,9 @@ def _h_is(rule: Rule, sp, data: bytes):
     if not quoted and data[e - 1:e] == b":":
         e -= 1   # `the api key is v: use it`: the colon is the sentence's
     if quoted and b" " in data[s:e]:
-        # `the wifi password is "purple monkey dishwasher 7"`: a passphrase after a password word,
-        # with a digit, and no word of a sentence (`"your birth year plus 2 letters"`, `"in the
-        # .env file"`) or about a password (`"at least 12 characters"`)
+        # `the wifi password is "purple monkey dishwasher 7"`
         cls = classify_key(_s(data, sp[1][0], sp[1][1]))
-        value = _s(data, s, e)
-        words = value.lower().split()
-        if (cls is not None and cls[0] == "pw" and 2 <= len(words) <= 8 and len(value) >= 8
-                and any(c.isdigit() for c in value) and not any(w in FUNCTION_WORDS for w in words)
-                and not ABOUT_A_PASSWORD.search(value) and not any(CREDENTIAL_WORD.match(w) for w in words)
-                and shapes.context_secret(value, quoted=True)):
+        if cls is not None and cls[0] == "pw" and arguments.told_passphrase(_s(data, s, e)):
             yield s, e, cls[1]
         return
     yield from _keyed_value(data, sp[1], s, e, quoted, context=False)  # prose: "the token is invalid"
@@ -821,18 +848,21 @@ HANDLERS = {
     "phrase": _h_phrase,
     "envdefault": arguments.h_env_default,
     "call": arguments.h_call,
+    "setter": arguments.h_setter,
     "printed": arguments.h_printed,
     "namevalue": arguments.h_name_value,
     "declared_default": defaults.h_declared_default,
     "option_default": defaults.h_option_default,
     "chat": arguments.h_chat,
     "told": arguments.h_told,
+    "told_phrase": arguments.h_told_phrase,
     "table": arguments.h_table,
     "redis_auth": arguments.h_redis_auth,
     "generated": arguments.h_generated,
     "userlist": arguments.h_userlist,
     "gradle": _h_key_literal,
     "nextline": _h_key_literal,
+    "concat": _h_concat,
     "command": arguments.h_command,
     "htpasswd": arguments.h_htpasswd,
     "prose": arguments.h_prose,

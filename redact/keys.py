@@ -222,6 +222,8 @@ def classify_key(key: str) -> tuple[str, str] | None:
         return "secret", "credential"
     if _FOREIGN_KEY.search(key.lower()):
         return "secret", "api_key"   # `api_ключ`, `密钥`, `Schlüssel`
+    if segs[-2:] == ("erlang", "cookie"):
+        return "secret", "secret"   # RabbitMQ's `erlangCookie`: the shared secret of an Erlang cluster
     if segs[-1] in ("totp", "hotp"):
         return "key", "secret"   # a password manager's `"totp": "..."`: the one-time codes' seed (random, 16+)
     if any(s in ("salt", "pepper") for s in segs):
@@ -290,7 +292,8 @@ def value_ok(tier: str, value: str, quoted: bool = False, context: bool = True) 
         return False  # `token_expires_on: 2025-12-31`: a date (after a password key, it may be the password)
     if shapes.publishable(value):
         return False  # `STRIPE_PUBLISHABLE_KEY=pk_live_...`: a key its provider ships to browsers
-    if not any(c.isdigit() for c in value) and names_foreign_credential(value):
+    label = _U_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), value) if "\\u" in value else value
+    if not any(c.isdigit() for c in label) and names_foreign_credential(label):
         return False  # `"api_ключ": "Ключ API"`, `"contrase\u00f1a": "Contrase\u00f1a"`: a label that names it
     if tier != "pw" and shapes.is_credential_class(value):
         return False  # `"input_token": "NextToken"`, `private_key: x25519.X25519PrivateKey`: a name in code
@@ -321,6 +324,8 @@ def value_ok(tier: str, value: str, quoted: bool = False, context: bool = True) 
     return shapes.token_shaped(value, min_len=12, min_entropy=3.0)
 
 
+#: A JSON `\\uXXXX` escape (a label's `Contrase\\u00f1a`).
+_U_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 # `${VAR}`, `${VAR:-default}`, `{{ var }}`, `$(command)`. Written so that Python's backtracking
 # stays linear on any value: the name stops at the first `:-`, spaces are one class with the
 # template's words, and what runs to a closing character is bounded (`${a:-${a:-...` without `}`).

@@ -37,8 +37,9 @@ PROVIDERS_CLASSIFY_ONLY = (
     "salesforce", "dependency_track", "sonarqube", "sonarcloud", "jenkins",
 )
 
-# The key part of an assignment; the key must contain a secret word or a provider name.
-_KEYWORD_ALT = "pass|pwd|pw|psk|secret|token|cred|key|salt|auth|totp|" + "|".join(
+# The key part of an assignment; the key must contain a secret word or a provider name (`erlang`:
+# an Erlang cluster's cookie, `erlangCookie`, `RABBITMQ_ERLANG_COOKIE`).
+_KEYWORD_ALT = "pass|pwd|pw|psk|secret|token|cred|key|salt|auth|totp|erlang|" + "|".join(
     sorted({re.escape(p) for p in PROVIDERS if len(p) >= 4}, key=lambda p: (-len(p), p))
 )
 KEY_RE = r"([A-Za-z0-9_.$\-]*(?:" + _KEYWORD_ALT + r")[A-Za-z0-9_.\-]*)"
@@ -232,7 +233,7 @@ ENV_DEFAULT = (
 #: `{"name": "K", "value": "v"}` (a HAR file's headers, an API's settings), Postman's and
 #: Insomnia's `{"key": "K", "value": "v"}`.
 NAME_VALUE_HEAD = (
-    r"(?i)\b(?:name|key)\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?([A-Za-z0-9_.%\-]{1,100})\\?[\"']?(?:[ \t]*->[ \t]*null)?[ \t]*,?[ \t]*"
+    r"(?i)\b(?:name|key|type)\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?([A-Za-z0-9_.%\-]{1,100})\\?[\"']?(?:[ \t]*->[ \t]*null)?[ \t]*,?[ \t]*"
     r"(?:\r?\n[ \t]*(?:[\-+~][ \t]+)?)?\\?[\"']?value\\?[\"']?"
 )
 NAME_VALUE = NAME_VALUE_HEAD + (

@@ -12,8 +12,14 @@ CURRENT_PROVIDERS: tuple[Rule, ...] = (
     _tok("replicate-token", "replicate_token", r"\b(r8_[A-Za-z0-9]{36,40})\b", min_entropy=3.5),
     _tok("openrouter-key", "openrouter_key", r"\b(sk-or-v1-[a-f0-9]{64})\b", min_entropy=3.0),
     # OpenAI project, service-account, admin and "None" (legacy user) keys: the prefix is enough
+    # (their bodies run 100 to 160 characters, but the docs promise no length: 32 or more)
     _tok("openai-scoped-key", "openai_key",
-         r"\b(sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{100,300})(?:[^A-Za-z0-9_\-]|$)", min_entropy=3.5),
+         r"\b(sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{32,300})(?:[^A-Za-z0-9_\-]|$)", min_entropy=3.5,
+         needs_digit=True, not_words=True),
+    # LaunchDarkly's server-side SDK keys and mobile keys: `sdk-` / `mob-` and a UUID
+    _tok("launchdarkly-key", "api_key", r"\b((?:sdk|mob)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b"),
+    # Mailgun's private API keys since 2023: 32 hex digits, then two groups of 8 (`key-...` is the older form)
+    _tok("mailgun-private-key", "mailgun_key", r"\b([0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8})\b", min_entropy=3.0),
     _tok("pinecone-key", "pinecone_key", r"\b(pcsk_[A-Za-z0-9]{4,8}_[A-Za-z0-9]{40,80})\b", min_entropy=3.5),
     _tok("tavily-key", "tavily_key", r"\b(tvly-(?:dev-|prod-)?[A-Za-z0-9]{24,48})\b", min_entropy=3.5),
     _tok("dockerhub-token", "dockerhub_token", r"\b(dckr_(?:pat|oat)_[A-Za-z0-9_\-]{24,40})(?:[^A-Za-z0-9_\-]|$)",

@@ -54,11 +54,14 @@ Kinds (how `redact.handlers` turns a match into a span to redact):
   cookie_header  every long cookie of a Cookie header (group 1: the rest of the header).
   gradle    a Gradle field: group 1 the name (classified), group 2 the literal.
   nextline  KEY: then a quoted VALUE on the next line (a formatter's wrap), same checks as assign.
+  concat    KEY = a value split over string literals, one a line: the key's check on their join.
 Positional kinds, whose handlers live in `redact.arguments`:
   envdefault, call, printed, piped, namevalue, chat   (see that module's docstring);
   command   a command's, SQL's or a config line's password argument (`COMMAND_VALUE` groups);
   htpasswd  `htpasswd -b [file] user password`, by its flags;
   prose     a password told in prose in other languages (`PROSE_PASSWORD`);
+  told, told_phrase  a credential told in a sentence, and a quoted passphrase told in one;
+  setter    a setter's or a builder's literal (`setPassword("v")`, `.apiKey("v")`);
   generated a password a tool printed as generated; redis_auth, userlist: Redis AUTH, PgBouncer.
 """
 
@@ -304,8 +307,9 @@ RULES: tuple[Rule, ...] = (
     _tok("scalingo-token", "token", r"\b(tk-us-[\w\-]{48})"),
     _tok("sendinblue-key", "token", r"\b(x(?:keys|smtps)ib-[a-f0-9]{64}-[A-Za-z0-9]{16})"),
     _tok("sentry-token", "sentry_token",
-         # org tokens: base64 JSON claims, "_", a 43-character secret
-         r"\b(sntrys_eyJ[A-Za-z0-9+/=]{50,}_[A-Za-z0-9+/]{43}|sntryu_[a-f0-9]{64})(?:[^A-Za-z0-9+/=_]|$)"),
+         # org tokens: base64 JSON claims, "_", a 43-character secret; the prefix and the claims'
+         # `eyJ` are enough (a token cut or copied without its secret part still holds the org's claims)
+         r"\b(sntrys_eyJ[A-Za-z0-9+/=_\-]{40,}|sntryu_[a-f0-9]{64})(?:[^A-Za-z0-9+/=_\-]|$)", min_entropy=3.5),
     # Sidekiq Pro/Enterprise gem credentials: bundler's BUNDLE_<HOST> variable, "user:password" of 8 hex each
     _tok("sidekiq-secret", "sidekiq_secret",
          r"(?i)\bBUNDLE_(?:ENTERPRISE|GEMS)__CONTRIBSYS__COM(?:_?TOKEN)?[\"'\]]{0,2}[ \t]*(?::{1,3}=|\?=|=>|=|:|,)"
@@ -322,7 +326,7 @@ RULES: tuple[Rule, ...] = (
          r"(?:^|[^\w]|/bot)(\d{5,16}:AA[A-Za-z0-9_\-]{33})" + r"(?:[^\w\-]|$)"),   # `/bot<token>/sendMessage`: the API's URL
     _tok("typeform-token", "token", r"\b(tfp_[A-Za-z0-9\-_.=]{59})"),
     _tok("vault-token", "vault_token",
-         r"\b(hv[sb]\.[\w\-]{90,}|s\.[A-Za-z0-9]{24})\b", min_entropy=3.0, needs_digit=True),
+         r"\b(hv[sbr]\.[\w\-]{24,}|s\.[A-Za-z0-9]{24})\b", min_entropy=3.0, needs_digit=True),
     _tok("yandex-token", "token",
          r"\b(t1\.[A-Za-z0-9_\-]+={0,2}\.[A-Za-z0-9_\-]{86}={0,2}|AQVN[A-Za-z0-9_\-]{35,38})"),
     _tok("alibaba-key-id", "alibaba_key", r"\b(LTAI[A-Za-z0-9]{20})\b", min_entropy=3.0),
@@ -420,9 +424,10 @@ RULES: tuple[Rule, ...] = (
          r"(?i)(?:^|[^A-Za-z0-9_.\-])([A-Za-z0-9_.\-]*(?:api[ _\-]?key|token|secret|passw(?:or)?d|key|auth))"
          r"[ \t]+([A-Za-z0-9_\-+/=.]{24,200})(?:[^A-Za-z0-9_\-+/=.]|$)", "kwvalue"),
     # a passphrase with spaces, unquoted, after a password key on its own line (YAML, INI,
-    # .properties: `spring.mail.password=abcd efgh ijkl mnop`, a Gmail app password)
+    # .properties: `spring.mail.password=abcd efgh ijkl mnop`, a Gmail app password; Ansible's
+    # `ansible_become_pass: ...`)
     Rule("passphrase-line", "password",
-         r"(?im)^[ \t]*(?:- )?([A-Za-z0-9_.\-]*(?:password|passphrase|passwd|pass_phrase))(?::|[ \t]*=)[ \t]*"
+         r"(?im)^[ \t]*(?:- )?([A-Za-z0-9_.\-]*(?:password|passphrase|passwd|pass_phrase|_pass))(?::|[ \t]*=)[ \t]*"
          r"([^\s\"'#|>&{$%<\[][^\n\"'#]{0,80}[ \t][^\n\"'#]{0,80}?)[ \t]*\r?$", "phrase"),
     # --- credentials in URLs, connection strings, headers, commands ----------------------------
     # one rule (one label) for every key word: a second Set entry cost ~2% of the prefilter pass
@@ -488,14 +493,14 @@ RULES: tuple[Rule, ...] = (
          r"([^\s/:\\\"]{8,64})", "chat"),   # (not over a JSON-escaped line break, nor a JSON string's end)
     # a credential told in a sentence (`arguments.h_told`): a secret word, up to eight words, a link
     # (`is` or `:` after a word: right after it, `prose-is` and the assignment rule read it; `->`, `—`),
-    # the value, maybe on the next line: `the API key we use is
+    # the value, maybe on the next line (of a quoted reply too: `> > `): `the API key we use is
     # VALUE`, `Pre-shared key (for the L2TP fallback): VALUE`, `admin token for the import -> VALUE`
     Rule("told-credential", "secret",
          r"(?i)(?:^|[^A-Za-z0-9_.\-])((?:[A-Za-z0-9_.\-]+[ \t])?[A-Za-z0-9_.\-]*(?:password|passwd|passphrase|pwd"
          r"|secret|token|api[ _\-]?key|access[ _\-]?key|psk|credentials?|key))s?"
          r"(?:(?:[ \t]+[^\s:=]+){1,8}?[ \t]+" + TOLD_LINK + r"|(?:[ \t]+[^\s:=]+){0,8}?[ \t]+(?:->|=>|\xe2\x80\x94|\xe2\x86\x92)"
          r"|(?:[ \t]+[^\s:=]+){1,8}?[ \t]*:)"
-         r"[ \t]*(?:\r?\n[ \t]*)?[`*]?([A-Za-z0-9!#$%&*+\-./:=?@^_~]{8,200})", "told",
+         r"[ \t]*(?:\r?\n[ \t]*(?:>[ \t]*)*)?[`*]?([A-Za-z0-9!#$%&*+\-./:=?@^_~]{8,200})", "told",
          options={"set_pattern": r"(?i)(?:password|passwd|passphrase|pwd|secret|token|api[ _\-]?key|access[ _\-]?key|psk"
                                  r"|credentials?|key)s?[ \t]", "fallback": True, "set_group": "keyed"}),
     # ... and a password's value right after its word, no link (`..., password 5yRU9U-jpDKXZ, expires`)
@@ -504,6 +509,13 @@ RULES: tuple[Rule, ...] = (
          r"([A-Za-z0-9!#$%&*+\-./:=?@^_~]{8,200})", "told",
          options={"set_pattern": r"(?i)(?:password|passwd|passphrase|pwd)[ \t]+[A-Za-z0-9!#$%&*+\-./:=?@^_~]",
                   "set_group": "keyed", "fallback": True}),
+    # ... and a passphrase told between quotes, words between its word and the link (`The signing
+    # key passphrase for the release builds is `maple river 7 lantern``)
+    Rule("told-phrase", "password",
+         r"(?i)(?:^|[^A-Za-z0-9_.\-])([A-Za-z0-9_.\-]*(?:password|passwd|passphrase|pwd))s?(?:[ \t]+[^\s:=`\"]+){1,8}?"
+         r"[ \t]+" + TOLD_LINK + r"[ \t]*:?[ \t]*(?:\"([^\"\n]{8,120})\"|`([^`\n]{8,120})`)", "told_phrase",
+         options={"set_pattern": r"(?i)(?:password|passwd|passphrase|pwd)s?[ \t][^\n]*[\"`][^\"`\n]*[ \t]",
+                  "set_group": "keyed"}),
     # an e-mail address and a password as a pair (a tuple, a list, a set of test accounts):
     # `("qa-admin@acme.io", "v")`, with upper and lower case and digits (`h_login_pair`)
     Rule("login-pair", "password",
@@ -734,6 +746,13 @@ RULES: tuple[Rule, ...] = (
     # (at most 500 calls read per text: past it, no real file has that many, and crafted text,
     # `login("` repeated, stays linear with a small factor; the calls after it are not read)
     Rule("credential-call", "password", CREDENTIAL_CALL, "call", options={"max_matches": 500}),
+    # a setter or a builder's method named for a secret, its one argument a string literal:
+    # `ds.setPassword("v")`, `.withApiKey("v")`, `Builder().token("v")` (`arguments.h_setter`)
+    Rule("credential-setter", "secret",
+         r"""(?i)(\.?)\b([A-Za-z0-9_]*(?:pass|pwd|secret|token|key|auth|cred)[A-Za-z0-9_]*)[ \t]*\([ \t]*"""
+         r"""(?:"((?:[^"\\\n]|\\.){6,400})"|'([^'\n]{6,400})')[ \t]*\)""", "setter",
+         options={"set_pattern": r"""(?i)(?:pass|pwd|secret|token|key|auth|cred)[A-Za-z0-9_]*[ \t]*\([ \t]*["'][^"'\n]{6}""",
+                  "max_matches": 500}),
     Rule("name-value", "secret", NAME_VALUE, "namevalue", options={"set_pattern": NAME_VALUE_HEAD}),
     Rule("xml-name-value", "secret", XML_NAME_VALUE, "namevalue",
          options={"set_pattern": r"</(?:name|key)>[ \t\r\n]*<(?:description|value|defaultValue)[>/]"}),
@@ -768,7 +787,7 @@ RULES: tuple[Rule, ...] = (
     Rule("passphrase-i18n", "password",
          FOREIGN_KEY_RE + r"""[\"'\]]?[ \t]*(?:""" + FOREIGN_SEP_RE[1:] + r"""[ \t]*[\"']"""
          r"""([^\s\"'\\${}%<>;,|&()][^\"'\\\n${}%<>]{0,60}[ \t][^\"'\\\n${}%<>]{0,60})[\"']""", "phrase",
-         options={"set_pattern": FOREIGN_WORDS_RE, "set_group": "screens"}),
+         options={"set_pattern": FOREIGN_WORDS_RE, "set_group": "screens", "max_words": 12}),
     # the same with a key word of another language (`senha = "v"`, `пароль: v`, `源数据库密码＝v`)
     Rule("assignment-i18n", "secret",
          FOREIGN_KEY_RE + r"""(?:(?:\\\\){0,3}\\?["']\]?)?[ \t]*""" + FOREIGN_SEP_RE + r"[ \t]*" + VALUE_RE, "assign",
@@ -784,6 +803,13 @@ RULES: tuple[Rule, ...] = (
     Rule("next-line-value", "secret",
          r"(?i)" + KEY_RE + r"""[\"']?[ \t]*[:=][ \t]*\r?\n[ \t]+(?:"([^"\\\n]{6,})"|'([^'\n]{6,})'|`([^`\n]{6,})`)""",
          "nextline", options={"set_pattern": r"""[:=][ \t]*\r?\n[ \t]+["'`][^"'`\n]"""}),
+    # a key whose value is split over string literals, one a line (`KEY = (` then `"part"` lines:
+    # Python's implicit concatenation; `"part" +` in Java, JS, C#; Lua's `..`, PHP's `.`, VB's `&`)
+    Rule("concat-value", "secret",
+         r"(?i)" + KEY_RE + r"""[\"']?[ \t]*(?::[^=\n]{0,40})?=[ \t]*\(?[ \t]*(?:\r?\n[ \t]*)?["']([A-Za-z0-9+/=_\-.]{4,200})["']"""
+         r"""[ \t]*(?:\+|\.\.?|&)?[ \t]*\\?\r?\n[ \t]*(?:\+|\.\.?|&)?[ \t]*["']([A-Za-z0-9+/=_\-.]{4,200})["']""",
+         "concat", options={"set_pattern": r"""=[ \t]*\(?[ \t]*(?:\r?\n[ \t]*)?["'][A-Za-z0-9+/=_\-.]{4,}["']"""
+                                           r"""[ \t]*(?:\+|\.\.?|&)?[ \t]*\\?\r?\n"""}),
     # a key and its value with no operator: C's `#define KEY "v"`, a Dockerfile's `ENV KEY v` / `ARG`,
     # Tcl's and a game server config's `set KEY "v"`,
     # Windows' `setx KEY "v"`, PowerShell's `Set-Item Env:KEY -Value "v"`, Erlang's `-define(KEY, "v")`
@@ -811,7 +837,8 @@ RULES: tuple[Rule, ...] = (
     Rule("reverse-compare", "secret",
          r"""(?i)(?:"((?:[^"\\\n]|\\.)*)"|'([^'\n]*)')[ \t]*[!=]==?[ \t]*""" + KEY_RE, "reverse"),
     Rule("keyword-quoted", "secret",
-         r"""(?i)\b([A-Za-z0-9_]*(?:passw|pwd|secret)[A-Za-z0-9_]*)[ \t]+(?:"((?:[^"\\\n]|\\.)*)"|'([^'\n]*)')""",
+         r"""(?i)\b([A-Za-z0-9_]*(?:passw|pwd|secret)[A-Za-z0-9_]*)[ \t]+(?:"((?:[^"\\\n]|\\.)*)"|'([^'\n]*)'"""
+         r"""|\\"([^"\\\n]*)\\")""",   # ... or JSON-escaped (`password \"v\"` in a JSON string)
          "kwquoted"),
     # a password told in prose, in the other languages users write to agents in (`arguments.h_prose`):
     # a credential word, up to four words, a link (is, ist, est, es, é, は, 是, :, ...), the value
@@ -822,7 +849,7 @@ RULES: tuple[Rule, ...] = (
          r"(?i)\b(?:set|reset|changed?|update[ds]?|rotated?)\b[^\n]{0,60}?\b(password|passwd|passphrase|pwd)[ \t]+to[ \t]+"
          + VALUE_RE, "is", options={"set_pattern": r"(?i)(?:password|passwd|passphrase|pwd)[ \t]+to[ \t]"}),
     Rule("prose-is", "secret",
-         r"(?i)\b([A-Za-z0-9_.\-]*(?:password|passwd|passphrase|pwd|pass|secret|token"
+         r"(?i)\b([A-Za-z0-9_.\-]*(?:password|passwd|passphrase|pwd|pw|pass|secret|token"
          r"|(?:api|secret|access|routing|integration|license|signing|encryption|master|deploy|webhook)[ _\-]?key))"
          r"[ \t]+(?:is|was|(?:is[ \t]+)?(?:now|set[ \t]+to|changed[ \t]+to))[ \t]*:?[ \t]+" + VALUE_RE, "is"),
 )

@@ -27,6 +27,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from . import shapes
 from .handlers import HANDLERS, STATEFUL_KINDS, value_group
 from .keys import PAIR_NEXT
 from .prefilter import NO_RULES, Prefilter, latin1_options
@@ -264,7 +265,32 @@ class Scanner:
                 pos = nxt
         if not raw:
             return []
-        return _to_char_spans(text, data, raw)
+        return _to_char_spans(text, data, _with_wrapped_rests(data, raw))
+
+
+#: The rest of a value a terminal wrapped onto the next line: that line holds it alone, or up to a
+#: `;` or `&` (a connection string's next pair); token characters, ending in a letter, digit or `=`.
+_WRAPPED_REST = re.compile(rb"\r?\n([A-Za-z0-9+/_\-.]{3,200}[A-Za-z0-9=])(?=\r?\n|[;&]|$)")
+#: How long a line is at least when a terminal wrapped it (80 columns and more; a prompt or a
+#: key may come before the value).
+WRAPPED_LINE = 60
+
+
+def _with_wrapped_rests(data: bytes, raw: list) -> list:
+    """`raw` and, for each span that ends a line of `WRAPPED_LINE` bytes or more, the rest of its
+    value on the next line (`_WRAPPED_REST`, with a digit and two kinds of characters: `ABCD1234`,
+    not `done`), with its label: a long value wrapped by a terminal or a pager."""
+    out = raw
+    for s, e, label, name in raw:
+        m = _WRAPPED_REST.match(data, e)
+        if m is None or e - (data.rfind(b"\n", 0, s) + 1) < WRAPPED_LINE:
+            continue
+        rest = m.group(1).decode("ascii")
+        if any(c.isdigit() for c in rest) and shapes.char_classes(rest) >= 2:
+            if out is raw:
+                out = list(raw)
+            out.append((m.start(1), m.end(1), label, name))
+    return out
 
 
 #: A JSON-escaped line break.

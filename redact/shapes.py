@@ -461,8 +461,10 @@ _RE_YAML_TAG = re.compile(r"^![A-Za-z][\w:!]*$")
 _IDENT_PART = r"[A-Za-z_$][A-Za-z_$]*[0-9]*"
 #: A word and a number in brackets, quoted: `"Spring(2024)"`, `"hunter[42]"` (a password's shape).
 _RE_WORD_AND_NUMBER = re.compile(r"^[A-Za-z]+[(\[]\d+[)\]][^\w]*$")
+# A call or an index of a name or an attribute path (also `env!(`, Go's `[]byte(`, Lua's method call
+# `auth:match(`).
 _RE_CALL_OR_INDEX = re.compile(
-    r"^(?:\[\])?[A-Za-z_$][\w$]*(?:(?:\.|\?\.|::|->)[A-Za-z_$][\w$]*)*!?[ \t]*[(\[]")  # `env!(`, Go's `[]byte(`
+    r"^(?:\[\])?[A-Za-z_$][\w$]*(?:(?:\.|\?\.|::|->)[A-Za-z_$][\w$]*)*(?::[A-Za-z_]\w*(?=\())?!?[ \t]*[(\[]")
 # A composite literal's type, its `{` ending the value (Go's `creds := aws.Credentials{`).
 _RE_COMPOSITE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\{$")
 # A PowerShell cmdlet (an approved verb, a dash, a noun): `Get-Credential`, `Get-Secret -Name X`.

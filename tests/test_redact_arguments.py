@@ -380,6 +380,23 @@ FOUND = [
     ("site\tmodel\tadmin_user\tadmin_pw\nLyon\tMikroTik hAP\tadmin\t{}\n", g(12), "password", "credential-table"),
     ("| Vendor | Login | Password | Notes |\n|---|---|---|---|\n| Hetzner | ops@x.de | {} | 2FA on |\n", g(14), "password",
      "credential-table"),
+    # Confluence's wiki markup heads a table with `||`
+    ("|| System || Username || Password || Owner ||\n| Jira test | svc-jira | {} | @mh |\n", g(14), "password",
+     "credential-table"),
+    # a passphrase told between quotes, words between its word and the link; given to a password flag
+    ("The signing key passphrase for the release builds is `{}`, all lowercase.", "maple river qbu7whw lantern 37",
+     "password", "told-phrase"),
+    ('gpg --batch --passphrase "{}" --decrypt secrets.tar.gz.gpg', "velvet otter climbs nine ladders", "password",
+     "cli-flag"),
+    # told in backquotes; on the next line of a quoted reply; `pw is`
+    ("the password for the staging db is `{}`", "Xk9mPq2vLr7", "password", "told-credential"),
+    ("> > the Grafana admin, with the password you sent:\n> > {}\n> > but it fails.", "Y0ZRIbXWMzK5177", "password",
+     "told-credential"),
+    ("[10:44] Tom: pw is {}", "7aXsyoXOPe044LcGfU", "password", "prose-is"),
+    # a password word and a JSON-escaped literal; Ansible's `become_pass` with spaces
+    ('{{"text": "replica: user \\"analyst\\", password \\"{}\\" (read only)."}}', "QL5ckUPU1KIVhms2Z6lI", "password",
+     "keyword-quoted"),
+    ("ansible_become_pass: {}\n", "purple monkey dishwasher 77", "password", "passphrase-line"),
 ]
 
 
@@ -611,6 +628,8 @@ KEPT = [
     "backup codes support in these releases:\n2023-2024\n4bf92f3577b34da6",
     'stmt.execute("ALTER USER " + user + " WITH PASSWORD \'" + newPassword + "\'");',
     "ALTER ROLE app WITH PASSWORD 'REPLACE ME';",
+    'the password for the form is "at least 12 characters long"\nthe password hash for alice is "$2b$12$abc def"',
+    'mytool --password "your password here" run\nthe pw is too short',
 ]
 
 

@@ -45,6 +45,14 @@ KEPT = [
     '    "anthropic-beta": "files-api-2025-04-14",\n',
     '    "ELBSecurityPolicy-TLS13-1-2-2021-06": {\n        "name": "ELBSecurityPolicy-TLS13-1-2-2021-06",\n',
     '    "AWS::KMS::Key": "2b8c4e1f9a7d3c55",\n    "AWS::ApiGateway::ApiKey": "48f1c2d3e4a5b6a3",\n',
+    # Lua's method call; a prefix and an ellipsis for the value left out
+    'local token = auth:match("^Bearer%s+(.+)$")\n',
+    "ANTHROPIC_API_KEY=sk-ant-...\nGITHUB_TOKEN=ghp_\u2026\n",
+    # getters, finders and functions named for a secret take a name or a prompt
+    'tok = vault.read_secret("ci/github-prod")\npassword = getpass.getpass("Database password: ")\n',
+    'expect(token("IDENT"))\ncfg.setPasswordPolicy("strict")\nbuilder.setKeyStoreType("PKCS12")\n',
+    # literals joined over lines that hold no secret
+    'help_token = ("token_help_"\n    "text_here")\nTOKEN_URL = ("https://example.com/"\n    "oauth/token")\n',
 ]
 
 
@@ -62,6 +70,13 @@ FOUND = [
     ('token = "{}"\n', "ghx9f8d7s6a5Ld4f3g2h1j0kq", "token"),
     ('<add key="ClearTextPassword" value="{}" />', "TestSourcePassword", "password"),
     ("password: {}\n", "Summer-Rain-2024", "password"),
+    # a setter's and a builder's literal
+    ('    d.setPassword("{}")\n', "KKmVI5NibRFfQ30Zsi", "password"),
+    ('client = Builder().apiKey("{}").build()\n', "Xq7Lm2Rt9Vw4Yz8Bc1Nd5Pf", "api_key"),
+    # a Keycloak credential's representation: a `type` field names it
+    ('"credentials":[{{"type":"password","value":"{}","temporary":false}}]', "Rep0rting!Svc#2025", "password"),
+    # RabbitMQ's Erlang cookie
+    ("rabbitmq:\n  auth:\n    erlangCookie: {}\n", "4CMLK5BTOHONIZTECWEI", "secret"),
 ]
 
 
@@ -69,3 +84,26 @@ FOUND = [
 def test_a_secret_in_the_same_slot_goes(redactor, template, secret, label):
     out = redactor.redact(template.format(secret))
     assert out.text == template.format(f"[REDACTED:{label}]")
+
+
+@pytest.mark.parametrize("template,parts", [
+    # Python's implicit concatenation in parentheses; Java's `+` over two lines
+    ('ALGOLIA_ADMIN_KEY = (\n    "{}"\n    "{}"\n)\n', ("bca6bf17816804ee", "ec168fec957cccd2")),
+    ('MAPBOX_TOKEN = ("{}"\n                "{}")\n', ("sk.eyJ1IjoiYWNtZS1tYXBz", "epmEgFMRPbeR1JrgTChes8.1YZ")),
+    ('String apiKey = "{}" +\n    "{}";\n', ("AbCdEf123456", "GhIjKl789012")),
+])
+def test_a_value_split_over_literals_goes_whole(redactor, template, parts):
+    out = redactor.redact(template.format(*parts))
+    assert out.text == template.format(*(["[REDACTED:" + out.findings[0].type + "]"] * len(parts)))
+    assert not any(p in out.text for p in parts)
+
+
+def test_the_rest_of_a_value_a_terminal_wrapped_goes_and_a_next_line_of_words_stays(redactor):
+    key = "xai-" + "qbOpy8GWoPKVFjtk2n4y6s4WHplr20hGcoHGGWDuAQq8tW3F0xx3lqbeZ9tAuzU1"
+    text = f"XAI_API_KEY={key}\nVKDiFjoFzrrNsWY9\nLOG_LEVEL=debug\n"
+    assert redactor.redact(text).text == "XAI_API_KEY=[REDACTED:api_key]\n[REDACTED:api_key]\nLOG_LEVEL=debug\n"
+    text = f"XAI_API_KEY={key}\ndone\n"
+    assert redactor.redact(text).text == "XAI_API_KEY=[REDACTED:api_key]\ndone\n"
+    # a short line is no terminal's wrap
+    text = "TOKEN=Zq8Xv2Lm9Rt4Wp7Yc3\nB7c9D2e4F6\n"
+    assert redactor.redact(text).text == "TOKEN=[REDACTED:token]\nB7c9D2e4F6\n"

@@ -46,6 +46,9 @@ def test_a_key_of_another_language_is_a_credential_context(redactor, template, l
 def test_a_quoted_passphrase_after_such_a_key_goes(redactor):
     text = 'contraseña = "mi perro come 0cpn68 los martes"'
     assert redactor.redact(text).text == 'contraseña = "[REDACTED:password]"'
+    # up to twelve words between its quotes (`restic`'s passphrases are sentences)
+    text = 'contraseña = "mi perro come 0cpn68 los martes por la tarde"'
+    assert redactor.redact(text).text == 'contraseña = "[REDACTED:password]"'
 
 
 KEPT = [
@@ -60,6 +63,9 @@ KEPT = [
     "- 🔑 密码管理：支持环境变量和系统密钥环\n        # 有密码：尝试在线获取\n",
     # no credential word at all
     "ten_dang_nhap = ketoan\nBenutzername = admin\n",
+    # a label JSON-escaped (its `\\u00f1` holds digits, the label none), a message of many words
+    '{"contrase\\u00f1a":"Contrase\\u00f1a","olvid\\u00e9_contrase\\u00f1a":"\\u00bfOlvidaste tu contrase\\u00f1a?"}',
+    'contraseña = "La contraseña debe tener al menos ocho caracteres y un número"',
 ]
 
 

@@ -133,6 +133,15 @@ CASES = [
     ("caddy-dns-token", "token", "{{\n\temail ops@example.com\n\tacme_dns cloudflare {}\n}}", g(40, ALNUM + "_")),
     ("caddy-dns-token", "token", "tls {{\n\tdns duckdns {}  # home\n}}", g(36, LOWER + "0123456789")),
     ("anaconda-channel-token", "token", "channels:\n  - https://conda.anaconda.org/t/{}/acme-private", "u2-" + g(36, LOWER + "0123456789")),
+    # LaunchDarkly SDK and mobile keys, Mailgun's current private keys, a Sentry org token without
+    # its secret part, a Vault token of the older length, an OpenAI project key shorter than issued
+    ("launchdarkly-key", "api_key", 'return new LDClient("{}", config);',
+     "sdk-%s-%s-%s-%s-%s" % (g(8, HEX), g(4, HEX), g(4, HEX), g(4, HEX), g(12, HEX))),
+    ("launchdarkly-key", "api_key", "{}", "mob-%s-%s-%s-%s-%s" % (g(8, HEX), g(4, HEX), g(4, HEX), g(4, HEX), g(12, HEX))),
+    ("mailgun-private-key", "mailgun_key", "Mailgun key if you need it: {}", "%s-%s-%s" % (g(32, HEX), g(8, HEX), g(8, HEX))),
+    ("sentry-token", "sentry_token", "{}", "sntrys_eyJ" + g(50, ALNUM + "+/_-")),
+    ("vault-token", "vault_token", "Initial root token:\n\n    {}", "hvs." + g(24)),
+    ("openai-scoped-key", "openai_key", "{}", "sk-proj-" + g(56, ALNUM + "_-")),
 ]
 
 
@@ -187,6 +196,9 @@ NEAR_MISSES = [
     '<script src="/static/js/fc-9f86d081884c7d659a2feaa0c55ad015.js"></script>',
     "bb_live_session_debug_2024_05 is the log file",
     "__Secure-next-auth.callback-url=https%3A%2F%2Fexample.com",
+    "sdk-release-2024.11 and api-%s-%s-%s-%s-%s" % (g(8, HEX), g(4, HEX), g(4, HEX), g(4, HEX), g(12, HEX)),
+    "artifact %s-%s" % (g(32, HEX), g(8, HEX)),                                    # one group, not a Mailgun key
+    "hvs.example and hvs.placeholder in the docs",
 ]
 
 
