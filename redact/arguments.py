@@ -393,10 +393,11 @@ def h_name_value(rule, sp, data: bytes):
         yield s, e, cls[1]
 
 
-#: A password a person makes: a word, a separator, a number (`Fikarast-77`, `Kanelbulle#2024`), which
+#: A password a person makes: a word or three, a separator, a number (`Fikarast-77`, `Kanelbulle#2024`,
+#: `Harbor-Tulip-5969`), which
 #: `shapes.password_shaped` reads as a name in code (`build-77`) and a slot for a password does not.
 #: Capitalised unless an explicit `user / ...` slot says so (not `ubuntu-2204`, `chrome-124`).
-_PERSON_PASSWORD = re.compile(r"[A-Za-z][a-z]{3,}[-_.#@!]\d{2,4}")
+_PERSON_PASSWORD = re.compile(r"(?:[A-Za-z][a-z]{2,}[-_.#@!]){0,2}[A-Za-z][a-z]{3,}[-_.#@!]\d{2,4}")
 
 
 def _looks_like_a_password(data: bytes, s: int, e: int, strip: str = ".,;)!?"):
@@ -432,10 +433,11 @@ def h_chat(rule, sp, data: bytes):
     """The password of `user / password` typed after a creds or login word (`_looks_like_a_password`);
     after an explicit `/` or `:`, a person's password in lower case too (`jenkins / jenkins-2024`)."""
     s, e = sp[1]
-    span = _looks_like_a_password(data, s, e)
-    if span is None and data[max(0, s - 3):s].rstrip(b" \t")[-1:] in (b"/", b":"):
-        value = _text(data, s, e).rstrip(".,;)!?")
-        if _PERSON_PASSWORD.fullmatch(value):
+    ticked = data[s - 1:s] == b"`" and data[e:e + 1] == b"`"   # in backquotes: all of it, `!` too
+    span = _looks_like_a_password(data, s, e, strip="" if ticked else ".,;)!?")
+    if span is None and data[max(0, s - 4):s].rstrip(b" \t`")[-1:] in (b"/", b":"):
+        value = _text(data, s, e) if ticked else _text(data, s, e).rstrip(".,;)!?")
+        if _PERSON_PASSWORD.fullmatch(value.rstrip("!?#$%&*")):
             span = s, s + len(value.encode("utf-8", "surrogatepass"))
     if span:
         yield *span, rule.label

@@ -345,6 +345,9 @@ def _h_assign(rule: Rule, sp, data: bytes):
     s, e, quoted = value_group(sp, 3)
     if not quoted and sep in (",", "==", "===", "!=", "!=="):
         return
+    if sep == ":" and quoted and data[sp[2][0] - 1:sp[2][0]] in (b" ", b"\t") and data[sp[2][1]:s].strip(b"\"'") == b"" \
+            and _s(data, s, e).isidentifier():
+        return  # psql's variable in SQL: `PASSWORD :'new_pw'` (a space before the colon, the quote right after)
     if quoted and b"{" in data[s:e] and _F_STRING.search(data, max(0, s - 6), s):
         return  # `f"Bearer {token}"`: an f-string's fields are references
     if sep == "<-" and not quoted:
@@ -468,25 +471,22 @@ def _h_key_literal(rule: Rule, sp, data: bytes):
             return
 
 
-#: One more literal of a concatenation on the next line (after `+`, Lua's `..`, PHP's `.`, VB's `&`,
-#: or nothing: Python's and C's implicit concatenation): group 1 its inside.
-_CONCAT_NEXT = re.compile(rb"""[ \t]*(?:\+|\.\.?|&)?[ \t]*\\?\r?\n[ \t]*(?:\+|\.\.?|&)?[ \t]*["']([A-Za-z0-9+/=_\-.]{4,200})["']""")
+#: Python's and C's implicit concatenation, one literal a line (inside parentheses: `_h_concat`).
+_NEXT_LINE_LITERAL = re.compile(rb"""\\?["'`][ \t]*\r?\n[ \t]*\\?["'`]([^"'`\\\s]{4,400})(?=\\?["'`](?![ \t]*[:=]))""")
 
 
 def _h_concat(rule: Rule, sp, data: bytes):
     """KEY = a value split over string literals, one a line (groups 2 and 3, then up to 14 more
-    `_CONCAT_NEXT`): the key's check on their join; each literal is redacted."""
+    `_CONCAT`): the key's check on their join; each literal is redacted."""
     cls = classify_key(_s(data, sp[1][0], sp[1][1]))
     if cls is None:
         return
     parts = [sp[2], sp[3]]
-    pos = sp[3][1] + 1
     while len(parts) < 16:
-        m = _CONCAT_NEXT.match(data, pos)
+        m = _CONCAT.match(data, parts[-1][1]) or _NEXT_LINE_LITERAL.match(data, parts[-1][1])
         if not m:
             break
         parts.append(m.span(1))
-        pos = m.end()
     if value_ok(cls[0], "".join(_s(data, a, b) for a, b in parts), quoted=True):
         for a, b in parts:
             yield a, b, cls[1]
@@ -558,6 +558,23 @@ def _h_pwvalue(rule: Rule, sp, data: bytes):
         return
     if value_ok("pw", value):
         yield s, _end(s, value), rule.label
+
+
+#: What a `-p` after a `-u` holds when it is no password: a port or a pid (lists of them too), a
+#: port mapping (`8080:80`, `127.0.0.1:8080:80/tcp`).
+_PORT_OR_PID = re.compile(r"[\d,]+|.*:\d+(?:/(?:tcp|udp))?")
+
+
+def _h_user_password_flags(rule: Rule, sp, data: bytes):
+    """A user flag's command's `-p` / `-P` value (group 1): a password with a letter, not a port,
+    a pid or a port mapping (`_PORT_OR_PID`)."""
+    s, e = sp[1]
+    if data[s:s + 1] in (b'"', b"'") and e - s >= 2 and data[e - 1:e] == data[s:s + 1]:
+        s, e = s + 1, e - 1
+    value = _s(data, s, e)
+    if _PORT_OR_PID.fullmatch(value) or not any(c.isalpha() for c in value):
+        return
+    yield from _h_pwvalue(rule, ((s, e), (s, e)), data)
 
 
 def _h_spaced(rule: Rule, sp, data: bytes):
@@ -849,6 +866,7 @@ HANDLERS = {
     "envdefault": arguments.h_env_default,
     "call": arguments.h_call,
     "setter": arguments.h_setter,
+    "userpass_flags": _h_user_password_flags,
     "printed": arguments.h_printed,
     "namevalue": arguments.h_name_value,
     "declared_default": defaults.h_declared_default,

@@ -20,6 +20,8 @@ CURRENT_PROVIDERS: tuple[Rule, ...] = (
     _tok("launchdarkly-key", "api_key", r"\b((?:sdk|mob)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b"),
     # Mailgun's private API keys since 2023: 32 hex digits, then two groups of 8 (`key-...` is the older form)
     _tok("mailgun-private-key", "mailgun_key", r"\b([0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8})\b", min_entropy=3.0),
+    # NATS NKEY seeds (`.creds` files, `nsc`): `S`, the key's type, base32 of the Ed25519 seed
+    _tok("nats-nkey-seed", "private_key", r"\b(S[UAONCX][A-Z2-7]{56})\b", min_entropy=3.5, needs_digit=True),
     _tok("pinecone-key", "pinecone_key", r"\b(pcsk_[A-Za-z0-9]{4,8}_[A-Za-z0-9]{40,80})\b", min_entropy=3.5),
     _tok("tavily-key", "tavily_key", r"\b(tvly-(?:dev-|prod-)?[A-Za-z0-9]{24,48})\b", min_entropy=3.5),
     _tok("dockerhub-token", "dockerhub_token", r"\b(dckr_(?:pat|oat)_[A-Za-z0-9_\-]{24,40})(?:[^A-Za-z0-9_\-]|$)",

@@ -41,6 +41,7 @@ Kinds (how `redact.handlers` turns a match into a span to redact):
   bearer    Bearer VALUE anywhere.
   curl_user curl -u / --user USER:PASSWORD.
   pwvalue   group 1 is a password (quotes stripped), password shaped: .netrc, `mysql -pVALUE`.
+  userpass_flags  the same after a user flag (`-u USER ... -p VALUE`), no port, pid or port mapping.
   cookie    NAME=VALUE of a session cookie: group 2 is the value, secret shaped.
   jprop     -DNAME=VALUE (Java system property): group 1 the name (classified, `-D` dropped), group 2
             the value (the credential-context rule).
@@ -373,6 +374,22 @@ RULES: tuple[Rule, ...] = (
          r"|ldap(?:search|modify|add|delete|passwd|whoami)(?:[ \t]+[^\s|;&<>]+)*?[ \t]+-w"
          r"|(?:az[ \t]+login|mongo(?:sh)?|cypher-shell)(?:[ \t]+[^\s|;&<>]+)*?[ \t]+(?:-p|--password))(?:[ \t]+|=)"
          r"((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'|;&<>])+)", "pwvalue"),
+    # any other client's `-u USER ... -p PASSWORD` (cqlsh, mosquitto_pub's `-P`, influx, nats): a
+    # user flag, then a password flag in the same command (`_h_user_password_flags` tells a port,
+    # a pid, a port mapping apart: `psql -U app -p 5432`, `ps -u www -p 4242`, `docker run -u 1000 -p 8080:80`)
+    Rule("cli-user-password", "password",
+         r"(?:^|[ \t])(?:-u|-U|--user(?:name)?)(?:[ \t]+|=)[^\s|;&<>\-][^\s|;&<>]*(?:[ \t]+[^\s|;&<>]+){0,6}?"
+         r"[ \t]+-[pP](?:[ \t]+|=)((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'|;&<>])+)", "userpass_flags",
+         options={"set_pattern": r"(?:^|[ \t])(?:-u|-U|--user(?:name)?)[ \t=][^\n]*[ \t]-[pP][ \t=]"}),
+    # Oracle's tools and SQL*Plus' CONNECT: `sqlplus -s system/PASSWORD@//host:1521/DB`, `expdp
+    # userid=app/PASSWORD`, `SQL> conn app/PASSWORD@db`
+    Rule("oracle-connect", "password",
+         r"(?i)\b(?:sqlplus|rman|expdp|impdp|sqlldr|dgmgrl)(?:[ \t]+-[A-Za-z]+)*"
+         r"[ \t]+(?:userid=)?[\"']?[A-Za-z0-9_$#.]+/([^\s@/\"']{4,200})(?:@|[\"'\s]|$)", "pwvalue",
+         options={"set_pattern": r"(?i)\b(?:sqlplus|rman|expdp|impdp|sqlldr|dgmgrl)[ \t]"}),
+    Rule("sqlplus-connect", "password",
+         r"(?im)^[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+[A-Za-z0-9_$#.]+/([^\s@/\"']{4,200})(?:@|[ \t]*;?[ \t]*\r?$)",
+         "pwvalue", options={"set_pattern": r"(?im)^[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+[A-Za-z0-9_$#.]+/"}),
     # SMB clients' `-U user%password`, Windows `net use \\host\share /user:NAME password`
     Rule("smb-user-password", "password",
          r"(?:^|[\s;&|(`\"'])(?i:smbclient|rpcclient|smbmap|smbget|smbcacls)(?:[ \t]+[^\s|;&<>]+)*?[ \t]+"
@@ -422,7 +439,7 @@ RULES: tuple[Rule, ...] = (
     # a secret keyword, then the value with no operator: `pdfshift-KEY 4f1c...`, `api key 9Xk...`
     Rule("keyword-value", "api_key",
          r"(?i)(?:^|[^A-Za-z0-9_.\-])([A-Za-z0-9_.\-]*(?:api[ _\-]?key|token|secret|passw(?:or)?d|key|auth))"
-         r"[ \t]+([A-Za-z0-9_\-+/=.]{24,200})(?:[^A-Za-z0-9_\-+/=.]|$)", "kwvalue"),
+         r"[ \t]+`?([A-Za-z0-9_\-+/=.]{24,200})(?:[^A-Za-z0-9_\-+/=.]|$)", "kwvalue"),
     # a passphrase with spaces, unquoted, after a password key on its own line (YAML, INI,
     # .properties: `spring.mail.password=abcd efgh ijkl mnop`, a Gmail app password; Ansible's
     # `ansible_become_pass: ...`)
@@ -489,8 +506,8 @@ RULES: tuple[Rule, ...] = (
     Rule("chat-credentials", "password",
          r"(?i)\b(?:creds?|credentials|login|log[ \-]?in|logging[ \t]+in|logon|sign[ \-]?in|signing[ \t]+in|anmeld(?:en|ung)|zugangsdaten|logga(?:r)?"
          r"|inloggning|inloggen|identifiants|connexion|credenciai?s|credenciales|dane logowania)\b"
-         r"[^\n\\]{0,40}?[: \t][ \t]*[A-Za-z0-9._@\-]{2,40}(?:[ \t]*(?:/|:)|[ \t]+(?:with|and|pw|pass(?:word)?:?))[ \t]*"
-         r"([^\s/:\\\"]{8,64})", "chat"),   # (not over a JSON-escaped line break, nor a JSON string's end)
+         r"[^\n\\]{0,40}?[: \t][ \t]*`?[A-Za-z0-9._@\-]{2,40}`?(?:[ \t]*(?:/|:)|[ \t]+(?:with|and|pw|pass(?:word)?:?))[ \t]*"
+         r"`?([^\s/:\\\"`]{8,64})", "chat"),   # (in backquotes too: `` `qa@x.dev` / `v` ``)   # (not over a JSON-escaped line break, nor a JSON string's end)
     # a credential told in a sentence (`arguments.h_told`): a secret word, up to eight words, a link
     # (`is` or `:` after a word: right after it, `prose-is` and the assignment rule read it; `->`, `—`),
     # the value, maybe on the next line (of a quoted reply too: `> > `): `the API key we use is

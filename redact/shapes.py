@@ -147,6 +147,7 @@ _RE_SEQUENCE_LOWER = re.compile(_SEQUENCES)  # on ASCII text lowered first: same
 _RE_CIPHERTEXT = re.compile(r"^(?:ENC\[(?:AES256_GCM|[A-Z0-9_]+,)|vault:v\d+:|\$ANSIBLE_VAULT;)")
 # Values made only of typical filler characters: xxxx, XXXX, ****, ...., ####, 0000, ----.
 _RE_FILLER = re.compile(r"^[xX*.#0\-_•]+$")
+_RE_HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
 # Identifier or attribute chain, optionally a call: self.token, config.get(, AutoTokenizer.from_pretrained(
 _RE_CODE = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*(?:\(.*|\[.*)?$", re.S)
 _RE_IDENT = re.compile(r"^[A-Za-z_.\-]+$")
@@ -379,7 +380,8 @@ _RE_FILE_PATH = re.compile(r"^[\w.\-]+(?:/[\w.\-]+)+\.(?:png|jpe?g|gif|svg|webp|
 
 def token_shaped(value: str, min_len: int = 16, min_entropy: float = 3.0) -> bool:
     """A random-looking single token: long enough, letters and digits, high entropy, no filler,
-    not a name made of words (`jetbrains.mps.v8_elimination`)."""
+    not a name made of words (`jetbrains.mps.v8_elimination`). Hex digits reach 4 bits a character
+    at most, and a random 32 of them often fall below 3.5: hex needs 3.0 at most."""
     if len(value) < min_len or len(value) > 1024 or _BAD_CHARS.search(value):
         return False
     if is_placeholder(value) or is_url_or_path(value) or is_wordy(value) or _RE_FILE_PATH.match(value):
@@ -388,6 +390,8 @@ def token_shaped(value: str, min_len: int = 16, min_entropy: float = 3.0) -> boo
     has_alpha = any(ch.isalpha() for ch in value)
     if not (has_digit and has_alpha):
         return False
+    if min_entropy > 3.0 and _RE_HEX.fullmatch(value):
+        min_entropy = 3.0
     return shannon(value) >= min_entropy
 
 

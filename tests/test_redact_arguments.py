@@ -397,6 +397,13 @@ FOUND = [
     ('{{"text": "replica: user \\"analyst\\", password \\"{}\\" (read only)."}}', "QL5ckUPU1KIVhms2Z6lI", "password",
      "keyword-quoted"),
     ("ansible_become_pass: {}\n", "purple monkey dishwasher 77", "password", "passphrase-line"),
+    # a user flag, then a password flag; Oracle's connect strings; a login pair in backquotes
+    ("$ cqlsh cassandra-1.prod 9042 -u telemetry_rw -p {} --ssl", "N7IZJhilpXQ5M9EZkWvB", "password", "cli-user-password"),
+    ("mosquitto_pub -h mqtt.local -u line7-plc -P '{}' -t plant3/line7", "WETmzLc2xC0YyAKn", "password",
+     "cli-user-password"),
+    ("$ sqlplus -s system/{}@//ora-prd-scan.corp:1521/FINPRD <<'EOF'", "AkT7NlrIxitX", "password", "oracle-connect"),
+    ("SQL> conn app_owner/{}@FINPRD", "Xk9mPq2vLr7", "password", "sqlplus-connect"),
+    ("2. Log in as the seeded QA admin — `qa-admin@acme.dev` / `{}`", "Harbor-Tulip-5969!", "password", "chat-credentials"),
 ]
 
 
@@ -630,6 +637,9 @@ KEPT = [
     "ALTER ROLE app WITH PASSWORD 'REPLACE ME';",
     'the password for the form is "at least 12 characters long"\nthe password hash for alice is "$2b$12$abc def"',
     'mytool --password "your password here" run\nthe pw is too short',
+    # a `-p` after a `-u` that is a port, a pid, a port mapping; prose with a slash; psql's variable
+    "psql -U app -p 5432 -h db\nps -u www-data -p 12345,12346\ndocker run -u app -p localhost:8080:80 nginx",
+    "connect client/server pieces first\nALTER ROLE orders_app WITH PASSWORD :'new_pw';",
 ]
 
 

@@ -88,7 +88,7 @@ def test_a_secret_in_the_same_slot_goes(redactor, template, secret, label):
 
 @pytest.mark.parametrize("template,parts", [
     # Python's implicit concatenation in parentheses; Java's `+` over two lines
-    ('ALGOLIA_ADMIN_KEY = (\n    "{}"\n    "{}"\n)\n', ("bca6bf17816804ee", "ec168fec957cccd2")),
+    ('ALGOLIA_ADMIN_KEY = (\n    "{}"\n    "{}"\n    "{}"\n)\n', ("bca6bf17816804ee", "ec168fec957cccd2", "a1b2c3d4")),
     ('MAPBOX_TOKEN = ("{}"\n                "{}")\n', ("sk.eyJ1IjoiYWNtZS1tYXBz", "epmEgFMRPbeR1JrgTChes8.1YZ")),
     ('String apiKey = "{}" +\n    "{}";\n', ("AbCdEf123456", "GhIjKl789012")),
 ])

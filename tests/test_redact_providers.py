@@ -142,6 +142,9 @@ CASES = [
     ("sentry-token", "sentry_token", "{}", "sntrys_eyJ" + g(50, ALNUM + "+/_-")),
     ("vault-token", "vault_token", "Initial root token:\n\n    {}", "hvs." + g(24)),
     ("openai-scoped-key", "openai_key", "{}", "sk-proj-" + g(56, ALNUM + "_-")),
+    ("nats-nkey-seed", "private_key", "-----BEGIN USER NKEY SEED-----\n{}\n------END USER NKEY SEED------",
+     "SU" + g(56, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")),
+    ("keyword-value", "api_key", "- switched to the new org key `{}`; the old one was revoked", g(32, HEX)),
 ]
 
 
