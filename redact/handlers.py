@@ -3,7 +3,7 @@
 A handler takes `(rule, sp, data)`: the rule, its RE2 match's group spans (`sp[0]` the whole match,
 `-1` for a group that took no part) and the UTF-8 bytes of the text, and yields `(start, end,
 label)` byte spans. `HANDLERS` maps each rule kind (`redact.rules`) to its handler; the positional
-kinds' handlers live in `redact.arguments`. Handlers read the value's shape through `redact.shapes`
+kinds' handlers live in `redact.arguments`, the web's (cookies, headers, URLs) in `redact.web`. Handlers read the value's shape through `redact.shapes`
 and `redact.keys` (the credential-context rule is written there, once), never log, and are linear
 in the text.
 """
@@ -17,11 +17,11 @@ import json
 import math
 import re
 
-from . import arguments, defaults, shapes
+from . import arguments, defaults, shapes, web
 from .keys import (
     _ESCAPE_CUT, _RE_BARE_IDENT, _SPACE, _WELLFORMED_INTERP, _clean_bare, classify_key, key_segments,
     names_foreign_credential, says_not_secret, value_ok)
-from .patterns import ABOUT_A_PASSWORD, APP_PASSWORD, CREDENTIAL_WORD, FUNCTION_WORDS, SHELL_DEFAULT, UUID
+from .patterns import ABOUT_A_PASSWORD, APP_PASSWORD, CREDENTIAL_WORD, FUNCTION_WORDS, NAME_BEFORE, SHELL_DEFAULT
 from .rules import Rule
 
 #: The rest of `${KEY:` as rule env-default reads it (`-v}`, `=v}`, Spring's `v}`), or an error
@@ -317,10 +317,6 @@ def _wrapped_literal(data: bytes, s: int, e: int) -> tuple[int, int] | None:
     return lit.start(lit.lastindex), lit.end(lit.lastindex)
 
 
-#: What makes the text before a key part of a name: an AWS ARN, a URN, a CloudFormation resource
-#: type (`arn:aws:secretsmanager:...:secret:`, `urn:ietf:params:oauth:`, `AWS::ApiGateway::`).
-_NAME_BEFORE = re.compile(rb"\b(?:arn:aws[\w-]*|urn:[A-Za-z0-9][A-Za-z0-9\-]{0,31}):[^\s\"'`]*$"
-                          rb"|\b(?:AWS|Alexa|Custom)::(?:\w+::)*$")
 #: How far back a `{{ ... }}` expression is looked for (bytes): a minified line must not make each
 #: match read back to the line's start.
 TEMPLATE_LOOKBACK = 200
@@ -354,7 +350,7 @@ def _h_assign(rule: Rule, sp, data: bytes):
         return  # Haskell's and Go's `token <- getToken`: a binding or a channel; R's `pw <- "v"` is quoted
     if sep == ":" and data[s:s + 2] == b"//":
         return  # `credential.https://github.com.helper=...`: the key ends in a URL's scheme
-    if _NAME_BEFORE.search(data, max(0, sp[1][0] - 120), sp[1][0]):
+    if NAME_BEFORE.search(data, max(0, sp[1][0] - 120), sp[1][0]):
         return  # `arn:aws:secretsmanager:eu-west-1:123:secret:prod/db`: an ARN names a secret, a URN a
         # name (`urn:ietf:params:oauth:jwk-thumbprint`), `AWS::KMS::Key` a resource type
     if _inside_template(data, sp[1][0]):
@@ -657,50 +653,6 @@ _INSTRUCTION_WORDS = frozenset("choose enter type use pick provide must should p
                                "reset".split())
 
 
-def _h_cookie(rule: Rule, sp, data: bytes):
-    """The value of a session cookie (group 2), secret shaped; with the rule's `near`, only when a
-    cookie's own field is within 400 bytes (`"domain"`, `"httpOnly"`: an export of cookies, not any
-    JSON with a `name` and a `value`)."""
-    near = rule.options.get("near")
-    if near and not near.search(data, max(0, sp[0][0] - 400), sp[0][1] + 400):
-        return ()
-    return _secret_shaped_value(sp, data, 2, 8, rule.label)
-
-
-_UUID = re.compile("^" + UUID + "$")
-#: One cookie of a header: a separator (or the header's `:` / `=`), its name, then a value of at
-#: least 24 characters (up to `;`, a quote, whitespace, a comma, `\\` or cmd's `^` escape).
-_COOKIE_PAIR = re.compile(rb"""[;,\s"':=][A-Za-z0-9_.!#$%&*+|~\-]{1,100}=([^;\s,"'\\^]{24,1024})""")
-#: Where a header's cookies end: a quote (the header was one argument or one JSON string), a
-#: JSON-escaped line break (the header was a line of text stored as JSON).
-_COOKIES_END = re.compile(rb"""["']|\\[nr]""")
-#: A HAR file's header: `"name": "Cookie", "value": "..."`, whose cookies start after `"value": "`.
-_HAR_VALUE = re.compile(rb'value\\?"[ \t]*:[ \t]*\\?"')
-
-
-def _h_cookie_header(rule: Rule, sp, data: bytes):
-    """Every long cookie value of one Cookie / Set-Cookie header (group 1 to `_COOKIES_END`),
-    whatever its name: secret shaped, three kinds of characters, not a UUID (a device id). `-b`
-    opens a header only in a curl command (`sort -b`, `git checkout -b` are other flags)."""
-    s, e = sp[1]
-    head = data[sp[0][0]:s].lstrip()
-    if head.startswith(b"-b"):
-        line_start = data.rfind(b"\n", 0, sp[0][0]) + 1
-        if b"curl" not in data[line_start:sp[0][0]]:
-            return
-    har = _HAR_VALUE.match(data, s)
-    if har:
-        s = har.end()
-    end = _COOKIES_END.search(data, s, e)
-    if end:
-        e = end.start()
-    for m in _COOKIE_PAIR.finditer(data, max(0, s - 1), e):   # the byte before may start the first pair
-        value = _s(data, m.start(1), m.end(1))
-        if (shapes.secret_shaped(value, min_len=24) and shapes.char_classes(value) >= 3
-                and not _UUID.match(value)):
-            yield m.start(1), m.end(1), rule.label
-
-
 def _h_is(rule: Rule, sp, data: bytes):
     s, e, quoted = value_group(sp, 2)
     if not quoted and any(c in data[s:e] for c in b"()/"):
@@ -718,128 +670,6 @@ def _h_is(rule: Rule, sp, data: bytes):
     yield from _keyed_value(data, sp[1], s, e, quoted, context=False)  # prose: "the token is invalid"
 
 
-def _h_userinfo(rule: Rule, sp, data: bytes):
-    s, e = sp[2][0], sp[2][1]
-    pw = _s(data, s, e)
-    if shapes.is_placeholder(pw) or shapes.is_reference(pw):
-        return  # `postgres://USER:PASSWORD@`, `user:${DB_PASS}@`: the credential-context exceptions
-    if _WELLFORMED_INTERP.search(pw) or pw.startswith("$") or pw.startswith("%"):
-        return
-    if pw.isdigit() and len(pw) <= 5:  # host:port@... mis-split
-        return
-    yield s, e, "password"
-
-
-def _h_query(rule: Rule, sp, data: bytes):
-    s, e = sp[2][0], sp[2][1]
-    value = _s(data, s, e)
-    if shapes.is_placeholder(value) or _WELLFORMED_INTERP.search(value):
-        return
-    if not shapes.secret_shaped(value, min_len=6) and not shapes.password_shaped(value):
-        return
-    key = _s(data, sp[1][0], sp[1][1]).lower()
-    label = "password" if ("pass" in key or "pwd" in key) else ("api_key" if "key" in key else "token")
-    yield s, e, label
-
-
-#: A scheme's parameter whose value is a variable (`token=$apiKey`, `key=${KEY}`).
-_PARAM_REFERENCE = re.compile(r"[A-Za-z_]+=\$[{(]?[A-Za-z_]")
-
-
-def _h_header(rule: Rule, sp, data: bytes):
-    scheme = _s(data, sp[1][0], sp[1][1]).strip().lower() if sp[1][0] >= 0 else ""
-    s = sp[2][0]
-    value = _clean_bare(_s(data, s, sp[2][1]))
-    if shapes.is_placeholder(value) or _WELLFORMED_INTERP.search(value) or value.startswith("$"):
-        return
-    if _PARAM_REFERENCE.match(value):
-        return   # PagerDuty's `Token token=$apiKey`: the scheme's parameter holds a variable
-    if len(value) < 8 or shapes.is_code_like(value) and len(value) < 20:
-        return
-    if len(set(value)) < 5 or (not scheme and shapes.is_wordy(value)):
-        return  # also `Authorization 'required-for-admin-endpoints'`: words
-    label = {"bearer": "bearer", "basic": "basic_auth", "digest": "authorization"}.get(scheme, "authorization")
-    yield s, _end(s, value), label
-
-
-def _secret_shaped_value(sp, data: bytes, group: int, min_len: int, label: str):
-    """The bare value of `group`, cleaned, when it is secret shaped (at least `min_len` long)."""
-    s = sp[group][0]
-    value = _clean_bare(_s(data, s, sp[group][1]))
-    if shapes.secret_shaped(value, min_len=min_len):
-        yield s, _end(s, value), label
-
-
-def _h_bearer(rule: Rule, sp, data: bytes):
-    return _secret_shaped_value(sp, data, 1, 16, "bearer")
-
-
-def _h_header_kv(rule: Rule, sp, data: bytes):
-    if _NAME_BEFORE.search(data, max(0, sp[0][0] - 120), sp[1][0]):
-        return ()   # `"AWS::ApiGateway::ApiKey": ...`: a resource type's name
-    return _secret_shaped_value(sp, data, 2, 8, "api_key")
-
-
-_FORMAT_DIRECTIVE = re.compile(r"%[A-Za-z]")
-_CURL_PLACEHOLDER = re.compile(r"^(?:change(?:it|me)|pass(?:word)?|pwd|test|token|secret|\*+|x+|y+|\.+)$", re.I)
-
-
-def _h_curl_user(rule: Rule, sp, data: bytes):
-    s, e = sp[1][0], sp[1][1]
-    word = _s(data, s, e)
-    # Position of the user/password colon outside ${...}, $(...), {{...}}.
-    depth = 0
-    colon = -1
-    for i, ch in enumerate(word):
-        if ch in "{(":
-            depth += 1
-        elif ch in "})":
-            depth = max(0, depth - 1)
-        elif ch == ":" and depth == 0:
-            colon = i
-            break
-    if colon < 0 or word.lstrip("\"'").startswith(("<", "{{", "$")):
-        return
-    user, pw = word[:colon], word[colon + 1:]
-
-    def strip_q(x: str) -> str:
-        return x.strip("\"'{}")
-
-    pw_clean, user_clean = strip_q(pw), strip_q(user)
-    if pw_clean:
-        target, t_start = pw, colon + 1
-        value = pw_clean
-    elif user_clean and not any(c in user for c in "`()"):
-        # "secret:" (empty password): the whole token is the secret (not `-u elastic`):` in prose)
-        target, t_start = user, 0
-        value = user_clean
-    else:
-        return
-    if _FORMAT_DIRECTIVE.search(word):
-        return  # `date -u +"%Y-%m-%dT%H:%M:%S"`: a format string, not user:password
-    if len(value) < 3 or _CURL_PLACEHOLDER.match(value) or shapes.is_placeholder(value):
-        return
-    if value.startswith("$") or _WELLFORMED_INTERP.search(target) or value.startswith("<") or value.startswith("["):
-        return
-    if len(set(value)) < 4:
-        return
-    # span: the value without surrounding quotes/braces
-    lead = len(target) - len(target.lstrip("\"'{"))
-    trail = len(target) - len(target.rstrip("\"'}"))
-    a = t_start + lead
-    b = t_start + len(target) - trail
-    pre = len(word[:a].encode("utf-8", "surrogatepass"))
-    post = len(word[:b].encode("utf-8", "surrogatepass"))
-    yield s + pre, s + post, "password"
-    if pw_clean and shapes.token_shaped(user_clean, min_len=16, min_entropy=3.0):
-        # the user part is itself a key (client id / api key used as the user): redact it too
-        lead = len(user) - len(user.lstrip("\"'{"))
-        trail = len(user) - len(user.rstrip("\"'}"))
-        ua = len(word[:lead].encode("utf-8", "surrogatepass"))
-        ub = len(word[:len(user) - trail].encode("utf-8", "surrogatepass"))
-        yield s + ua, s + ub, "credential"
-
-
 HANDLERS = {
     "token": _h_token,
     "entropy": _h_entropy,
@@ -851,15 +681,15 @@ HANDLERS = {
     "xml": _h_xml,
     "cli": _h_cli,
     "is": _h_is,
-    "userinfo": _h_userinfo,
-    "query": _h_query,
-    "header": _h_header,
-    "bearer": _h_bearer,
-    "header_kv": _h_header_kv,
-    "curl_user": _h_curl_user,
+    "userinfo": web.h_userinfo,
+    "query": web.h_query,
+    "header": web.h_header,
+    "bearer": web.h_bearer,
+    "header_kv": web.h_header_kv,
+    "curl_user": web.h_curl_user,
     "pwvalue": _h_pwvalue,
-    "cookie": _h_cookie,
-    "cookie_header": _h_cookie_header,
+    "cookie": web.h_cookie,
+    "cookie_header": web.h_cookie_header,
     "jprop": _h_jprop,
     "kwvalue": _h_kwvalue,
     "phrase": _h_phrase,

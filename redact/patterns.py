@@ -383,3 +383,10 @@ ABOUT_A_PASSWORD = re.compile(
     r"siehe|coffre|tresor|b[oó]veda|cofre|wiki|1password|bitwarden|vaultwarden|keepass(?:xc)?|lastpass|dashlane|"
     r"ge[äa]ndert|chang[ée]|cambiada|changed|abgelaufen|oubli[ée]|vergessen|"
     r"same as|misma|mismo|gleiche|m[êe]me|mesma|stessa)\b")
+
+
+#: What makes the text before a key part of a name: an AWS ARN, a URN, a CloudFormation resource
+#: type (`arn:aws:secretsmanager:...:secret:`, `urn:ietf:params:oauth:`, `AWS::ApiGateway::`); on
+#: the UTF-8 bytes of a text, ending where the key starts.
+NAME_BEFORE = re.compile(rb"\b(?:arn:aws[\w-]*|urn:[A-Za-z0-9][A-Za-z0-9\-]{0,31}):[^\s\"'`]*$"
+                         rb"|\b(?:AWS|Alexa|Custom)::(?:\w+::)*$")
