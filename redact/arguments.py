@@ -612,21 +612,18 @@ def told_passphrase(value: str, digit: bool = True) -> bool:
 
 #: A setter's or a builder's verb before the secret's name (`setPassword`, `withApiKey`, `useToken`).
 _SETTER_VERB = re.compile(r"(?:set|with|use)(?=[A-Z_])|(?:Set|With|Use)(?=[A-Z_])")
-#: The last words of a setter's name that name the secret itself: its literal is the secret, in a
-#: credential context; other names (`setPasswordPolicy`, `withTokenTtl`) need the secret's shape.
-_SETTER_SECRET_WORDS = frozenset("password passwd pwd pass passphrase secret token key apikey credential "
-                                 "credentials auth".split())
 #: The words of a builder's method that may name a secret with no verb (`.apiKey(`, `.clientSecret(`,
 #: `.accessToken(`); not `.read_secret(`, `.getpass(`, `.hash_password(`: they take a name or a prompt.
-_BUILDER_WORDS = _SETTER_SECRET_WORDS | frozenset("api access client private bearer refresh session master admin "
-                                                  "root db database user app account service basic".split())
+_BUILDER_WORDS = frozenset("password passwd pwd pass passphrase secret token key apikey credential credentials auth "
+                           "api access client private bearer refresh session master admin root db database user app "
+                           "account service basic".split())
 
 
 def h_setter(rule, sp, data: bytes):
-    """The literal (group 3 or 4) given to a method named for a secret (group 2): a setter's
-    (`setPassword`, `withApiKey`, `useToken`), or, after a `.` (group 1), a builder's (`.password("v")`,
-    `.apiKey("v")`). Any other call (`getToken("name")`, `findKey("id")`, `token("(")` in a
-    parser) takes a name, not the secret."""
+    """The literal (group 3 or 4) given to a method whose name ends in a secret's word (group 2): a
+    setter's (`setPassword`, `withApiKey`, `useToken`), or, after a `.` (group 1), a builder's
+    (`.password("v")`, `.apiKey("v")`): a credential context. Any other call (`getToken("name")`,
+    `findKey("id")`, `token("(")` in a parser) takes a name, not the secret."""
     name = _text(data, *sp[2])
     verb = _SETTER_VERB.match(name)
     if verb:
@@ -638,8 +635,7 @@ def h_setter(rule, sp, data: bytes):
     if cls is None or found is None:
         return
     _, s, e = found
-    context = (key_segments(name) or ("",))[-1] in _SETTER_SECRET_WORDS
-    if value_ok(cls[0], _text(data, s, e), quoted=True, context=context):
+    if value_ok(cls[0], _text(data, s, e), quoted=True):
         yield s, e, cls[1]
 
 

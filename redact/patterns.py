@@ -233,13 +233,20 @@ ENV_DEFAULT = (
 #: `{"name": "K", "value": "v"}` (a HAR file's headers, an API's settings), Postman's and
 #: Insomnia's `{"key": "K", "value": "v"}`.
 NAME_VALUE_HEAD = (
-    r"(?i)\b(?:name|key|type)\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?([A-Za-z0-9_.%\-]{1,100})\\?[\"']?(?:[ \t]*->[ \t]*null)?[ \t]*,?[ \t]*"
+    r"(?i)\b(?:name|key)\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?([A-Za-z0-9_.%\-]{1,100})\\?[\"']?(?:[ \t]*->[ \t]*null)?[ \t]*,?[ \t]*"
     r"(?:\r?\n[ \t]*(?:[\-+~][ \t]+)?)?\\?[\"']?value\\?[\"']?"
 )
-NAME_VALUE = NAME_VALUE_HEAD + (
+#: ... and a `type` field that names a credential (Keycloak's `{"type": "password", "value": V}`).
+TYPE_VALUE_HEAD = (
+    r"(?i)\btype\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?([A-Za-z0-9_.%\-]{0,40}(?:password|passwd|secret|token|api_?key"
+    r"|credential)[A-Za-z0-9_.%\-]{0,40})\\?[\"']?[ \t]*,?[ \t]*(?:\r?\n[ \t]*)?\\?[\"']?value\\?[\"']?"
+)
+_VALUE_FIELD = (
     r"[ \t]*[:=][ \t]*"
     r"(?:\\?\"((?:[^\"\\\n]|\\[^\"\n]){1,400})\\?\"|'([^'\n]{1,400})'|([^\s\"',;{}\[\]][^\s\"',;{}\[\]]{0,400}))"
 )
+NAME_VALUE = NAME_VALUE_HEAD + _VALUE_FIELD
+TYPE_VALUE = TYPE_VALUE_HEAD + _VALUE_FIELD
 #: A name element and its value element (Hadoop's `<name>K</name><value>V</value>`, a Jenkins
 #: parameter's `<defaultValue>`), and Java's XML properties (`<entry key="K">V</entry>`): group 1 the
 #: name, group 2 the value (`redact.arguments.h_name_value`).

@@ -72,7 +72,7 @@ import re
 
 from .patterns import (
     ASSIGN_SEP_RE, CADDY_DNS_PROVIDERS, COMMAND_VALUE, COOKIE_HEADER, CREDENTIAL_CALL, ENV_DEFAULT, KEY_RE,
-    NAME_VALUE, NAME_VALUE_HEAD, PASSPHRASE_TAIL, PROSE_PASSWORD, PROSE_WORDS, QUOTED_VALUE, SESSION_COOKIE, VALUE_RE,
+    NAME_VALUE, NAME_VALUE_HEAD, TYPE_VALUE, PASSPHRASE_TAIL, PROSE_PASSWORD, PROSE_WORDS, QUOTED_VALUE, SESSION_COOKIE, VALUE_RE,
     AZURE_KEY_VALUE, AZURE_KEYS_COMMAND, CREDENTIAL_TABLE_HEADER, RECOVERY_CODE, RECOVERY_CODES, TABLE_PASSWORD_WORDS, CONSUL_TOKEN_VALUE, CONSUL_TOKENS_BLOCK, INFLUX_TOKEN_COMMAND,
     INFLUX_TOKEN_VALUE, POSTMARK_ANCHOR, POSTMARK_TOKEN, TOLD_LINK, XML_NAME_VALUE, XML_ENTRY_KEY, DECLARED_DEFAULT, OPTION_DEFAULT, GO_FLAG_DEFAULT, FOREIGN_KEY_RE, FOREIGN_SEP_RE, FOREIGN_WORDS_RE,
     REPL_ECHO, key_word)
@@ -84,6 +84,10 @@ from .rule import Rule, token_rule as _tok  # noqa: F401  (Rule: importable from
 #: with `-t` a timestamp after it), and `kubectl logs --prefix` (`[pod/jenkins-0/jenkins] `).
 _LOG_PREFIX = (r"(?:(?:[\w.\-]{1,40}[ \t]+\||\[[\w./\-]{1,80}\])"
                r"(?:[ \t]*\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)?)?")
+
+
+#: The last word of a setter's or a builder's name that names the secret (`setPassword`, `.apiKey`).
+_SETTER_WORD = r"(?i:pass(?:word|phrase)?|passwd|pwd|secret|token|key|auth|credentials?)"
 
 
 def _after(name: str, label: str, anchor: str, kilobytes: int, **options) -> Rule:
@@ -550,11 +554,13 @@ RULES: tuple[Rule, ...] = (
     # a setter or a builder's method named for a secret, its one argument a string literal:
     # `ds.setPassword("v")`, `.withApiKey("v")`, `Builder().token("v")` (`arguments.h_setter`)
     Rule("credential-setter", "secret",
-         r"""(?i)(\.?)\b([A-Za-z0-9_]*(?:pass|pwd|secret|token|key|auth|cred)[A-Za-z0-9_]*)[ \t]*\([ \t]*"""
+         r"""(\.?)\b([A-Za-z0-9_]*""" + _SETTER_WORD + r""")[ \t]*\([ \t]*"""
          r"""(?:"((?:[^"\\\n]|\\.){6,400})"|'([^'\n]{6,400})')[ \t]*\)""", "setter",
-         options={"set_pattern": r"""(?i)(?:pass|pwd|secret|token|key|auth|cred)[A-Za-z0-9_]*[ \t]*\([ \t]*["'][^"'\n]{6}""",
-                  "max_matches": 500}),
+         options={"set_pattern": _SETTER_WORD + r"""[ \t]*\([ \t]*["']""", "max_matches": 500}),
     Rule("name-value", "secret", NAME_VALUE, "namevalue", options={"set_pattern": NAME_VALUE_HEAD}),
+    Rule("type-value", "secret", TYPE_VALUE, "namevalue",
+         options={"set_pattern": r"(?i)\btype\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?[A-Za-z0-9_.%\-]{0,40}"
+                                 r"(?:password|passwd|secret|token|api_?key|credential)"}),
     Rule("xml-name-value", "secret", XML_NAME_VALUE, "namevalue",
          options={"set_pattern": r"</(?:name|key)>[ \t\r\n]*<(?:description|value|defaultValue)[>/]"}),
     Rule("xml-entry-key", "secret", XML_ENTRY_KEY, "namevalue", options={"set_pattern": r"<entry[ \t]+key="}),
