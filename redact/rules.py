@@ -657,6 +657,6 @@ RULES: tuple[Rule, ...] = (
          + VALUE_RE, "is", options={"set_pattern": r"(?i)(?:password|passwd|passphrase|pwd)[ \t]+to[ \t]"}),
     Rule("prose-is", "secret",
          r"(?i)\b([A-Za-z0-9_.\-]*(?:password|passwd|passphrase|pwd|pw|pass|secret|token"
-         r"|(?:api|secret|access|routing|integration|license|signing|encryption|master|deploy|webhook)[ _\-]?key))"
+         r"|(?:api|secret|access|routing|integration|license|signing|encryption|master|deploy|webhook)[ _\-]?key|key))"
          r"[ \t]+(?:is|was|(?:is[ \t]+)?(?:now|set[ \t]+to|changed[ \t]+to))[ \t]*:?[ \t]+" + VALUE_RE, "is"),
 )

@@ -270,7 +270,7 @@ class Scanner:
 
 #: The rest of a value a terminal wrapped onto the next line: that line holds it alone, or up to a
 #: `;` or `&` (a connection string's next pair); token characters, ending in a letter, digit or `=`.
-_WRAPPED_REST = re.compile(rb"\r?\n([A-Za-z0-9+/_\-.]{3,200}[A-Za-z0-9=])(?=\r?\n|[;&]|$)")
+_WRAPPED_REST = re.compile(rb"\r?\n([A-Za-z0-9+/_\-.]{3,200}[A-Za-z0-9]={0,2})(?=\r?\n|[;&]|$)")
 #: How long a line is at least when a terminal wrapped it (80 columns and more; a prompt or a
 #: key may come before the value).
 WRAPPED_LINE = 60

@@ -393,6 +393,7 @@ FOUND = [
     ("> > the Grafana admin, with the password you sent:\n> > {}\n> > but it fails.", "Y0ZRIbXWMzK5177", "password",
      "told-credential"),
     ("[10:44] Tom: pw is {}", "7aXsyoXOPe044LcGfU", "password", "prose-is"),
+    ("The exposed key was `{}` (API key, org prod-eu).", "29017ffadd18c3012b5b51fc76ac4f06", "api_key", "prose-is"),
     # a password word and a JSON-escaped literal; Ansible's `become_pass` with spaces
     ('{{"text": "replica: user \\"analyst\\", password \\"{}\\" (read only)."}}', "QL5ckUPU1KIVhms2Z6lI", "password",
      "keyword-quoted"),
@@ -640,6 +641,7 @@ KEPT = [
     # a `-p` after a `-u` that is a port, a pid, a port mapping; prose with a slash; psql's variable
     "psql -U app -p 5432 -h db\nps -u www-data -p 12345,12346\ndocker run -u app -p localhost:8080:80 nginx",
     "connect client/server pieces first\nALTER ROLE orders_app WITH PASSWORD :'new_pw';",
+    "the key was invalid, the key is 2048 bits\nthe primary key is user_id and the sort key is created_at_timestamp_v2",
 ]
 
 

@@ -104,6 +104,11 @@ def test_the_rest_of_a_value_a_terminal_wrapped_goes_and_a_next_line_of_words_st
     assert redactor.redact(text).text == "XAI_API_KEY=[REDACTED:api_key]\n[REDACTED:api_key]\nLOG_LEVEL=debug\n"
     text = f"XAI_API_KEY={key}\ndone\n"
     assert redactor.redact(text).text == "XAI_API_KEY=[REDACTED:api_key]\ndone\n"
+    # up to a connection string's next pair, base64's padding kept
+    text = ("DefaultEndpointsProtocol=https;EndpointSuffix=core.windows.net;AccountName=stmedia01;AccountKey="
+            "HhN5lEiPIVW3vkZ+d+uOgme3uTrZ2Z2cvGySM7\nNlUJMq358D2JWxXeyeZopaN3BwBHbeA9T2Yr7xfnSlvnUbpA==;BlobEndpoint=x\n")
+    assert redactor.redact(text).text == ("DefaultEndpointsProtocol=https;EndpointSuffix=core.windows.net;AccountName="
+                                          "stmedia01;AccountKey=[REDACTED:api_key]\n[REDACTED:api_key];BlobEndpoint=x\n")
     # a short line is no terminal's wrap
     text = "TOKEN=Zq8Xv2Lm9Rt4Wp7Yc3\nB7c9D2e4F6\n"
     assert redactor.redact(text).text == "TOKEN=[REDACTED:token]\nB7c9D2e4F6\n"
