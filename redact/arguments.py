@@ -27,7 +27,7 @@ import bisect
 import re
 
 from . import shapes
-from .keys import classify_key, key_segments, value_ok
+from .keys import classify_key, key_segments, names_foreign_credential, value_ok
 from .patterns import ABOUT_A_PASSWORD, APP_PASSWORD, CREDENTIAL_WORD, FUNCTION_WORDS
 
 #: The credential calls (`patterns.CREDENTIAL_CALL`'s group 1, lower-cased, `_` and the namespace
@@ -654,6 +654,50 @@ def h_told_phrase(rule, sp, data: bytes):
         return
     if told_passphrase(_text(data, s, e)):
         yield s, e, cls[1]
+
+
+#: Words that describe a password rather than spell one (`the password is Base64 encoded twice`).
+_DESCRIBES_A_PASSWORD = frozenset(
+    """encoded encrypted hashed salted stored sent saved kept logged printed shown hidden masked redacted
+    required optional needed ignored generated rotated expired expires reset changed updated wrong invalid
+    incorrect missing empty blank configured case sensitive insensitive weak strong long short secure
+    unique random temporary""".split())
+#: Function words beyond `FUNCTION_WORDS`: English pronouns and conjunctions (`whatever you set
+#: during install`), and those of the other languages people tell passwords in (`es la de siempre`).
+_MORE_FUNCTION_WORDS = frozenset(
+    """i you we they he she me us them whatever whichever during after before when while until if so
+    but about into onto over under what which who
+    la el los las de del en con por para que un una der die das den dem und mit im ein eine le les des
+    du et une pour avec do da em il lo di che per""".split())
+
+
+def h_told_bare_phrase(rule, sp, data: bytes):
+    """A passphrase told in a sentence with no quotes (group 2, after a password word, group 1, and
+    a link): up to an opening bracket or the line's end, so where it ends is told; 3 to 8 words, or
+    2 with a digit; no word about it (`_DESCRIBES_A_PASSWORD`, `ABOUT_A_PASSWORD`), no credential word,
+    at most one function word when it is long (5 words) or holds a digit (`tangerine wolves debate
+    slowly at noon`, `Sommerregen im Hafen 1987`)."""
+    cls = classify_key(_text(data, *sp[1]))
+    if cls is None or cls[0] != "pw":
+        return
+    gap = _text(data, sp[1][1], sp[2][0]).lower()
+    if _TOLD_CODE_GAP.search(gap) or any(w.strip(".,;:()[]'\"") in _TOLD_NOT_IT for w in gap.split()):
+        return
+    s, e = sp[2]
+    value = _text(data, s, e).rstrip(" \t.,;:!?")
+    words = value.split()
+    lowered = [w.lower().strip(".,;:!?") for w in words]
+    digit = any(c.isdigit() for c in value)
+    if not (3 <= len(words) <= 8 or (len(words) == 2 and digit)) or any(len(w) > 24 for w in words):
+        return
+    function = sum(w in FUNCTION_WORDS or w in _MORE_FUNCTION_WORDS for w in lowered)
+    if function > (1 if len(words) >= 5 or digit else 0):
+        return
+    if (any(w in _DESCRIBES_A_PASSWORD or CREDENTIAL_WORD.match(w) for w in lowered)
+            or ABOUT_A_PASSWORD.search(value) or names_foreign_credential(value)
+            or not shapes.context_secret(value, quoted=True)):
+        return
+    yield s, s + len(value.encode("utf-8", "surrogatepass")), cls[1]
 
 
 #: Template or code markup between a secret word and a value: they are not a sentence.

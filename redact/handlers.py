@@ -704,6 +704,7 @@ HANDLERS = {
     "chat": arguments.h_chat,
     "told": arguments.h_told,
     "told_phrase": arguments.h_told_phrase,
+    "told_bare_phrase": arguments.h_told_bare_phrase,
     "table": arguments.h_table,
     "redis_auth": arguments.h_redis_auth,
     "generated": arguments.h_generated,

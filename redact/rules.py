@@ -61,7 +61,8 @@ Positional kinds, whose handlers live in `redact.arguments`:
   command   a command's, SQL's or a config line's password argument (`COMMAND_VALUE` groups);
   htpasswd  `htpasswd -b [file] user password`, by its flags;
   prose     a password told in prose in other languages (`PROSE_PASSWORD`);
-  told, told_phrase  a credential told in a sentence, and a quoted passphrase told in one;
+  told, told_phrase, told_bare_phrase  a credential told in a sentence, a quoted passphrase told
+            in one, and an unquoted one up to a bracket or the line's end;
   setter    a setter's or a builder's literal (`setPassword("v")`, `.apiKey("v")`);
   generated a password a tool printed as generated; redis_auth, userlist: Redis AUTH, PgBouncer.
 """
@@ -321,6 +322,15 @@ RULES: tuple[Rule, ...] = (
          r"[ \t]+" + TOLD_LINK + r"[ \t]*:?[ \t]*(?:\"([^\"\n]{8,120})\"|`([^`\n]{8,120})`)", "told_phrase",
          options={"set_pattern": r"(?i)(?:password|passwd|passphrase|pwd)s?[ \t][^\n]*[\"`][^\"`\n]*[ \t]",
                   "set_group": "keyed"}),
+    # ... and one told with no quotes, up to an opening bracket or the line's end (`the passphrase
+    # is paper lantern quietly orbits (Dmitri will change it)`, `Passwort ist Sommerregen im Hafen
+    # 1987 (mit Leerzeichen)`), on the link's line or the next
+    Rule("told-bare-phrase", "password",
+         r"(?i)(?:^|[^A-Za-z0-9_.\-])([A-Za-z0-9_.\-]*(?:password|passwd|passphrase|pwd)|" + PROSE_WORDS + r")s?"
+         r"(?:[ \t]+[^\s:=`\"]+){0,6}?[ \t]+" + TOLD_LINK + r"(?:[ \t]*:[ \t]*|[ \t]*\r?\n[ \t]*|[ \t]+)"
+         r"([^\s\"'`(\[{<][^\n\"'`()\[\]{}<>=@/\\]{4,120}?)[ \t]*(?:\r?\n[ \t]*)?(?:\(|\.?[ \t]*\r?$)", "told_bare_phrase",
+         options={"set_pattern": r"(?i)(?:password|passwd|passphrase|pwd|" + PROSE_WORDS + r")[^\n]*[ \t]" + TOLD_LINK,
+                  "set_group": "keyed", "fallback": True}),
     # an e-mail address and a password as a pair (a tuple, a list, a set of test accounts):
     # `("qa-admin@acme.io", "v")`, with upper and lower case and digits (`h_login_pair`)
     Rule("login-pair", "password",

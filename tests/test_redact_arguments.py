@@ -394,6 +394,14 @@ FOUND = [
      "told-credential"),
     ("[10:44] Tom: pw is {}", "7aXsyoXOPe044LcGfU", "password", "prose-is"),
     ("The exposed key was `{}` (API key, org prod-eu).", "29017ffadd18c3012b5b51fc76ac4f06", "api_key", "prose-is"),
+    # a passphrase told with no quotes, up to a bracket or the line's end, in other languages too
+    ("user: passphrase is: {} (no quotes, all lower case)", "correct horse battery staple 1987", "password",
+     "told-bare-phrase"),
+    ("The passphrase for the backup key is\n{}\n(yes, with spaces).", "tangerine wolves debate slowly at noon",
+     "password", "told-bare-phrase"),
+    ("User „deploy“, Passwort ist {} (mit Leerzeichen). Danach bitte", "Sommerregen im Hafen 1987", "password",
+     "told-bare-phrase"),
+    ("La contraseña es {} (sí, con espacios).", "cdts56 r14h2rd 53", "password", "told-bare-phrase"),
     # a password word and a JSON-escaped literal; Ansible's `become_pass` with spaces
     ('{{"text": "replica: user \\"analyst\\", password \\"{}\\" (read only)."}}', "QL5ckUPU1KIVhms2Z6lI", "password",
      "keyword-quoted"),
@@ -642,6 +650,9 @@ KEPT = [
     "psql -U app -p 5432 -h db\nps -u www-data -p 12345,12346\ndocker run -u app -p localhost:8080:80 nginx",
     "connect client/server pieces first\nALTER ROLE orders_app WITH PASSWORD :'new_pw';",
     "the key was invalid, the key is 2048 bits\nthe primary key is user_id and the sort key is created_at_timestamp_v2",
+    "the password is stored in the vault (see docs)\nthe passphrase is required for signing (see below)\n"
+    "the password is too weak (zxcvbn score 1)\nel password es el de siempre (pregunta a Juan)\n"
+    "The root password is whatever you set during install (step 3)\nthe password is admin admin (default)",
 ]
 
 
