@@ -668,7 +668,10 @@ _MORE_FUNCTION_WORDS = frozenset(
     """i you we they he she me us them whatever whichever during after before when while until if so
     but about into onto over under what which who
     la el los las de del en con por para que un una der die das den dem und mit im ein eine le les des
-    du et une pour avec do da em il lo di che per""".split())
+    du et une pour avec do da em il lo di che per y e och""".split())
+#: A link or a user's word inside a told phrase makes it a sentence of its own (`K9x y el usuario es root`).
+_SENTENCE_WORDS = frozenset("""is are was ist lautet est es era jest adalah ialah sono è é är это são
+    user username usuario benutzer utilisateur utente login""".split())
 
 
 def h_told_bare_phrase(rule, sp, data: bytes):
@@ -685,6 +688,8 @@ def h_told_bare_phrase(rule, sp, data: bytes):
         return
     s, e = sp[2]
     value = _text(data, s, e).rstrip(" \t.,;:!?")
+    if any(c in value for c in "«»„“”「」『』‘’"):
+        return   # quoted after all (`est « v w »`): rule prose-password reads it
     words = value.split()
     lowered = [w.lower().strip(".,;:!?") for w in words]
     digit = any(c.isdigit() for c in value)
@@ -693,7 +698,7 @@ def h_told_bare_phrase(rule, sp, data: bytes):
     function = sum(w in FUNCTION_WORDS or w in _MORE_FUNCTION_WORDS for w in lowered)
     if function > (1 if len(words) >= 5 or digit else 0):
         return
-    if (any(w in _DESCRIBES_A_PASSWORD or CREDENTIAL_WORD.match(w) for w in lowered)
+    if (any(w in _DESCRIBES_A_PASSWORD or w in _SENTENCE_WORDS or CREDENTIAL_WORD.match(w) for w in lowered)
             or ABOUT_A_PASSWORD.search(value) or names_foreign_credential(value)
             or not shapes.context_secret(value, quoted=True)):
         return
