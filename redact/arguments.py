@@ -57,6 +57,11 @@ SECRET_ARGUMENT = {
     "cookie": (2, "token"), "credentials": (SBT_OR_AWS, "password"),
     "searchclientcreate": (2, "api_key"), "algoliasearch": (2, "api_key"),   # Algolia: (app id, api key)
     "gmail": (2, "password"),   # Dart's mailer: `gmail(username, app password)`
+    # hashers given the cleartext: Django's, Laravel's, PHP's, Werkzeug's, bcrypt's in Python, Node and Ruby
+    "makepassword": (1, "password"), "hashmake": (1, "password"), "bcrypt": (1, "password"),
+    "passwordhash": (1, "password"), "generatepasswordhash": (1, "password"), "hashpw": (1, "password"),
+    "bcrypthash": (1, "password"), "bcrypthashsync": (1, "password"), "bcrypthashpw": (1, "password"),
+    "bcryptpasswordcreate": (1, "password"),
 }
 
 
@@ -83,12 +88,14 @@ def _first(sp, groups: tuple[int, ...]) -> tuple[int, int, int] | None:
 
 def _literal(data: bytes, s: int, e: int) -> tuple[int, int] | None:
     """The inside of the string literal that [s, e) holds, whitespace aside, JSON-escaped too
-    (`\\"v\\"` in a tool call's JSON); None if it holds anything else (a name, a call, a
-    concatenation)."""
+    (`\\"v\\"` in a tool call's JSON), Python's bytes too (`b"v"`); None if it holds anything else
+    (a name, a call, a concatenation)."""
     while s < e and data[s:s + 1] in (b" ", b"\t", b"\n", b"\r"):
         s += 1
     while e > s and data[e - 1:e] in (b" ", b"\t", b"\n", b"\r"):
         e -= 1
+    if data[s:s + 1] in (b"b", b"B") and data[s + 1:s + 2] in (b'"', b"'"):
+        s += 1   # Python's bytes literal (`bcrypt.hashpw(b"v", salt)`)
     q = data[s:s + 1]
     if q == b"\\" and data[s + 1:s + 2] in (b'"', b"'"):
         q = data[s:s + 2]  # a JSON-escaped literal: it ends with the same escaped quote
@@ -144,8 +151,10 @@ def _call_name(raw: str) -> str:
     parts = [p for p in name.replace(" ", "").split(".") if p and p != "new"]
     if parts and parts[-1] == "client" and any("twilio" in p for p in parts):
         return "twilioclient"
-    if len(parts) >= 2 and parts[-2] in ("jwt", "credentials", "searchclient"):
+    if len(parts) >= 2 and parts[-2] in ("jwt", "credentials", "searchclient", "bcrypt"):
         return parts[-2] + parts[-1]
+    if parts[-2:] == ["hash", "make"] or parts[-3:] == ["bcrypt", "password", "create"]:
+        return "".join(parts[-3:] if parts[-1] == "create" else parts[-2:])
     if name.replace(" ", "") == "dbi->connect":
         return "dbiconnect"
     if len(parts) >= 2 and parts[-1] == "connect":
@@ -433,6 +442,8 @@ def h_chat(rule, sp, data: bytes):
     """The password of `user / password` typed after a creds or login word (`_looks_like_a_password`);
     after an explicit `/` or `:`, a person's password in lower case too (`jenkins / jenkins-2024`)."""
     s, e = sp[1]
+    if data[s - 3:s] == b"h1:":
+        return  # a Go module's hash in go.sum (`.../credentials v1.17.47/go.mod h1:...=`)
     ticked = data[s - 1:s] == b"`" and data[e:e + 1] == b"`"   # in backquotes: all of it, `!` too
     span = _looks_like_a_password(data, s, e, strip="" if ticked else ".,;)!?")
     if span is None and data[max(0, s - 4):s].rstrip(b" \t`")[-1:] in (b"/", b":"):
@@ -578,6 +589,8 @@ def h_told(rule, sp, data: bytes):
     if _TOLD_CODE_GAP.search(gap) or any(w.strip(".,;:()[]'\"") in _TOLD_NOT_IT for w in gap.split()):
         return  # template or code between (`password }}@{{ .Values.db.host }}:5432`), or its id, its hash
     s, e = sp[2]
+    if data[s - 3:s] == b"h1:":
+        return  # a Go module's hash in go.sum (`.../credentials v1.17.47 h1:...=`)
     value = _text(data, s, e).rstrip(".,;:!?)")
     if not shapes.credential_like(value) or shapes.is_date(value) or shapes.not_a_value(value):
         return
@@ -637,6 +650,24 @@ def h_setter(rule, sp, data: bytes):
     _, s, e = found
     if value_ok(cls[0], _text(data, s, e), quoted=True):
         yield s, e, cls[1]
+
+
+def h_form_fill(rule, sp, data: bytes):
+    """The literal an end-to-end test types into a field its locator names for a password (the first
+    of groups 1-6 that took part): a credential context."""
+    found = _first(sp, tuple(range(1, len(sp))))
+    if found is None:
+        return
+    _, s, e = found
+    keys = _TYPED_KEYS.search(data, s, e)
+    if keys:
+        e = keys.start()   # Cypress' `{enter}` after the password: a key it presses, not typed text
+    if value_ok("pw", _text(data, s, e), quoted=True):
+        yield s, e, rule.label
+
+
+#: Cypress' special keys at the end of what `.type()` types (`{enter}`, `{tab}{enter}`).
+_TYPED_KEYS = re.compile(rb"(?:\{[a-z]+\})+$")
 
 
 def h_told_phrase(rule, sp, data: bytes):

@@ -235,6 +235,8 @@ def _keyed_value(data: bytes, key: tuple[int, int], s: int, e: int, quoted: bool
         return
     if _same_name(key_text, value):
         return  # `self._authkey = authkey`, `SERVER_AUTH: "serverAuth"`: a name given to itself
+    if _OPENPGP_KEY_ID.fullmatch(value) and _OPENPGP_KEY_WORDS & set(key_segments(key_text)):
+        return  # git's `signingkey = 5C2BB0BAB198BAE9`: an OpenPGP key's id or fingerprint names a public key
     if cls[1] == "token" and _FIELD_NAME.fullmatch(value) and key_segments(key_text)[-1:] == ("token",):
         return  # `"input_token": "NextMarker"` (an SDK's paginators): the name of a request's field
     if not quoted and shapes.is_date(value) and _TIME_AFTER.match(data, s + len(value)):
@@ -242,6 +244,10 @@ def _keyed_value(data: bytes, key: tuple[int, int], s: int, e: int, quoted: bool
     if value_ok(cls[0], value, quoted, context):
         yield s, _end(s, value), cls[1]
 
+
+#: An OpenPGP key's id (8 or 16 hex digits) or fingerprint (40), in capitals as gpg prints them.
+_OPENPGP_KEY_ID = re.compile(r"(?:0x)?(?:[0-9A-F]{8}|[0-9A-F]{16}|[0-9A-F]{40})")
+_OPENPGP_KEY_WORDS = frozenset({"signingkey", "signing", "gpg", "pgp", "gpgkey"})
 
 #: The words of a lexer's or a parser's token (`token`, `tok.value`, `self.current_token.type`).
 _LEXER_TOKEN_WORDS = frozenset("token tok value type kind self this next current cur t".split())
@@ -696,6 +702,7 @@ HANDLERS = {
     "envdefault": arguments.h_env_default,
     "call": arguments.h_call,
     "setter": arguments.h_setter,
+    "form_fill": arguments.h_form_fill,
     "userpass_flags": _h_user_password_flags,
     "printed": arguments.h_printed,
     "namevalue": arguments.h_name_value,

@@ -284,7 +284,10 @@ CREDENTIAL_CALL = (
     r"|new[ \t]+UsernamePasswordCredentialsImpl|DriverManager\.getConnection|Sql\.newInstance"
     r"|MongoCredential\.Create(?:ScramSha(?:1|256))?Credential|pyotp\.(?:TOTP|HOTP)"
     r"|(?:new|New-Object)[ \t]+(?:System\.Net\.)?Cookie"
-    r"|new[ \t]+(?:System\.Net\.)?NetworkCredential|ftplib\.FTP(?:_TLS)?|pymysql\.connect|MySQLdb\.connect|auth|smtp\.(?:PlainAuth|CRAMMD5Auth)|gmail)[ \t]*\("
+    r"|new[ \t]+(?:System\.Net\.)?NetworkCredential|ftplib\.FTP(?:_TLS)?|pymysql\.connect|MySQLdb\.connect|auth|smtp\.(?:PlainAuth|CRAMMD5Auth)|gmail"
+    # a password hashed from a literal (a seed, a migration, a fixture): its cleartext is in the call
+    r"|make_password|Hash::make|bcrypt(?:\.hash(?:Sync|pw)?)?|password_hash|generate_password_hash|hashpw"
+    r"|BCrypt::Password\.create)[ \t]*\("
 )
 
 

@@ -64,6 +64,7 @@ Positional kinds, whose handlers live in `redact.arguments`:
   told, told_phrase, told_bare_phrase  a credential told in a sentence, a quoted passphrase told
             in one, and an unquoted one up to a bracket or the line's end;
   setter    a setter's or a builder's literal (`setPassword("v")`, `.apiKey("v")`);
+  form_fill what an end-to-end test types into a password field;
   generated a password a tool printed as generated; redis_auth, userlist: Redis AUTH, PgBouncer.
 """
 
@@ -179,6 +180,20 @@ RULES: tuple[Rule, ...] = (
     Rule("sqlplus-connect", "password",
          r"(?im)^[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+[A-Za-z0-9_$#.]+/([^\s@/\"']{4,200})(?:@|[ \t]*;?[ \t]*\r?$)",
          "pwvalue", options={"set_pattern": r"(?im)^[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+[A-Za-z0-9_$#.]+/"}),
+    # Kickstart's root password (`rootpw --plaintext v`; `--iscrypted` holds a hash, which stays)
+    Rule("kickstart-rootpw", "password",
+         r"(?m)^[ \t]*rootpw(?:[ \t]+--(?:plaintext|lock|allow-ssh))*[ \t]+([^\s\-][^\s]{3,200})[ \t]*\r?$", "pwvalue",
+         options={"set_pattern": r"(?m)^[ \t]*rootpw[ \t]"}),
+    # Windows' unattended setup: `<AdministratorPassword>` / `<Password>` holding a `<Value>`
+    # (base64 of the password and its element's name when `<PlainText>false</PlainText>`)
+    Rule("unattend-password", "password",
+         r"(?i)<(?:AdministratorPassword|Password|AutoLogonPassword|DomainPassword)>[ \t\r\n]*<Value>([^<\n]{4,400})</Value>",
+         "pwvalue", options={"set_pattern": r"(?i)Password>[ \t\r\n]*<Value>"}),
+    # Confluent Cloud's API key as the SASL user of a Kafka client (`PlainLoginModule required
+    # username="KEY" password="SECRET"`): 16 capitals and digits
+    _tok("confluent-api-key", "api_key",
+         r"PlainLoginModule[ \t]+required[ \t]+username=\\?[\"']([A-Z0-9]{16})\\?[\"']", min_entropy=3.0,
+         needs_digit=True, set_pattern=r"PlainLoginModule[ \t]+required[ \t]+username="),
     # SMB clients' `-U user%password`, Windows `net use \\host\share /user:NAME password`
     Rule("smb-user-password", "password",
          r"(?:^|[\s;&|(`\"'])(?i:smbclient|rpcclient|smbmap|smbget|smbcacls)(?:[ \t]+[^\s|;&<>]+)*?[ \t]+"
@@ -238,7 +253,7 @@ RULES: tuple[Rule, ...] = (
     # --- credentials in URLs, connection strings, headers, commands ----------------------------
     # one rule (one label) for every key word: a second Set entry cost ~2% of the prefilter pass
     _tok("passphrase", "password",
-         key_word("password", "passwd", "pass_phrase", "pwd", "secret", "api_key", "secret_key",
+         key_word("password", "passwd", "pass_phrase", "pwd", "psk", "secret", "api_key", "secret_key",
                    "access_key", "ssh_pass", "become_pass", "sudo_pass", "db_pass", "smtp_pass",
                    "mail_pass", "admin_pass", "root_pass", "user_pass") + PASSPHRASE_TAIL,
          placeholder_ok=True),
@@ -411,7 +426,8 @@ RULES: tuple[Rule, ...] = (
          r"|wrangler[ \t]+(?:pages[ \t]+)?secret[ \t]+put|gh[ \t]+secret[ \t]+set"
          r"|docker[ \t]+secret[ \t]+create|fly(?:ctl)?[ \t]+secrets[ \t]+(?:set|import)"
          r"|supabase[ \t]+secrets[ \t]+set|(?:docker|podman|helm[ \t]+registry|nerdctl)[ \t]+login[^\n|]*--password-stdin"
-         r"|kubectl[ \t]+create[ \t]+secret|sudo[ \t]+-[A-Za-z]*S|passwd[ \t]+--stdin|chpasswd)", "piped"),
+         r"|kubectl[ \t]+create[ \t]+secret|sudo[ \t]+-[A-Za-z]*S|passwd[ \t]+--stdin|chpasswd"
+         r"|(?:pass|gopass)[ \t]+(?:insert|set)|vault[ \t]+kv[ \t]+put|op[ \t]+item[ \t]+create)", "piped"),
     # MySQL / MariaDB clients: `-pVALUE` glued to its flag (`-p VALUE` prompts, VALUE is the database)
     Rule("mysql-dash-p", "password",
          r"(?:^|[\s;&|(`\"'/])(?i:mysql[a-z_\-]*|mariadb[a-z_\-]*)(?:[ \t]+[^\s|;&<>]+)*?[ \t]+-p"
@@ -561,6 +577,17 @@ RULES: tuple[Rule, ...] = (
     # (at most 500 calls read per text: past it, no real file has that many, and crafted text,
     # `login("` repeated, stays linear with a small factor; the calls after it are not read)
     Rule("credential-call", "password", CREDENTIAL_CALL, "call", options={"max_matches": 500}),
+    # what an end-to-end test types into a password field: Playwright's `getByLabel('Password').fill('v')`,
+    # Cypress' `cy.get('#password').type('v')`, Selenium's `find_element(By.ID, "password").send_keys("v")`,
+    # Puppeteer's `page.type('#password', 'v')`, Capybara's `fill_in 'Password', with: 'v'`
+    Rule("form-fill", "password",
+         r"""(?i)(?:\b(?:getBy\w+|locator|querySelector|find_element\w*|find|get|\$)\([^()\n]{0,120}?pass(?:word|wd|phrase)?"""
+         r"""[^()\n]{0,60}\)(?:[ \t]*\.[A-Za-z_]+\([^()\n]{0,40}\))*[ \t]*\.(?:fill|type|send_keys|sendKeys|setValue"""
+         r"""|pressSequentially|press_sequentially)\([ \t]*(?:"([^"\n]{4,200})"|'([^'\n]{4,200})')"""
+         r"""|\.(?:fill|type|setValue)\([ \t]*(?:'[^'\n]*pass[^'\n]*'|"[^"\n]*pass[^"\n]*")[ \t]*,[ \t]*(?:"([^"\n]{4,200})"|'([^'\n]{4,200})')"""
+         r"""|\bfill_in[ \t(]+(?:'[^'\n]*pass[^'\n]*'|"[^"\n]*pass[^"\n]*")[ \t]*,[ \t]*with:[ \t]*(?:"([^"\n]{4,200})"|'([^'\n]{4,200})'))""",
+         "form_fill", options={"set_pattern": r"(?i)\.(?:fill|type|send_keys|sendKeys|setValue|pressSequentially"
+                                              r"|press_sequentially)\(|\bfill_in[ \t(]"}),
     # a setter or a builder's method named for a secret, its one argument a string literal:
     # `ds.setPassword("v")`, `.withApiKey("v")`, `Builder().token("v")` (`arguments.h_setter`)
     Rule("credential-setter", "secret",

@@ -402,6 +402,21 @@ FOUND = [
     ("User „deploy“, Passwort ist {} (mit Leerzeichen). Danach bitte", "Sommerregen im Hafen 1987", "password",
      "told-bare-phrase"),
     ("La contraseña es {} (sí, con espacios).", "cdts56 r14h2rd 53", "password", "told-bare-phrase"),
+    # a password hashed from a literal (a seed, a migration): Django's, Laravel's, bcrypt's
+    ('            "password": make_password("{}"),', "YGHOSmaC0Vci7Lm9", "password", "credential-call"),
+    ("                'password' => Hash::make('{}'),", "IJSJMCS7-frLF300R", "password", "credential-call"),
+    ('hashed = bcrypt.hashpw(b"{}", bcrypt.gensalt())', "Tr0ub4dor&3x", "password", "credential-call"),
+    # what an end-to-end test types into a password field
+    ("  await page.getByLabel('Password').fill('{}');", "mLk49mSdzegK#758", "password", "form-fill"),
+    ("cy.get('#password').type('{}{{enter}}')", "Tr0ub4dor&3x", "password", "form-fill"),
+    ('driver.find_element(By.ID, "password").send_keys("{}")', "Tr0ub4dor&3x", "password", "form-fill"),
+    ("fill_in 'Password', with: '{}'", "Tr0ub4dor&3x", "password", "form-fill"),
+    # Kickstart's and Windows' unattended installs; a password piped into a password store
+    ("network --bootproto=dhcp\nrootpw --plaintext {}\nfirewall --enabled", "R3dH4t-lab-root!", "password",
+     "kickstart-rootpw"),
+    ("    <AdministratorPassword>\n      <Value>{}</Value>\n      <PlainText>true</PlainText>", "Vagrant!Win2022",
+     "password", "unattend-password"),
+    ("  503  echo '{}' | pass insert --echo work/jumphost-admin", "Kestrel!Harbor#2024", "secret", "piped-secret"),
     # a password word and a JSON-escaped literal; Ansible's `become_pass` with spaces
     ('{{"text": "replica: user \\"analyst\\", password \\"{}\\" (read only)."}}', "QL5ckUPU1KIVhms2Z6lI", "password",
      "keyword-quoted"),
@@ -653,6 +668,13 @@ KEPT = [
     "the password is stored in the vault (see docs)\nthe passphrase is required for signing (see below)\n"
     "the password is too weak (zxcvbn score 1)\nel password es el de siempre (pregunta a Juan)\n"
     "The root password is whatever you set during install (step 3)\nthe password is admin admin (default)",
+    # a hash of a variable, an e2e test's password from the environment, a hashed Kickstart password
+    "'password' => Hash::make($request->password),\nawait page.getByLabel('Password').fill(process.env.E2E_PW!);\n"
+    "rootpw --iscrypted $6$abcdefgh$Xyz0123456789",
+    # git's signing key's id, a Go module's hashes
+    "[user]\n\tsigningkey = 5C2BB0BAB198BAE9\n",
+    "github.com/aws/aws-sdk-go-v2/credentials v1.17.47 h1:Q8ON16Unbff01NiY+NCVNgC/h5DAr5/s2s11WobtveZ=\n"
+    "github.com/aws/aws-sdk-go-v2/credentials v1.17.47/go.mod h1:WESkRmtG60dW6SZYEArad4K+NioQx4zuPceyY53TGc9=",
 ]
 
 

@@ -145,6 +145,9 @@ CASES = [
     ("nats-nkey-seed", "private_key", "-----BEGIN USER NKEY SEED-----\n{}\n------END USER NKEY SEED------",
      "SU" + g(56, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")),
     ("keyword-value", "api_key", "- switched to the new org key `{}`; the old one was revoked", g(32, HEX)),
+    ("confluent-api-key", "api_key", 'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required '
+     'username="{}" password="x";', g(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")),
+    ("passphrase", "password", 'networking.wireless.networks."Home-5G" = {{ psk = "{}"; }};', "seven wooden ladders at dusk 75"),
 ]
 
 
