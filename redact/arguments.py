@@ -544,7 +544,10 @@ def h_table(rule, sp, data: bytes, state: dict):
 
 def _table_password(value: str) -> bool:
     """A table cell under a password column that holds one: one word (a cell of prose, code in
-    backticks or a name describes the column), a digit or a symbol in it, a credential context."""
+    backticks or a name describes the column), a digit or a symbol in it, a credential context; or
+    a passphrase of words and a digit (`told_passphrase`: `violet tractor midnight 50`)."""
+    if value and " " in value.strip() and "`" not in value and told_passphrase(value.strip()):
+        return True
     if not value or value.lower() in _NO_TABLE_PASSWORD or any(c.isspace() or c == "`" for c in value):
         return False
     if _TOLD_ID.match(value) or value.upper() == "REDACTED":
@@ -558,8 +561,8 @@ def _table_password(value: str) -> bool:
 
 #: A markdown quote's marks before a table's line (`> | User | Password |`).
 _QUOTE_LEAD = re.compile(r"^(?:[ \t]*>)+[ \t]?")
-#: A markdown table's rule line (`|---|:---:|`).
-_TABLE_RULE = re.compile(r"^[ \t|:\-]+$")
+#: A table's rule line: markdown's (`|---|:---:|`), a SQL client's (`+----+----+`, `-----+-----`).
+_TABLE_RULE = re.compile(r"^[ \t|:\-+]+$")
 
 
 #: Words between a secret word and its value that make the value something else: its hash, its id,
@@ -668,6 +671,30 @@ def h_form_fill(rule, sp, data: bytes):
 
 #: Cypress' special keys at the end of what `.type()` types (`{enter}`, `{tab}{enter}`).
 _TYPED_KEYS = re.compile(rb"(?:\{[a-z]+\})+$")
+
+
+def h_cracked(rule, sp, data: bytes):
+    """The plaintext after a cracked hash (group 1), when a cracking tool or its pot file is named
+    within 4 KB (the rule's `near`): a password with a letter or a digit, not another hash, a
+    number or a field list (`/etc/shadow`'s `19000:0:99999`)."""
+    if not rule.options["near"].search(data, max(0, sp[0][0] - 4096), sp[0][1] + 4096):
+        return
+    s, e = sp[1]
+    value = _text(data, s, e).strip()
+    if (len(value) >= 4 and any(c.isalnum() for c in value) and not value.isdigit()
+            and not re.fullmatch(r"[0-9a-fA-F]{32,}", value) and not shapes.is_url_or_path(value)):
+        s += len(_text(data, s, e)) - len(_text(data, s, e).lstrip())
+        yield s, s + len(value.encode("utf-8", "surrogatepass")), rule.label
+
+
+def h_found_login(rule, sp, data: bytes):
+    """The password of a login a tool found (groups 1-3): password shaped, letters and digits
+    (`_looks_like_a_password`)."""
+    found = _first(sp, (1, 2, 3))
+    if found is not None:
+        span = _looks_like_a_password(data, found[1], found[2], strip="")
+        if span:
+            yield *span, rule.label
 
 
 def h_told_phrase(rule, sp, data: bytes):

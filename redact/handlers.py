@@ -703,6 +703,8 @@ HANDLERS = {
     "call": arguments.h_call,
     "setter": arguments.h_setter,
     "form_fill": arguments.h_form_fill,
+    "cracked": arguments.h_cracked,
+    "found_login": arguments.h_found_login,
     "userpass_flags": _h_user_password_flags,
     "printed": arguments.h_printed,
     "namevalue": arguments.h_name_value,

@@ -128,7 +128,7 @@ _KEYED_KINDS = frozenset({"xml", "cli", "reverse", "kwvalue", "kwquoted", "is", 
 # 27.8 MB/s over every Set, stored blocks read once).
 _POSITIONAL_KINDS = frozenset({"command", "htpasswd", "prose", "gradle", "cookie_header", "printed", "piped",
                                "declared_default", "option_default",
-                               "envdefault", "call", "setter", "form_fill", "namevalue", "repl", "values_after"})
+                               "envdefault", "call", "setter", "form_fill", "cracked", "found_login", "namevalue", "repl", "values_after"})
 
 
 # A sixth Set, "screens", holds the patterns that made any of the five Sets two to three times slower

@@ -65,6 +65,7 @@ Positional kinds, whose handlers live in `redact.arguments`:
             in one, and an unquoted one up to a bracket or the line's end;
   setter    a setter's or a builder's literal (`setPassword("v")`, `.apiKey("v")`);
   form_fill what an end-to-end test types into a password field;
+  cracked, found_login  a cracked hash's plaintext, a login a scanner found (`arguments`);
   generated a password a tool printed as generated; redis_auth, userlist: Redis AUTH, PgBouncer.
 """
 
@@ -194,6 +195,30 @@ RULES: tuple[Rule, ...] = (
     _tok("confluent-api-key", "api_key",
          r"PlainLoginModule[ \t]+required[ \t]+username=\\?[\"']([A-Z0-9]{16})\\?[\"']", min_entropy=3.0,
          needs_digit=True, set_pattern=r"PlainLoginModule[ \t]+required[ \t]+username="),
+    # what offensive-security tools print when they find a password: a cracked hash and its
+    # plaintext (`hashcat --show`, `john --show`: `user:NTLM:plaintext`, `$krb5tgs$...:plaintext`,
+    # a JWT and its HS256 secret), with a cracking tool named within 4 KB (`arguments.h_cracked`)
+    Rule("cracked-hash", "password",
+         r"(?m)^(?:[^\s:]{1,64}:)?(?:[^\s:]{1,64}:)?(?:[0-9a-fA-F]{32,128}|\$[a-z0-9]+\$[^\s:]{8,}"
+         r"|eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+):([^\n:]{4,128})\r?$", "cracked",
+         options={"near": re.compile(rb"(?i)hashcat|\bjohn\b|\.pot\b|potfile|\bcracked\b|\bRecovered\b"),
+                  "set_pattern": r"(?m)(?:[0-9a-fA-F]{32}|\$[a-z0-9]+\$[^\s:]{8}|eyJ[A-Za-z0-9_\-]+\.[^\s:]+):[^\n:]{4}"}),
+    # a credential a login scanner or a sprayer found (Metasploit's `Success: 'DOMAIN\\user:v'`,
+    # NetExec's and CrackMapExec's `[+] domain\\user:v (Pwn3d!)`), a combolist's `e-mail:v` line
+    Rule("found-login", "password",
+         r"(?m)(?:\bSuccess:[ \t]+'[^'\n:]{1,100}:([^'\n]{4,200})'"
+         r"|\[\+\][ \t]+[\w.\-]{1,100}\\[\w.$\-]{1,100}:([^\s]{4,200})(?:[ \t]+\(Pwn3d!\)|[ \t]*\r?$)"
+         r"|^(?:[^\s:]{1,200}:\d{1,9}:|\d{1,9}:)?[\w.+\-]{1,64}@[\w\-]{1,63}(?:\.[\w\-]{1,63}){1,8}:([^\s:/]{4,128})\r?$)",
+         "found_login", options={"set_pattern": r"(?m)\bSuccess:[ \t]+'|\[\+\][ \t]+[\w.\-]+\\|@[\w\-]+(?:\.[\w\-]+)+:[^\s:/]{4}[^\s:]*\r?$"}),
+    # FTP's and POP3's `USER name` then `PASS v` (a packet capture followed as text, a session log)
+    Rule("protocol-pass", "password",
+         r"(?m)^[ \t]*USER[ \t]+[^\s]{1,100}[ \t]*\r?\n(?:[^\n]{0,100}\n){0,6}?[ \t]*PASS[ \t]+([^\s]{4,200})[ \t]*\r?$",
+         "pwvalue", options={"set_pattern": r"(?m)^[ \t]*PASS[ \t]+[^\s]"}),
+    # impacket's secretsdump: an LSA secret's cleartext after its name (`[*] DefaultPassword` then
+    # `(Unknown User):v`, `[*] _SC_service` then `DOMAIN\\user:v`)
+    Rule("lsa-secret", "password",
+         r"(?m)^\[\*\][ \t]+(?:DefaultPassword|_SC_[^\s]{1,100})[ \t]*\r?\n[^\n:]{1,100}:([^\n]{4,200}?)[ \t]*\r?$",
+         "pwvalue", options={"set_pattern": r"(?m)^\[\*\][ \t]+(?:DefaultPassword|_SC_)"}),
     # SMB clients' `-U user%password`, Windows `net use \\host\share /user:NAME password`
     Rule("smb-user-password", "password",
          r"(?:^|[\s;&|(`\"'])(?i:smbclient|rpcclient|smbmap|smbget|smbcacls)(?:[ \t]+[^\s|;&<>]+)*?[ \t]+"
@@ -654,6 +679,12 @@ RULES: tuple[Rule, ...] = (
          r"""[ \t]*(?:\+|\.\.?|&)?[ \t]*\\?\r?\n[ \t]*(?:\+|\.\.?|&)?[ \t]*["']([A-Za-z0-9+/=_\-.]{4,200})["']""",
          "concat", options={"set_pattern": r"""=[ \t]*\(?[ \t]*(?:\r?\n[ \t]*)?["'][A-Za-z0-9+/=_\-.]{4,}["']"""
                                            r"""[ \t]*(?:\+|\.\.?|&)?[ \t]*\\?\r?\n"""}),
+    # an ARM template's or a parameters file's value object: `"adminPassword": {"value": "v"}`
+    # (JSON-escaped too, in an activity log's request body)
+    Rule("arm-parameter", "secret",
+         r"(?i)" + KEY_RE + r"""\\?["'][ \t]*:[ \t]*\{[ \t\r\n]*\\?["']value\\?["'][ \t]*:[ \t]*"""
+         r"""(?:\\?"((?:[^"\\\n]|\\[^"\n]){1,400}?)\\?"|'([^'\n]{1,400})')""", "nextline",
+         options={"set_pattern": r"""\\?["'][ \t]*:[ \t]*\{[ \t\r\n]*\\?["']value\\?["'][ \t]*:"""}),
     # a key and its value with no operator: C's `#define KEY "v"`, a Dockerfile's `ENV KEY v` / `ARG`,
     # Tcl's and a game server config's `set KEY "v"`,
     # Windows' `setx KEY "v"`, PowerShell's `Set-Item Env:KEY -Value "v"`, Erlang's `-define(KEY, "v")`

@@ -102,6 +102,7 @@ PLACEHOLDER_WORDS = (
     "insert-", "replace-with", "replace_with", "fill-in", "fill_in", "_here", "-here", "todo", "fixme", "notreal", "not_real", "not-real",
     "fake_", "fakekey", "fake-", "sample", "foobar", "secret_value", "my_secret",
     "mysecret", "mypassword", "my_password",
+    "^pass^", "^user^",   # hydra's slots for the word lists' entries (`user=^USER^&pass=^PASS^`)
 )
 # Whole values that are placeholders or code words (compared lower-cased).
 PLACEHOLDER_VALUES = frozenset(
@@ -578,7 +579,10 @@ _RE_NOT_A_VALUE = re.compile(r"^\d+ bytes?$|^[\w.\-]+:/[\w./\-]+$"
                              r"|^(?:(?:bold|italic|underline|bg:|noinherit|nobold|noitalic) *)*#(?:[0-9A-Fa-f]{3}){1,2}$"
                              # an AWS SigV4 credential scope: the key id (public), date, region, service
                              r"|^[A-Z0-9]{16,128}(?:/|%2F)\d{8}(?:/|%2F)[a-z0-9\-]+(?:/|%2F)[a-z0-9\-]+(?:/|%2F)aws4_request$"
-                             r"|^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?(?:Z|[+-]\d\d:?\d\d)?$")   # a timestamp
+                             r"|^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?(?:Z|[+-]\d\d:?\d\d)?$"   # a timestamp
+                             # a key's fingerprint (`ssh-keygen -l`), an HMAC of a value (Vault's audit log)
+                             r"|^SHA256:[A-Za-z0-9+/]{43}=?$|^MD5:(?:[0-9a-f]{2}:){15}[0-9a-f]{2}$"
+                             r"|^hmac-sha(?:1|224|256|384|512):[0-9a-f]{16,}$")
 # A regular expression (`\s*bearer\s+|api[_-]?key=`: a redaction filter's pattern): two of its
 # classes and groups are code (one may be in a password: `Tq8[^vR2`).
 _RE_REGEX_VALUE = re.compile(r"\\[sdwSDWb][*+?{]|\[\^|\(\?[:i!=<]")

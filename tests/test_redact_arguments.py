@@ -417,6 +417,23 @@ FOUND = [
     ("    <AdministratorPassword>\n      <Value>{}</Value>\n      <PlainText>true</PlainText>", "Vagrant!Win2022",
      "password", "unattend-password"),
     ("  503  echo '{}' | pass insert --echo work/jumphost-admin", "Kestrel!Harbor#2024", "secret", "piped-secret"),
+    # what offensive-security tools print: a cracked hash's plaintext, a login found, an LSA secret
+    ("$ hashcat -m 1000 ntds.ntlm rockyou.txt --show --username\nAdministrator:c5bc42508006c1c60ce4a9272cedc115:{}",
+     "Welcome97!", "password", "cracked-hash"),
+    ("[+] 10.0.2.15:445 - Success: '.\\svc_sql:{}' Administrator", "Wj902r9017", "password", "found-login"),
+    ("SMB  10.0.0.5  445  DC01  [+] corp.local\\jdoe:{} (Pwn3d!)", "Autumn5377!", "password", "found-login"),
+    ("48212:dana.k@northwind-labs.io:{}", "Ab5x3638!", "password", "found-login"),
+    ("USER ftp_sync\n34\n331 Please specify the password.\n\t17\nPASS {}\n23", "B8JBBOZZut", "password",
+     "protocol-pass"),
+    ("[*] DefaultPassword\n(Unknown User):{}\n[*] Cleaning up...", "D4e3esd149!", "password", "lsa-secret"),
+    # a SQL client's table (`+---+` rules), a passphrase in a password column
+    ("+----+----------+----------------+\n| id | username | password       |\n+----+----------+----------------+\n"
+     "| 1  | admin    | {}   |\n+----+----------+----------------+", "Uvb9WOa0jGbZ", "password", "credential-table"),
+    ("| Host | Username | Password | Where |\n|---|---|---|---|\n| 10.20.4.30 | deploy | {} | notes.txt |",
+     "violet tractor midnight 50", "password", "credential-table"),
+    # an ARM parameters file's value object, JSON-escaped in an activity log
+    ('"requestbody": "{{\\"adminUsername\\":{{\\"value\\":\\"azureadmin\\"}},\\"adminPassword\\":{{\\"value\\":\\"{}\\"}}}}"',
+     "osna82o8Se6741#20", "password", "arm-parameter"),
     # a password word and a JSON-escaped literal; Ansible's `become_pass` with spaces
     ('{{"text": "replica: user \\"analyst\\", password \\"{}\\" (read only)."}}', "QL5ckUPU1KIVhms2Z6lI", "password",
      "keyword-quoted"),
@@ -671,6 +688,14 @@ KEPT = [
     # a hash of a variable, an e2e test's password from the environment, a hashed Kickstart password
     "'password' => Hash::make($request->password),\nawait page.getByLabel('Password').fill(process.env.E2E_PW!);\n"
     "rootpw --iscrypted $6$abcdefgh$Xyz0123456789",
+    # a scanner's hash of a secret, a key's fingerprint, Vault's HMACs, hydra's word-list slots
+    '"hashed_secret": "09e0d824340ca03c51c9205ed90b46510de06b82",\n'
+    "- Old deploy key: SHA256:slF11kNDAKChPKw9EENA60nQCVUOhmuUcxyKbhfKaY6 (ED25519)\n"
+    '"accessor":"hmac-sha256:07d34f2bbe33365dfaed37b044c42bb92dc357c339d44e270fe630278765108a"\n'
+    'hydra -l admin -P top500.txt 10.0.0.5 http-post-form "/login.php:user=^USER^&pass=^PASS^:F=Invalid"',
+    # a hash and a field with no cracking tool named; scp's and git's user@host:path; shadow's fields
+    "3f2a1b9c8d7e6f5a4b3c2d1e0f9a8b7c:release-2024\ndeploy@web01.example.com:/var/www\n"
+    "git@github.com:acme/repo.git\nroot:$6$abcdefgh$Xyz0123456789abcdef:19000:0:99999:7:::",
     # git's signing key's id, a Go module's hashes
     "[user]\n\tsigningkey = 5C2BB0BAB198BAE9\n",
     "github.com/aws/aws-sdk-go-v2/credentials v1.17.47 h1:Q8ON16Unbff01NiY+NCVNgC/h5DAr5/s2s11WobtveZ=\n"
