@@ -13,7 +13,12 @@
   * a password a command, SQL or a config line takes as an argument (`zip -P v`, `IDENTIFIED BY
     'v'`, `ipsec.secrets`: `h_command`; `htpasswd -b`: `h_htpasswd`), one a tool printed as
     generated (`h_generated`), Redis' `AUTH` (`h_redis_auth`), PgBouncer's auth file
-    (`h_userlist`), and one told in prose in other languages (`h_prose`).
+    (`h_userlist`);
+  * a setter's or a builder's literal (`setPassword("v")`: `h_setter`), what an end-to-end test
+    types into a password field (`h_form_fill`), a table's password column (`h_table`);
+  * what offensive-security tools print: a cracked hash's plaintext (`h_cracked`), a login a
+    scanner found (`h_found_login`).
+Credentials told in prose are `redact.told`'s.
 
 All are credential contexts (issue 14, `shapes.context_secret`): the value is redacted unless it is
 clearly not a secret (a reference, a placeholder, empty). In code only string literals count: a
@@ -27,8 +32,10 @@ import bisect
 import re
 
 from . import shapes
-from .keys import classify_key, key_segments, names_foreign_credential, value_ok
-from .patterns import ABOUT_A_PASSWORD, APP_PASSWORD, CREDENTIAL_WORD, FUNCTION_WORDS
+from .keys import classify_key, key_segments, value_ok
+from .patterns import APP_PASSWORD, CREDENTIAL_WORD
+from .spans import first as _first, text as _text
+from .told import _CAMEL_NAME, _TOLD_ID, _TOLD_SYMBOL, told_passphrase
 
 #: The credential calls (`patterns.CREDENTIAL_CALL`'s group 1, lower-cased, `_` and the namespace
 #: dropped): which argument (1-based) is the secret, and its label. `USER_THEN` means the argument
@@ -67,23 +74,6 @@ SECRET_ARGUMENT = {
 
 #: How far after a call's opening parenthesis its arguments are read (bytes).
 ARGUMENTS_SPAN = 400
-
-
-def _text(data: bytes, s: int, e: int) -> str:
-    """The text of data[s:e]; a character a group's bound cuts in two is left out (`ignore`), so a
-    value's length in bytes never runs past the group."""
-    try:
-        return data[s:e].decode("utf-8", "surrogatepass")
-    except UnicodeDecodeError:
-        return data[s:e].decode("utf-8", "ignore")
-
-
-def _first(sp, groups: tuple[int, ...]) -> tuple[int, int, int] | None:
-    """(group, start, end) of the first of `groups` that took part in the match `sp`."""
-    for g in groups:
-        if sp[g][0] >= 0:
-            return g, sp[g][0], sp[g][1]
-    return None
 
 
 def _literal(data: bytes, s: int, e: int) -> tuple[int, int] | None:
@@ -565,67 +555,6 @@ _QUOTE_LEAD = re.compile(r"^(?:[ \t]*>)+[ \t]?")
 _TABLE_RULE = re.compile(r"^[ \t|:\-+]+$")
 
 
-#: Words between a secret word and its value that make the value something else: its hash, its id,
-#: its name, its length, where it lives (`the token id is ...`, `the key fingerprint is SHA256:...`).
-_TOLD_NOT_IT = frozenset(
-    """fingerprint fingerprints hash hashes hashed checksum digest sha sha1 sha256 id ids uuid name names
-    prefix suffix length format file path variable var field header hint type kind version
-    expiry ttl count number scope scopes usage contract algorithm refresh per""".split())
-#: Ids and references that follow a secret word in a sentence: an address, a cloud resource's id, a
-#: digest, an image tag, a typed id (`proj_`, `req_`).
-_TOLD_ID = re.compile(r"^(?:0x|proj_|req_|msg_|org-|i-|sg-|ami-|vpc-|subnet-|arn:|sha\d*[:-]|v\d+\.)")
-
-
-def h_told(rule, sp, data: bytes):
-    """A credential told in a sentence: a secret word (group 1, classified), up to eight words,
-    a link (`is`, `è`, `ist`, `->`, `:` after a word), the value (group 2; on the next line too);
-    rule `told-password`: a password's word, then its value with no link. The value
-    must read as a credential (`shapes.credential_like`): random (16 characters or more of three
-    kinds, or 32+ hex) or a person's password (a symbol, or both cases and a digit); no id, digest,
-    pair or path; no word between names something else (`_TOLD_NOT_IT`: its hash, its id, its usage)."""
-    cls = classify_key(_text(data, *sp[1]))
-    if cls is None:
-        return
-    gap = _text(data, sp[1][1], sp[2][0]).lower()
-    if gap.endswith(("`", "*")):
-        gap = gap[:-1]   # the value's own opening mark (`is \`v\``, `is **v**`), not code between
-    if _TOLD_CODE_GAP.search(gap) or any(w.strip(".,;:()[]'\"") in _TOLD_NOT_IT for w in gap.split()):
-        return  # template or code between (`password }}@{{ .Values.db.host }}:5432`), or its id, its hash
-    s, e = sp[2]
-    if data[s - 3:s] == b"h1:":
-        return  # a Go module's hash in go.sum (`.../credentials v1.17.47 h1:...=`)
-    value = _text(data, s, e).rstrip(".,;:!?)")
-    if not shapes.credential_like(value) or shapes.is_date(value) or shapes.not_a_value(value):
-        return
-    if shapes.is_url_or_path(value) or _TICKET.match(value) or "**" in value or _TOLD_ID.match(value):
-        return
-    if "=" in value.rstrip("=") or ":" in value:
-        return  # `prompt_tokens=1234`, `host:port`: a pair, not a value
-    if "/" in value and not (len(value) >= 20 and shapes.shannon(value) >= 4.0 and "//" not in value):
-        return  # a path, a URL (`http://localhost`), not base64
-    if (shapes.is_code_like(value) or shapes.is_wordy(value) or _CAMEL_NAME.match(value)) and not _TOLD_SYMBOL.search(value):
-        return  # an identifier (`credentialsMatchV1`, `build-77`), not a password
-    random = len(value) >= 16 and shapes.token_shaped(value, min_len=16, min_entropy=3.5) and (
-        shapes.char_classes(value) >= 3 or _HEX_KEY.fullmatch(value))
-    person = len(value) >= 8 and (
-        (_TOLD_SYMBOL.search(value) and shapes.char_classes(value) >= 3)
-        or (any(c.isupper() for c in value) and any(c.islower() for c in value) and any(c.isdigit() for c in value)))
-    if not (random or person):
-        return   # random (16+, three kinds, or 32+ hex), or a person's password: not a name, a version
-    yield s, s + len(value.encode("utf-8", "surrogatepass")), cls[1]
-
-
-def told_passphrase(value: str, digit: bool = True) -> bool:
-    """Whether a quoted `value` with spaces, told after a password word in a sentence (or given to
-    a password flag: `digit=False`, a command's slot is no sentence), is a passphrase: 2 to 8
-    words, 8 characters or more, a digit, and no word of a sentence (`"your birth year plus 2
-    letters"`, `"in the .env file"`) or about a password (`"at least 12 characters"`)."""
-    words = value.lower().split()
-    return (2 <= len(words) <= 8 and len(value) >= 8 and (not digit or any(c.isdigit() for c in value))
-            and not any(w in FUNCTION_WORDS for w in words) and not ABOUT_A_PASSWORD.search(value)
-            and not any(CREDENTIAL_WORD.match(w) for w in words) and shapes.context_secret(value, quoted=True))
-
-
 #: A setter's or a builder's verb before the secret's name (`setPassword`, `withApiKey`, `useToken`).
 _SETTER_VERB = re.compile(r"(?:set|with|use)(?=[A-Z_])|(?:Set|With|Use)(?=[A-Z_])")
 #: The words of a builder's method that may name a secret with no verb (`.apiKey(`, `.clientSecret(`,
@@ -695,116 +624,6 @@ def h_found_login(rule, sp, data: bytes):
         span = _looks_like_a_password(data, found[1], found[2], strip="")
         if span:
             yield *span, rule.label
-
-
-def h_told_phrase(rule, sp, data: bytes):
-    """A passphrase told in a sentence between double quotes or backquotes (`The signing key
-    passphrase for the release builds is "maple river 7 lantern"`): a password word (group 1), one
-    to eight words, a link, the quoted words (group 2 or 3), read as `told_passphrase`; no code and
-    no word naming something else between (as `h_told`)."""
-    cls = classify_key(_text(data, *sp[1]))
-    found = _first(sp, (2, 3))
-    if cls is None or cls[0] != "pw" or found is None:
-        return
-    _, s, e = found
-    gap = _text(data, sp[1][1], s - 1).lower()
-    if _TOLD_CODE_GAP.search(gap) or any(w.strip(".,;:()[]'\"") in _TOLD_NOT_IT for w in gap.split()):
-        return
-    if told_passphrase(_text(data, s, e)):
-        yield s, e, cls[1]
-
-
-#: Words that describe a password rather than spell one (`the password is Base64 encoded twice`).
-_DESCRIBES_A_PASSWORD = frozenset(
-    """encoded encrypted hashed salted stored sent saved kept logged printed shown hidden masked redacted
-    required optional needed ignored generated rotated expired expires reset changed updated wrong invalid
-    incorrect missing empty blank configured case sensitive insensitive weak strong long short secure
-    unique random temporary""".split())
-#: Function words beyond `FUNCTION_WORDS`: English pronouns and conjunctions (`whatever you set
-#: during install`), and those of the other languages people tell passwords in (`es la de siempre`).
-_MORE_FUNCTION_WORDS = frozenset(
-    """i you we they he she me us them whatever whichever during after before when while until if so
-    but about into onto over under what which who
-    la el los las de del en con por para que un una der die das den dem und mit im ein eine le les des
-    du et une pour avec do da em il lo di che per y e och""".split())
-#: A link or a user's word inside a told phrase makes it a sentence of its own (`K9x y el usuario es root`).
-_SENTENCE_WORDS = frozenset("""is are was ist lautet est es era jest adalah ialah sono è é är это são
-    user username usuario benutzer utilisateur utente login""".split())
-
-
-def h_told_bare_phrase(rule, sp, data: bytes):
-    """A passphrase told in a sentence with no quotes (group 2, after a password word, group 1, and
-    a link): up to an opening bracket or the line's end, so where it ends is told; 3 to 8 words, or
-    2 with a digit; no word about it (`_DESCRIBES_A_PASSWORD`, `ABOUT_A_PASSWORD`), no credential word,
-    at most one function word when it is long (5 words) or holds a digit (`tangerine wolves debate
-    slowly at noon`, `Sommerregen im Hafen 1987`)."""
-    cls = classify_key(_text(data, *sp[1]))
-    if cls is None or cls[0] != "pw":
-        return
-    gap = _text(data, sp[1][1], sp[2][0]).lower()
-    if _TOLD_CODE_GAP.search(gap) or any(w.strip(".,;:()[]'\"") in _TOLD_NOT_IT for w in gap.split()):
-        return
-    s, e = sp[2]
-    value = _text(data, s, e).rstrip(" \t.,;:!?")
-    if any(c in value for c in "«»„“”「」『』‘’"):
-        return   # quoted after all (`est « v w »`): rule prose-password reads it
-    words = value.split()
-    lowered = [w.lower().strip(".,;:!?") for w in words]
-    digit = any(c.isdigit() for c in value)
-    if not (3 <= len(words) <= 8 or (len(words) == 2 and digit)) or any(len(w) > 24 for w in words):
-        return
-    function = sum(w in FUNCTION_WORDS or w in _MORE_FUNCTION_WORDS for w in lowered)
-    if function > (1 if len(words) >= 5 or digit else 0):
-        return
-    if (any(w in _DESCRIBES_A_PASSWORD or w in _SENTENCE_WORDS or CREDENTIAL_WORD.match(w) for w in lowered)
-            or ABOUT_A_PASSWORD.search(value) or names_foreign_credential(value)
-            or not shapes.context_secret(value, quoted=True)):
-        return
-    yield s, s + len(value.encode("utf-8", "surrogatepass")), cls[1]
-
-
-#: Template or code markup between a secret word and a value: they are not a sentence.
-_TOLD_CODE_GAP = re.compile(r"\{\{|\}\}|\$\{|\{%|%\}|[=`]|\\[nrt\"]")
-#: A ticket's key (`SEC-142`, `OPS-7`): what a sentence about a secret names, not the secret.
-_TICKET = re.compile(r"[A-Z][A-Z0-9]{1,9}-\d{1,6}$")
-#: A camelCase name of words of two letters or more, a version at most (`refreshTokenV1`); a person's
-#: password ends in a number more often (`blueOcean176`).
-_CAMEL_NAME = re.compile(r"[A-Za-z][a-z]+(?:[A-Z][a-z]+)+[A-Z]?\d?$")
-#: A key in hex, 32 digits or more (Mailgun, Datadog, OpenRouter's body).
-_HEX_KEY = re.compile(r"[0-9a-f]{32,}|[0-9A-F]{32,}")
-#: A character no identifier holds (`Rpt#CoAEKP92745`).
-_TOLD_SYMBOL = re.compile(r"[!#$%&*+@^~?]")
-
-
-#: Where a value told in prose ends: a quote, CJK or full-width punctuation or bracket.
-_PROSE_END = re.compile("[»«」『』「”“„，。、；！？（）【】《》]")
-
-
-def h_prose(rule, sp, data: bytes):
-    """A password told in prose (`patterns.PROSE_PASSWORD`), up to its closing quote or punctuation:
-    prose, so it must look like one: 8 or more characters, letters and digits, in a credential
-    context (words joined by `-` or `_` count: `Bakso-Malang_2025`). Between quotes (`« ... »`,
-    `"..."`) it may be a passphrase: letters and either digits or three words or more."""
-    phrase = next((g for g in sp[1:-1] if g[0] >= 0), None)
-    s, e = phrase or sp[-1]
-    value = _text(data, s, e)
-    cut = None if phrase else _PROSE_END.search(value)
-    if cut:
-        value = value[: cut.start()]
-    value = value.rstrip(".,;)")   # `Azerty123!` keeps its `!`
-    if phrase:
-        lead = value[: len(value) - len(value.lstrip())]
-        value = value.strip()
-        s += len(lead.encode("utf-8", "surrogatepass"))
-        if " " in value and (ABOUT_A_PASSWORD.search(value)
-                             or any(w in FUNCTION_WORDS for w in value.lower().split())):
-            return   # `„mindestens 12 Zeichen lang“`, `« dans le coffre Bitwarden »`, `"empty by default"`: about it
-        shaped = any(c.isdigit() for c in value) or len(value.split()) >= 3
-    else:
-        shaped = any(c.isdigit() for c in value)
-    if (len(value) >= 8 and shaped and any(c.isalpha() for c in value)
-            and shapes.context_secret(value)):
-        yield s, s + len(value.encode("utf-8", "surrogatepass")), rule.label
 
 
 def h_generated(rule, sp, data: bytes):

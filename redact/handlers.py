@@ -3,7 +3,8 @@
 A handler takes `(rule, sp, data)`: the rule, its RE2 match's group spans (`sp[0]` the whole match,
 `-1` for a group that took no part) and the UTF-8 bytes of the text, and yields `(start, end,
 label)` byte spans. `HANDLERS` maps each rule kind (`redact.rules`) to its handler; the positional
-kinds' handlers live in `redact.arguments`, the web's (cookies, headers, URLs) in `redact.web`. Handlers read the value's shape through `redact.shapes`
+kinds' handlers live in `redact.arguments`, the web's (cookies, headers, URLs) in `redact.web`, those
+of credentials told in prose in `redact.told`. Handlers read the value's shape through `redact.shapes`
 and `redact.keys` (the credential-context rule is written there, once), never log, and are linear
 in the text.
 """
@@ -17,7 +18,7 @@ import json
 import math
 import re
 
-from . import arguments, defaults, shapes, web
+from . import arguments, defaults, shapes, told, web
 from .keys import (
     _ESCAPE_CUT, _RE_BARE_IDENT, _SPACE, _WELLFORMED_INTERP, _clean_bare, classify_key, key_segments,
     names_foreign_credential, says_not_secret, value_ok)
@@ -544,7 +545,7 @@ def _h_cli(rule: Rule, sp, data: bytes):
     if quoted and b" " in data[s:e]:
         # `gpg --passphrase "velvet otter climbs nine ladders"`: a passphrase given to a password flag
         cls = classify_key(_s(data, *sp[1]))
-        if cls is not None and cls[0] == "pw" and arguments.told_passphrase(_s(data, s, e), digit=False):
+        if cls is not None and cls[0] == "pw" and told.told_passphrase(_s(data, s, e), digit=False):
             yield s, e, cls[1]
         return
     yield from _keyed_value(data, sp[1], s, e, quoted)
@@ -670,7 +671,7 @@ def _h_is(rule: Rule, sp, data: bytes):
     if quoted and b" " in data[s:e]:
         # `the wifi password is "purple monkey dishwasher 7"`
         cls = classify_key(_s(data, sp[1][0], sp[1][1]))
-        if cls is not None and cls[0] == "pw" and arguments.told_passphrase(_s(data, s, e)):
+        if cls is not None and cls[0] == "pw" and told.told_passphrase(_s(data, s, e)):
             yield s, e, cls[1]
         return
     yield from _keyed_value(data, sp[1], s, e, quoted, context=False)  # prose: "the token is invalid"
@@ -711,9 +712,9 @@ HANDLERS = {
     "declared_default": defaults.h_declared_default,
     "option_default": defaults.h_option_default,
     "chat": arguments.h_chat,
-    "told": arguments.h_told,
-    "told_phrase": arguments.h_told_phrase,
-    "told_bare_phrase": arguments.h_told_bare_phrase,
+    "told": told.h_told,
+    "told_phrase": told.h_told_phrase,
+    "told_bare_phrase": told.h_told_bare_phrase,
     "table": arguments.h_table,
     "redis_auth": arguments.h_redis_auth,
     "generated": arguments.h_generated,
@@ -723,7 +724,7 @@ HANDLERS = {
     "concat": _h_concat,
     "command": arguments.h_command,
     "htpasswd": arguments.h_htpasswd,
-    "prose": arguments.h_prose,
+    "prose": told.h_prose,
     "piped": arguments.h_piped,
     "repl": arguments.h_repl,
     "spaced": _h_spaced,

@@ -183,7 +183,7 @@ PROSE_LINK = (
     + r"|" + _PROSE_SPACE + r"(?::|" + "|".join(_utf8(w) for w in ("—", "：", "は", "が", "是", "为", "為", "는", "은"))
     + r")|[ \t]+-[ \t]"
 )
-#: The links of a credential told in a sentence (`redact.arguments.h_told`), in the languages of
+#: The links of a credential told in a sentence (`redact.told.h_told`), in the languages of
 #: `PROSE_LINK` (not its short words that English also has: `to`, `on`, `er`).
 TOLD_LINK = (r"(?:is|are|was|ist|lautet|est|es|era|jest|adalah|ialah|(?:ye[ \t]+)?hai|sono|"
              + "|".join(_utf8(w) for w in ("è", "é", "är", "это", "são")) + r")")

@@ -337,7 +337,7 @@ RULES: tuple[Rule, ...] = (
          r"|inloggning|inloggen|identifiants|connexion|credenciai?s|credenciales|dane logowania)\b"
          r"[^\n\\]{0,40}?[: \t][ \t]*`?[A-Za-z0-9._@\-]{2,40}`?(?:[ \t]*(?:/|:)|[ \t]+(?:with|and|pw|pass(?:word)?:?))[ \t]*"
          r"`?([^\s/:\\\"`]{8,64})", "chat"),   # (in backquotes too: `` `qa@x.dev` / `v` ``)   # (not over a JSON-escaped line break, nor a JSON string's end)
-    # a credential told in a sentence (`arguments.h_told`): a secret word, up to eight words, a link
+    # a credential told in a sentence (`told.h_told`): a secret word, up to eight words, a link
     # (`is` or `:` after a word: right after it, `prose-is` and the assignment rule read it; `->`, `—`),
     # the value, maybe on the next line (of a quoted reply too: `> > `): `the API key we use is
     # VALUE`, `Pre-shared key (for the L2TP fallback): VALUE`, `admin token for the import -> VALUE`
@@ -715,7 +715,7 @@ RULES: tuple[Rule, ...] = (
          r"""(?i)\b([A-Za-z0-9_]*(?:passw|pwd|secret)[A-Za-z0-9_]*)[ \t]+(?:"((?:[^"\\\n]|\\.)*)"|'([^'\n]*)'"""
          r"""|\\"([^"\\\n]*)\\")""",   # ... or JSON-escaped (`password \"v\"` in a JSON string)
          "kwquoted"),
-    # a password told in prose, in the other languages users write to agents in (`arguments.h_prose`):
+    # a password told in prose, in the other languages users write to agents in (`told.h_prose`):
     # a credential word, up to four words, a link (is, ist, est, es, é, は, 是, :, ...), the value
     Rule("prose-password", "password", PROSE_PASSWORD, "prose",
          options={"set_pattern": r"(?:" + PROSE_WORDS + r")", "fallback": True}),

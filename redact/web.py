@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from . import shapes
-from .arguments import _text
+from .spans import text as _text
 from .keys import _WELLFORMED_INTERP, _clean_bare
 from .patterns import NAME_BEFORE, UUID
 from .rules import Rule

@@ -336,7 +336,7 @@ FOUND = [
     # JSON-escaped env files: every line of it
     ('"text":"NEXT_PUBLIC_STRIPE_KEY=pk_live_4P23OqRQYVJ9h7ela8mJg6yR\\nJWT_SECRET={}\\nLOG=info\\n"', g(48), "secret", "assignment"),
     # a credential told in a sentence: words between the secret word and its link, the value on
-    # the next line, an arrow (`arguments.h_told`)
+    # the next line, an arrow (`told.h_told`)
     ("the API key we use in the integration is\n{}\nWe already tried regenerating it.", "bcl_live_" + g(40), "api_key",
      "told-credential"),
     ("* Pre-shared key (only for the L2TP fallback on Linux): {}", "Fa2x4cev4btYXCAMZ7DyDnij", "api_key", "told-credential"),
