@@ -373,20 +373,25 @@ def h_htpasswd(rule, sp, data: bytes):
         yield s, e, rule.label
 
 
+#: The start of a match of rule name-value when its name field is a `key` field.
+_KEY_FIELD = re.compile(rb"(?i)key\b")
+
+
 def h_name_value(rule, sp, data: bytes):
     """The value field of a name field that names a secret (group 1 the name, then the value:
     double-quoted, single-quoted, bare; or one group, delimited). A `key` field (Postman's `{"key": K,
-    "value": V}`, also an i18n file's) and a `type` field (Keycloak's credentials: `{"type": "password",
-    "value": V}`; a lexer's `{"type": "token", "value": "("}`) need a secret's shape: `{"key":
-    "login.password", "value": "Mot de passe"}` is a label."""
-    cls = classify_key(_text(data, *sp[1]))
+    "value": V}`, also an i18n file's) and a `type` field (rule type-value, `shaped`: Keycloak's
+    `{"type": "password", "value": V}`, AWS SSM's `"Type": "SecureString", "Value": V`) need a
+    secret's shape: `{"key": "login.password", "value": "Mot de passe"}` is a label."""
+    name = _text(data, *sp[1])
+    cls = ("secret", "secret") if name.lower() == "securestring" else classify_key(name)   # AWS SSM's type
     found = _first(sp, tuple(range(2, len(sp))))
     if cls is None or found is None:
         return
     g, s, e = found
     value = _text(data, s, e)
-    field = data[sp[0][0]:sp[0][0] + 4].lower()
-    if (field[:3] == b"key" or field == b"type") and not (shapes.secret_shaped(value) and _password_like(value)):
+    if ((rule.options.get("shaped") or _KEY_FIELD.match(data, sp[0][0]))
+            and not (shapes.secret_shaped(value) and _password_like(value))):
         return
     if value_ok(cls[0], value, quoted=g != 4):   # a reference (`$(TOKEN)`) is none, `$9xKq!...` is
         yield s, e, cls[1]
@@ -435,8 +440,11 @@ def h_chat(rule, sp, data: bytes):
     if data[s - 3:s] == b"h1:":
         return  # a Go module's hash in go.sum (`.../credentials v1.17.47/go.mod h1:...=`)
     ticked = data[s - 1:s] == b"`" and data[e:e + 1] == b"`"   # in backquotes: all of it, `!` too
+    slot = data[max(0, s - 4):s].rstrip(b" \t`")[-1:] in (b"/", b":")   # an explicit `user / v`, `user: v`
+    if ticked and not slot:
+        return   # `via \`okta\` and \`Okta-Verify-2024\``: names in backquotes joined by a word
     span = _looks_like_a_password(data, s, e, strip="" if ticked else ".,;)!?")
-    if span is None and data[max(0, s - 4):s].rstrip(b" \t`")[-1:] in (b"/", b":"):
+    if span is None and slot:
         value = _text(data, s, e) if ticked else _text(data, s, e).rstrip(".,;)!?")
         if _PERSON_PASSWORD.fullmatch(value.rstrip("!?#$%&*")):
             span = s, s + len(value.encode("utf-8", "surrogatepass"))
@@ -559,28 +567,37 @@ _TABLE_RULE = re.compile(r"^[ \t|:\-+]+$")
 _SETTER_VERB = re.compile(r"(?:set|with|use)(?=[A-Z_])|(?:Set|With|Use)(?=[A-Z_])")
 #: The words of a builder's method that may name a secret with no verb (`.apiKey(`, `.clientSecret(`,
 #: `.accessToken(`); not `.read_secret(`, `.getpass(`, `.hash_password(`: they take a name or a prompt.
-_BUILDER_WORDS = frozenset("password passwd pwd pass passphrase secret token key apikey credential credentials auth "
+_BUILDER_WORDS = frozenset("password passwd pwd passphrase secret token key apikey credential credentials auth "
                            "api access client private bearer refresh session master admin root db database user app "
                            "account service basic".split())
+#: A setter's name that says no more than key, token or auth (`setKey`, `useToken`, `setAuth`): a
+#: key's is a cache's, a message's, an object's; a token's or an auth's needs a random token's
+#: shape; with no verb none is a setter of a secret.
+_GENERIC_WORDS = frozenset("key token auth".split())
 
 
 def h_setter(rule, sp, data: bytes):
-    """The literal (group 3 or 4) given to a method whose name ends in a secret's word (group 2): a
-    setter's (`setPassword`, `withApiKey`, `useToken`), or, after a `.` (group 1), a builder's
-    (`.password("v")`, `.apiKey("v")`): a credential context. Any other call (`getToken("name")`,
+    """The literal (groups 3 to 5) given to a method whose name ends in a secret's word (group 2): a
+    setter's (`setPassword`, `withApiKey`, `useToken`), or, after a `.` or `->` (group 1), a
+    builder's (`.password("v")`, `.apiKey("v")`): a credential context (`_GENERIC_WORDS`: when the
+    name says only key, token or auth). Any other call (`getToken("name")`,
     `findKey("id")`, `token("(")` in a parser) takes a name, not the secret."""
     name = _text(data, *sp[2])
     verb = _SETTER_VERB.match(name)
     if verb:
         name = name[verb.end():].lstrip("_")
-    elif sp[1][1] == sp[1][0] or not set(key_segments(name)) <= _BUILDER_WORDS:
+    segments = set(key_segments(name))
+    generic = segments <= _GENERIC_WORDS   # `setKey`, `.key(`, `useToken`: a cache's, an object's, a design token
+    if segments == {"key"} or (not verb and (sp[1][0] < 0 or generic or not segments <= _BUILDER_WORDS)):
         return   # no verb, no `.`: a function of the secret's name (`token("IDENT")`), or a verb of its own
     cls = classify_key(name)
-    found = _first(sp, (3, 4))
+    found = _first(sp, (3, 4, 5))
     if cls is None or found is None:
         return
     _, s, e = found
-    if value_ok(cls[0], _text(data, s, e), quoted=True):
+    value = _text(data, s, e)
+    if (shapes.token_shaped(value, min_len=16, min_entropy=3.5) if generic
+            else value_ok(cls[0], value, quoted=True)):
         yield s, e, cls[1]
 
 
@@ -614,6 +631,30 @@ def h_cracked(rule, sp, data: bytes):
             and not re.fullmatch(r"[0-9a-fA-F]{32,}", value) and not shapes.is_url_or_path(value)):
         s += len(_text(data, s, e)) - len(_text(data, s, e).lstrip())
         yield s, s + len(value.encode("utf-8", "surrogatepass")), rule.label
+
+
+#: What a `-p` after a `-u` holds when it is no password: a port or a pid (lists of them too), a
+#: port mapping (`8080:80`, `127.0.0.1:8080:80/tcp`).
+_PORT_OR_PID = re.compile(r"[\d,]+|.*:\d+(?:/(?:tcp|udp))?")
+
+
+def h_shaped_password(rule, sp, data: bytes):
+    """A password in group 1 where another word could stand (a command's `-p` after its `-u`, an
+    Oracle connect string's `user/password`): quotes stripped, `_looks_like_a_password` (letters
+    and digits), no flag, port, pid or port mapping (`_PORT_OR_PID`); none after a tool on the
+    same line that the rule's `prompting` names (MySQL's `-p database` prompts for the password)."""
+    s, e = sp[1]
+    if data[s:s + 1] in (b'"', b"'") and e - s >= 2 and data[e - 1:e] == data[s:s + 1]:
+        s, e = s + 1, e - 1
+    value = _text(data, s, e)
+    if value.startswith("-") or _PORT_OR_PID.fullmatch(value):
+        return
+    prompting = rule.options.get("prompting")
+    if prompting is not None and prompting.search(data, data.rfind(b"\n", 0, sp[0][0]) + 1, sp[0][0]):
+        return
+    span = _looks_like_a_password(data, s, e, strip="")
+    if span:
+        yield *span, rule.label
 
 
 def h_found_login(rule, sp, data: bytes):

@@ -24,6 +24,7 @@ from .keys import (
     names_foreign_credential, says_not_secret, value_ok)
 from .patterns import ABOUT_A_PASSWORD, APP_PASSWORD, CREDENTIAL_WORD, FUNCTION_WORDS, NAME_BEFORE, SHELL_DEFAULT
 from .rules import Rule
+from .spans import end as _end
 
 #: The rest of `${KEY:` as rule env-default reads it (`-v}`, `=v}`, Spring's `v}`), or an error
 #: message or an alternative (`?set it in .env}`, `+x}`): no value either way.
@@ -33,11 +34,6 @@ _SHELL_DEFAULT = re.compile(rb"[-=]?(?:" + SHELL_DEFAULT.encode() + rb")\}|[?+][
 
 def _s(data: bytes, a: int, b: int) -> str:
     return data[a:b].decode("utf-8", "surrogatepass") if a >= 0 else ""
-
-
-def _end(s: int, value: str) -> int:
-    """The byte offset where `value`, starting at byte offset `s`, ends."""
-    return s + len(value.encode("utf-8", "surrogatepass"))
 
 
 # A token followed by mask characters (`xoxp-1234-5678-####`, `ghp_ab12****`) was masked on purpose.
@@ -230,8 +226,9 @@ def _keyed_value(data: bytes, key: tuple[int, int], s: int, e: int, quoted: bool
     else:
         bare = value
         value = _clean_bare(value)
-        if len(value) <= 16 and bare.startswith(value) and bare[len(value):].startswith(("...", "\u2026")):
-            return  # `ANTHROPIC_API_KEY=sk-ant-...`: a prefix and an ellipsis, the value left out
+        if (len(value) <= 16 and value.endswith(("-", "_")) and bare.startswith(value)
+                and bare[len(value):].startswith(("...", "\u2026"))):
+            return  # `ANTHROPIC_API_KEY=sk-ant-...`: a token's prefix and an ellipsis, the value left out
     if not value or _SPACE.search(value) or _WELLFORMED_INTERP.search(value):
         return
     if _same_name(key_text, value):
@@ -348,8 +345,8 @@ def _h_assign(rule: Rule, sp, data: bytes):
     s, e, quoted = value_group(sp, 3)
     if not quoted and sep in (",", "==", "===", "!=", "!=="):
         return
-    if sep == ":" and quoted and data[sp[2][0] - 1:sp[2][0]] in (b" ", b"\t") and data[sp[2][1]:s].strip(b"\"'") == b"" \
-            and _s(data, s, e).isidentifier():
+    if sep == ":" and quoted and data[sp[1][0]:sp[1][1]] == b"PASSWORD" and data[sp[2][0] - 1:sp[2][0]] in (b" ", b"\t") \
+            and data[sp[2][1]:s].strip(b"\"'") == b"" and _s(data, s, e).isidentifier():
         return  # psql's variable in SQL: `PASSWORD :'new_pw'` (a space before the colon, the quote right after)
     if quoted and b"{" in data[s:e] and _F_STRING.search(data, max(0, s - 6), s):
         return  # `f"Bearer {token}"`: an f-string's fields are references
@@ -474,19 +471,24 @@ def _h_key_literal(rule: Rule, sp, data: bytes):
             return
 
 
-#: Python's and C's implicit concatenation, one literal a line (inside parentheses: `_h_concat`).
-_NEXT_LINE_LITERAL = re.compile(rb"""\\?["'`][ \t]*\r?\n[ \t]*\\?["'`]([^"'`\\\s]{4,400})(?=\\?["'`](?![ \t]*[:=]))""")
+#: One more literal after a literal of a value `_h_concat` reads: after an operator (`+`, Lua's
+#: `..`, PHP's `.`, VB's `&`, Haskell's `<>`), or on the next line with none (Python's and C's
+#: implicit concatenation); a comment before the break, Python's bytes; one character or more (the
+#: last part may be short: `"a1"`).
+_NEXT_PART = re.compile(rb"""\\?["'`][ \t]*(?:(?:\+|\.\.|\.|&|<>)[ \t]*(?:#[^\n]*)?(?:\r?\n[ \t]*)?"""
+                        rb"""|(?:#[^\n]*)?\r?\n[ \t]*(?:(?:\+|\.\.|\.|&|<>)[ \t]*)?)"""
+                        rb"""[bB]?\\?["'`]([^"'`\\\s]{1,400})(?=\\?["'`](?![ \t]*[:=]))""")
 
 
 def _h_concat(rule: Rule, sp, data: bytes):
-    """KEY = a value split over string literals, one a line (groups 2 and 3, then up to 14 more
-    `_CONCAT`): the key's check on their join; each literal is redacted."""
+    """KEY = a value split over string literals, one a line (groups 2 and 3, then up to 14 more,
+    `_NEXT_PART`): the key's check on their join; each literal is redacted."""
     cls = classify_key(_s(data, sp[1][0], sp[1][1]))
     if cls is None:
         return
     parts = [sp[2], sp[3]]
     while len(parts) < 16:
-        m = _CONCAT.match(data, parts[-1][1]) or _NEXT_LINE_LITERAL.match(data, parts[-1][1])
+        m = _NEXT_PART.match(data, parts[-1][1])
         if not m:
             break
         parts.append(m.span(1))
@@ -563,23 +565,6 @@ def _h_pwvalue(rule: Rule, sp, data: bytes):
         yield s, _end(s, value), rule.label
 
 
-#: What a `-p` after a `-u` holds when it is no password: a port or a pid (lists of them too), a
-#: port mapping (`8080:80`, `127.0.0.1:8080:80/tcp`).
-_PORT_OR_PID = re.compile(r"[\d,]+|.*:\d+(?:/(?:tcp|udp))?")
-
-
-def _h_user_password_flags(rule: Rule, sp, data: bytes):
-    """A user flag's command's `-p` / `-P` value (group 1): a password with a letter, not a port,
-    a pid or a port mapping (`_PORT_OR_PID`)."""
-    s, e = sp[1]
-    if data[s:s + 1] in (b'"', b"'") and e - s >= 2 and data[e - 1:e] == data[s:s + 1]:
-        s, e = s + 1, e - 1
-    value = _s(data, s, e)
-    if _PORT_OR_PID.fullmatch(value) or not any(c.isalpha() for c in value):
-        return
-    yield from _h_pwvalue(rule, ((s, e), (s, e)), data)
-
-
 def _h_spaced(rule: Rule, sp, data: bytes):
     """`remote_password v` on a line of its own (a space-separated config: mosquitto, redis):
     the key names a password or a secret, and the value is shaped like one (`keys.value_ok` out of a
@@ -629,6 +614,8 @@ def _h_phrase(rule: Rule, sp, data: bytes):
     s, e = sp[2][0], sp[2][1]
     value = _s(data, s, e).rstrip()
     words = value.split()
+    if len(words) > 8 and not any(c.isdigit() for c in value):
+        return  # nine words or more with no digit: a sentence (`"Wir senden Ihnen einen Link ... per E-Mail"`)
     if not 2 <= len(words) <= rule.options.get("max_words", 8) or any(len(w) > 24 for w in words) or value.endswith((".", ":", "?", "!")):
         return  # a sentence about a password, not a passphrase
     if any(shapes.is_reference(w) or shapes.is_placeholder(w) for w in words) or shapes.not_a_value(value) \
@@ -706,7 +693,7 @@ HANDLERS = {
     "form_fill": arguments.h_form_fill,
     "cracked": arguments.h_cracked,
     "found_login": arguments.h_found_login,
-    "userpass_flags": _h_user_password_flags,
+    "shaped_password": arguments.h_shaped_password,
     "printed": arguments.h_printed,
     "namevalue": arguments.h_name_value,
     "declared_default": defaults.h_declared_default,

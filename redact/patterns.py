@@ -236,10 +236,11 @@ NAME_VALUE_HEAD = (
     r"(?i)\b(?:name|key)\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?([A-Za-z0-9_.%\-]{1,100})\\?[\"']?(?:[ \t]*->[ \t]*null)?[ \t]*,?[ \t]*"
     r"(?:\r?\n[ \t]*(?:[\-+~][ \t]+)?)?\\?[\"']?value\\?[\"']?"
 )
-#: ... and a `type` field that names a credential (Keycloak's `{"type": "password", "value": V}`).
+#: ... and a `type` field that names a credential (Keycloak's `{"type": "password", "value": V}`,
+#: AWS SSM's `"Type": "SecureString", "Value": V`).
 TYPE_VALUE_HEAD = (
     r"(?i)\btype\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?([A-Za-z0-9_.%\-]{0,40}(?:password|passwd|secret|token|api_?key"
-    r"|credential)[A-Za-z0-9_.%\-]{0,40})\\?[\"']?[ \t]*,?[ \t]*(?:\r?\n[ \t]*)?\\?[\"']?value\\?[\"']?"
+    r"|credential|securestring)[A-Za-z0-9_.%\-]{0,40})\\?[\"']?[ \t]*,?[ \t]*(?:\r?\n[ \t]*)?\\?[\"']?value\\?[\"']?"
 )
 _VALUE_FIELD = (
     r"[ \t]*[:=][ \t]*"

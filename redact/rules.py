@@ -41,7 +41,7 @@ Kinds (how `redact.handlers` turns a match into a span to redact):
   bearer    Bearer VALUE anywhere.
   curl_user curl -u / --user USER:PASSWORD.
   pwvalue   group 1 is a password (quotes stripped), password shaped: .netrc, `mysql -pVALUE`.
-  userpass_flags  the same after a user flag (`-u USER ... -p VALUE`), no port, pid or port mapping.
+  shaped_password  a password where another word could stand (`-u USER ... -p VALUE`, `user/VALUE@db`).
   cookie    NAME=VALUE of a session cookie: group 2 is the value, secret shaped.
   jprop     -DNAME=VALUE (Java system property): group 1 the name (classified, `-D` dropped), group 2
             the value (the credential-context rule).
@@ -91,6 +91,11 @@ _LOG_PREFIX = (r"(?:(?:[\w.\-]{1,40}[ \t]+\||\[[\w./\-]{1,80}\])"
 
 #: The last word of a setter's or a builder's name that names the secret (`setPassword`, `.apiKey`).
 _SETTER_WORD = r"(?i:pass(?:word|phrase)?|passwd|pwd|secret|token|key|auth|credentials?)"
+
+
+#: The prefilter pattern of the rules of a password told in a sentence (told-phrase,
+#: told-bare-phrase: one Set entry): a password's word in English or another language, a space.
+TOLD_WORD_HEAD = r"(?i)(?:password|passwd|passphrase|pwd|" + PROSE_WORDS + r")s?\*{0,2}[ \t]"
 
 
 def _after(name: str, label: str, anchor: str, kilobytes: int, **options) -> Rule:
@@ -166,21 +171,26 @@ RULES: tuple[Rule, ...] = (
          r"|(?:az[ \t]+login|mongo(?:sh)?|cypher-shell)(?:[ \t]+[^\s|;&<>]+)*?[ \t]+(?:-p|--password))(?:[ \t]+|=)"
          r"((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'|;&<>])+)", "pwvalue"),
     # any other client's `-u USER ... -p PASSWORD` (cqlsh, mosquitto_pub's `-P`, influx, nats): a
-    # user flag, then a password flag in the same command (`_h_user_password_flags` tells a port,
-    # a pid, a port mapping apart: `psql -U app -p 5432`, `ps -u www -p 4242`, `docker run -u 1000 -p 8080:80`)
+    # user flag, then a password flag in the same command, shaped like a password (`arguments.
+    # h_shaped_password`: not `psql -U app -p 5432`, `docker run -u 1000 -p 8080:80`, `journalctl -u
+    # nginx -p warning`, nor MySQL's `-p database`, which prompts)
     Rule("cli-user-password", "password",
-         r"(?:^|[ \t])(?:-u|-U|--user(?:name)?)(?:[ \t]+|=)[^\s|;&<>\-][^\s|;&<>]*(?:[ \t]+[^\s|;&<>]+){0,6}?"
-         r"[ \t]+-[pP](?:[ \t]+|=)((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'|;&<>])+)", "userpass_flags",
-         options={"set_pattern": r"(?:^|[ \t])(?:-u|-U|--user(?:name)?)[ \t=][^\n]*[ \t]-[pP][ \t=]"}),
+         r"(?:^|[ \t])(?:-u|-U|--user(?:name)?)(?:[ \t]+|=)[^\s|;&<>\-][^\s|;&<>]*"
+         r"(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s|;&<>]+)){0,6}?"
+         r"[ \t]+-[pP](?:[ \t]+|=)((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'|;&<>])+)", "shaped_password",
+         options={"set_pattern": r"(?:^|[ \t])(?:-u|-U|--user(?:name)?)[ \t=][^\n]*[ \t]-[pP][ \t=]",
+                  "prompting": re.compile(rb"\b(?:mysql\w*|mariadb[\w\-]*)\b"), "max_matches": 500}),
     # Oracle's tools and SQL*Plus' CONNECT: `sqlplus -s system/PASSWORD@//host:1521/DB`, `expdp
     # userid=app/PASSWORD`, `SQL> conn app/PASSWORD@db`
     Rule("oracle-connect", "password",
          r"(?i)\b(?:sqlplus|rman|expdp|impdp|sqlldr|dgmgrl)(?:[ \t]+-[A-Za-z]+)*"
-         r"[ \t]+(?:userid=)?[\"']?[A-Za-z0-9_$#.]+/([^\s@/\"']{4,200})(?:@|[\"'\s]|$)", "pwvalue",
+         r"[ \t]+(?:(?:target|catalog|auxiliary)[ \t]+)?(?:userid=)?[\"']?[A-Za-z0-9_$#.]+/([^\s@/\"']{4,200})(?:@|[\"'\s]|$)", "shaped_password",
          options={"set_pattern": r"(?i)\b(?:sqlplus|rman|expdp|impdp|sqlldr|dgmgrl)[ \t]"}),
     Rule("sqlplus-connect", "password",
-         r"(?im)^[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+[A-Za-z0-9_$#.]+/([^\s@/\"']{4,200})(?:@|[ \t]*;?[ \t]*\r?$)",
-         "pwvalue", options={"set_pattern": r"(?im)^[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+[A-Za-z0-9_$#.]+/"}),
+         r"(?im)^[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+[A-Za-z0-9_$#.]+/([^\s@/\"']{4,200})"
+         r"(?:@|[ \t]+as[ \t]+sys\w+|[ \t]*;?[ \t]*\r?$)",
+         "shaped_password", options={"set_pattern": r"(?im)^[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+[A-Za-z0-9_$#.]+/",
+                                     "max_matches": 500}),
     # Kickstart's root password (`rootpw --plaintext v`; `--iscrypted` holds a hash, which stays)
     Rule("kickstart-rootpw", "password",
          r"(?m)^[ \t]*rootpw(?:[ \t]+--(?:plaintext|lock|allow-ssh))*[ \t]+([^\s\-][^\s]{3,200})[ \t]*\r?$", "pwvalue",
@@ -273,7 +283,7 @@ RULES: tuple[Rule, ...] = (
     # .properties: `spring.mail.password=abcd efgh ijkl mnop`, a Gmail app password; Ansible's
     # `ansible_become_pass: ...`)
     Rule("passphrase-line", "password",
-         r"(?im)^[ \t]*(?:- )?([A-Za-z0-9_.\-]*(?:password|passphrase|passwd|pass_phrase|_pass))(?::|[ \t]*=)[ \t]*"
+         r"(?im)^[ \t]*(?:- )?([A-Za-z0-9_.\-]*(?:password|passphrase|passwd|pass_phrase|(?:become|ssh|sudo|db|smtp|mail|admin|root|user|vault|login)_pass))(?::|[ \t]*=)[ \t]*"
          r"([^\s\"'#|>&{$%<\[][^\n\"'#]{0,80}[ \t][^\n\"'#]{0,80}?)[ \t]*\r?$", "phrase"),
     # --- credentials in URLs, connection strings, headers, commands ----------------------------
     # one rule (one label) for every key word: a second Set entry cost ~2% of the prefilter pass
@@ -336,7 +346,8 @@ RULES: tuple[Rule, ...] = (
          r"(?i)\b(?:creds?|credentials|login|log[ \-]?in|logging[ \t]+in|logon|sign[ \-]?in|signing[ \t]+in|anmeld(?:en|ung)|zugangsdaten|logga(?:r)?"
          r"|inloggning|inloggen|identifiants|connexion|credenciai?s|credenciales|dane logowania)\b"
          r"[^\n\\]{0,40}?[: \t][ \t]*`?[A-Za-z0-9._@\-]{2,40}`?(?:[ \t]*(?:/|:)|[ \t]+(?:with|and|pw|pass(?:word)?:?))[ \t]*"
-         r"`?([^\s/:\\\"`]{8,64})", "chat"),   # (in backquotes too: `` `qa@x.dev` / `v` ``)   # (not over a JSON-escaped line break, nor a JSON string's end)
+         r"`?([^\s/:\\\"`]{8,64})", "chat"),
+    # (in backquotes too: `` `qa@x.dev` / `v` ``; not over a JSON-escaped line break, nor a JSON string's end)
     # a credential told in a sentence (`told.h_told`): a secret word, up to eight words, a link
     # (`is` or `:` after a word: right after it, `prose-is` and the assignment rule read it; `->`, `—`),
     # the value, maybe on the next line (of a quoted reply too: `> > `): `the API key we use is
@@ -358,10 +369,10 @@ RULES: tuple[Rule, ...] = (
     # ... and a passphrase told between quotes, words between its word and the link (`The signing
     # key passphrase for the release builds is `maple river 7 lantern``)
     Rule("told-phrase", "password",
-         r"(?i)(?:^|[^A-Za-z0-9_.\-])([A-Za-z0-9_.\-]*(?:password|passwd|passphrase|pwd))s?(?:[ \t]+[^\s:=`\"]+){1,8}?"
-         r"[ \t]+" + TOLD_LINK + r"[ \t]*:?[ \t]*(?:\"([^\"\n]{8,120})\"|`([^`\n]{8,120})`)", "told_phrase",
-         options={"set_pattern": r"(?i)(?:password|passwd|passphrase|pwd)s?[ \t][^\n]*[\"`][^\"`\n]*[ \t]",
-                  "set_group": "keyed"}),
+         r"(?i)(?:^|[^A-Za-z0-9_.\-])([A-Za-z0-9_.\-]*(?:password|passwd|passphrase|pwd))s?\*{0,2}(?:[ \t]+[^\s:=\"]+){1,8}?"
+         r"(?:[ \t]+" + TOLD_LINK + r"(?:[ \t]+now)?[ \t]*:?|[ \t]*:)[ \t]*"
+         r"(?:\"([^\"\n]{8,120})\"|`([^`\n]{8,120})`|'([^'\n]{8,120})'|\xe2\x80\x9c([^\n]{8,120}?)\xe2\x80\x9d)", "told_phrase",
+         options={"set_pattern": TOLD_WORD_HEAD, "set_group": "keyed"}),
     # ... and one told with no quotes, up to an opening bracket or the line's end (`the passphrase
     # is paper lantern quietly orbits (Dmitri will change it)`, `Passwort ist Sommerregen im Hafen
     # 1987 (mit Leerzeichen)`), on the link's line or the next
@@ -369,7 +380,7 @@ RULES: tuple[Rule, ...] = (
          r"(?i)(?:^|[^A-Za-z0-9_.\-])([A-Za-z0-9_.\-]*(?:password|passwd|passphrase|pwd)|" + PROSE_WORDS + r")s?"
          r"(?:[ \t]+[^\s:=`\"]+){0,6}?[ \t]+" + TOLD_LINK + r"(?:[ \t]*:[ \t]*|[ \t]*\r?\n[ \t]*|[ \t]+)"
          r"([^\s\"'`(\[{<][^\n\"'`()\[\]{}<>=@/\\]{4,120}?)[ \t]*(?:\r?\n[ \t]*)?(?:\(|\.?[ \t]*\r?$)", "told_bare_phrase",
-         options={"set_pattern": r"(?i)(?:password|passwd|passphrase|pwd|" + PROSE_WORDS + r")[^\n]*[ \t]" + TOLD_LINK,
+         options={"set_pattern": TOLD_WORD_HEAD,
                   "set_group": "keyed", "fallback": True}),
     # an e-mail address and a password as a pair (a tuple, a list, a set of test accounts):
     # `("qa-admin@acme.io", "v")`, with upper and lower case and digits (`h_login_pair`)
@@ -614,15 +625,17 @@ RULES: tuple[Rule, ...] = (
          "form_fill", options={"set_pattern": r"(?i)\.(?:fill|type|send_keys|sendKeys|setValue|pressSequentially"
                                               r"|press_sequentially)\(|\bfill_in[ \t(]"}),
     # a setter or a builder's method named for a secret, its one argument a string literal:
-    # `ds.setPassword("v")`, `.withApiKey("v")`, `Builder().token("v")` (`arguments.h_setter`)
+    # `ds.setPassword("v")`, `.withApiKey("v")`, PHP's `->apiKey('v')`, `setPassword("v".toCharArray())`
+    # (`arguments.h_setter`; up to 5000 calls a text: getters of the same names count too)
     Rule("credential-setter", "secret",
-         r"""(\.?)\b([A-Za-z0-9_]*""" + _SETTER_WORD + r""")[ \t]*\([ \t]*"""
-         r"""(?:"((?:[^"\\\n]|\\.){6,400})"|'([^'\n]{6,400})')[ \t]*\)""", "setter",
-         options={"set_pattern": _SETTER_WORD + r"""[ \t]*\([ \t]*["']""", "max_matches": 500}),
+         r"""(\.|->)?\b([A-Za-z0-9_]*""" + _SETTER_WORD + r""")[ \t]*\([ \t]*@?"""
+         r"""(?:"((?:[^"\\\n]|\\.){6,400})"|'([^'\n]{6,400})'|`([^`\n]{6,400})`)"""
+         r"""(?:\.(?:toCharArray|getBytes|encode|as_bytes|to_string)\(\))?[ \t]*\)""", "setter",
+         options={"set_pattern": _SETTER_WORD + r"""[ \t]*\([ \t]*@?["'`]""", "max_matches": 5000}),
     Rule("name-value", "secret", NAME_VALUE, "namevalue", options={"set_pattern": NAME_VALUE_HEAD}),
     Rule("type-value", "secret", TYPE_VALUE, "namevalue",
          options={"set_pattern": r"(?i)\btype\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?[A-Za-z0-9_.%\-]{0,40}"
-                                 r"(?:password|passwd|secret|token|api_?key|credential)"}),
+                                 r"(?:password|passwd|secret|token|api_?key|credential|securestring)", "shaped": True}),
     Rule("xml-name-value", "secret", XML_NAME_VALUE, "namevalue",
          options={"set_pattern": r"</(?:name|key)>[ \t\r\n]*<(?:description|value|defaultValue)[>/]"}),
     Rule("xml-entry-key", "secret", XML_ENTRY_KEY, "namevalue", options={"set_pattern": r"<entry[ \t]+key="}),
@@ -675,16 +688,16 @@ RULES: tuple[Rule, ...] = (
     # a key whose value is split over string literals, one a line (`KEY = (` then `"part"` lines:
     # Python's implicit concatenation; `"part" +` in Java, JS, C#; Lua's `..`, PHP's `.`, VB's `&`)
     Rule("concat-value", "secret",
-         r"(?i)" + KEY_RE + r"""[\"']?[ \t]*(?::[^=\n]{0,40})?=[ \t]*\(?[ \t]*(?:\r?\n[ \t]*)?["']([A-Za-z0-9+/=_\-.]{4,200})["']"""
-         r"""[ \t]*(?:\+|\.\.?|&)?[ \t]*\\?\r?\n[ \t]*(?:\+|\.\.?|&)?[ \t]*["']([A-Za-z0-9+/=_\-.]{4,200})["']""",
-         "concat", options={"set_pattern": r"""=[ \t]*\(?[ \t]*(?:\r?\n[ \t]*)?["'][A-Za-z0-9+/=_\-.]{4,}["']"""
-                                           r"""[ \t]*(?:\+|\.\.?|&)?[ \t]*\\?\r?\n"""}),
+         r"(?i)" + KEY_RE + r"""[\"']?\]?[ \t]*(?::[^=\n]{0,40})?=[ \t]*\(?[ \t]*(?:\r?\n[ \t]*)?[bB]?["']([^"'\\\s]{4,200})["']"""
+         r"""[ \t]*(?:\+|\.\.?|&)?[ \t]*(?:#[^\n]*)?\\?\r?\n[ \t]*(?:\+|\.\.?|&)?[ \t]*[bB]?["']([^"'\\\s]{1,200})["']""",
+         "concat", options={"set_pattern": r"""=[ \t]*\(?[ \t]*(?:\r?\n[ \t]*)?[bB]?["'][^"'\\\s]{4,}["']"""
+                                           r"""[ \t]*(?:\+|\.\.?|&)?[ \t]*(?:#[^\n]*)?\\?\r?\n"""}),
     # an ARM template's or a parameters file's value object: `"adminPassword": {"value": "v"}`
     # (JSON-escaped too, in an activity log's request body)
     Rule("arm-parameter", "secret",
          r"(?i)" + KEY_RE + r"""\\?["'][ \t]*:[ \t]*\{[ \t\r\n]*\\?["']value\\?["'][ \t]*:[ \t]*"""
          r"""(?:\\?"((?:[^"\\\n]|\\[^"\n]){1,400}?)\\?"|'([^'\n]{1,400})')""", "nextline",
-         options={"set_pattern": r"""\\?["'][ \t]*:[ \t]*\{[ \t\r\n]*\\?["']value\\?["'][ \t]*:"""}),
+         options={"set_pattern": r"""\{[ \t\r\n]*\\?["']value\\?["'][ \t]*:"""}),
     # a key and its value with no operator: C's `#define KEY "v"`, a Dockerfile's `ENV KEY v` / `ARG`,
     # Tcl's and a game server config's `set KEY "v"`,
     # Windows' `setx KEY "v"`, PowerShell's `Set-Item Env:KEY -Value "v"`, Erlang's `-define(KEY, "v")`

@@ -270,26 +270,62 @@ class Scanner:
 
 #: The rest of a value a terminal wrapped onto the next line: that line holds it alone, or up to a
 #: `;` or `&` (a connection string's next pair); token characters, ending in a letter, digit or `=`.
-_WRAPPED_REST = re.compile(rb"\r?\n([A-Za-z0-9+/_\-.]{3,200}[A-Za-z0-9]={0,2})(?=\r?\n|[;&]|$)")
+_WRAPPED_REST = re.compile(rb"\r?\n([A-Za-z0-9+/_\-.]{0,200}[A-Za-z0-9]={0,2})(?=\r?\n|[;&]|$)")
 #: How long a line is at least when a terminal wrapped it (80 columns and more; a prompt or a
 #: key may come before the value).
 WRAPPED_LINE = 60
+#: At most this many lines of one value a terminal wrapped are read after its first.
+WRAPPED_LINES = 16
+
+
+def _wrapped_rest(data: bytes, e: int, value: bytes, last: bool = False) -> tuple[int, int] | None:
+    """The span of the rest of `value` (a found value that ends at `e`, the end of its line) on the
+    next line (`_WRAPPED_REST`): 8 characters or more, random (a digit, two kinds of characters, no
+    word, some entropy), no symbol the value's encoding has none of (`_SYMBOL_FAMILIES`: `HTTP/1.1`
+    after a hex token is the next line, not its rest; `python3`, `step-2` are words). `last`: after a
+    line of the value's that filled the terminal's width, any 3 characters or more of them."""
+    m = _WRAPPED_REST.match(data, e)
+    if m is None:
+        return None
+    rest = m.group(1).rstrip(b"=").decode("ascii")
+    kinds = set(value.decode("utf-8", "replace"))
+    for family in _SYMBOL_FAMILIES:
+        if kinds & family:
+            kinds |= family
+    if len(rest) < 3 or any(not c.isalnum() and c not in kinds for c in rest):
+        return None
+    if not last and (len(rest) < 8 or not any(c.isdigit() for c in rest) or shapes.char_classes(rest) < 2
+                     or shapes.is_wordy(rest) or shapes.shannon(rest) < 2.5):
+        return None
+    return m.start(1), m.end(1)
+
+
+#: Symbols that come together in one encoding: base64's, base64url's (a JWT's parts, between dots).
+_SYMBOL_FAMILIES = (frozenset("+/="), frozenset("-_."))
 
 
 def _with_wrapped_rests(data: bytes, raw: list) -> list:
-    """`raw` and, for each span that ends a line of `WRAPPED_LINE` bytes or more, the rest of its
-    value on the next line (`_WRAPPED_REST`, with a digit and two kinds of characters: `ABCD1234`,
-    not `done`), with its label: a long value wrapped by a terminal or a pager."""
+    """`raw` and, for each one-line span that ends a line of `WRAPPED_LINE` bytes or more, the rest
+    of its value on the next lines (`_wrapped_rest`), with its label: a long value wrapped by a
+    terminal or a pager; a rest that fills its line as the first did (the terminal's width) goes
+    on to the line after it."""
     out = raw
     for s, e, label, name in raw:
-        m = _WRAPPED_REST.match(data, e)
-        if m is None or e - (data.rfind(b"\n", 0, s) + 1) < WRAPPED_LINE:
+        line_start = data.rfind(b"\n", 0, e) + 1
+        width = e - line_start
+        if width < WRAPPED_LINE or line_start > s:
             continue
-        rest = m.group(1).decode("ascii")
-        if any(c.isdigit() for c in rest) and shapes.char_classes(rest) >= 2:
+        end = e
+        for k in range(WRAPPED_LINES):
+            span = _wrapped_rest(data, end, data[s:e], last=k > 0)
+            if span is None:
+                break
             if out is raw:
                 out = list(raw)
-            out.append((m.start(1), m.end(1), label, name))
+            out.append((span[0], span[1], label, name))
+            if span[1] - span[0] != width or data[span[1]:span[1] + 1] not in (b"\n", b"\r"):
+                break
+            end = span[1]
     return out
 
 

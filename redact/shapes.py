@@ -466,10 +466,12 @@ _RE_YAML_TAG = re.compile(r"^![A-Za-z][\w:!]*$")
 _IDENT_PART = r"[A-Za-z_$][A-Za-z_$]*[0-9]*"
 #: A word and a number in brackets, quoted: `"Spring(2024)"`, `"hunter[42]"` (a password's shape).
 _RE_WORD_AND_NUMBER = re.compile(r"^[A-Za-z]+[(\[]\d+[)\]][^\w]*$")
-# A call or an index of a name or an attribute path (also `env!(`, Go's `[]byte(`, Lua's method call
-# `auth:match(`).
+# A call or an index of a name or an attribute path (also `env!(`, Go's `[]byte(`).
 _RE_CALL_OR_INDEX = re.compile(
-    r"^(?:\[\])?[A-Za-z_$][\w$]*(?:(?:\.|\?\.|::|->)[A-Za-z_$][\w$]*)*(?::[A-Za-z_]\w*(?=\())?!?[ \t]*[(\[]")
+    r"^(?:\[\])?[A-Za-z_$][\w$]*(?:(?:\.|\?\.|::|->)[A-Za-z_$][\w$]*)*!?[ \t]*[(\[]")
+# Lua's method call, unquoted: lower-case names (`auth:match(`), not a password's shape
+# (`Kx9mPq:Lr7Tz(42)`, `admin:secret(2024)`: a number in the brackets).
+_RE_LUA_METHOD = re.compile(r"^[a-z_][a-z0-9_]*:[a-z_][A-Za-z0-9_]*\((?!\d+\)$)")
 # A composite literal's type, its `{` ending the value (Go's `creds := aws.Credentials{`).
 _RE_COMPOSITE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\{$")
 # A PowerShell cmdlet (an approved verb, a dash, a noun): `Get-Credential`, `Get-Secret -Name X`.
@@ -543,6 +545,8 @@ def is_code_reference(value: str, quoted: bool = False) -> bool:
         return True
     if _RE_ATTR_PATH.match(v) or v.startswith(("(", "!!", "=>")):
         return True  # also `(user) => ...`, `!!process.env.X`
+    if not quoted and _RE_LUA_METHOD.match(v):
+        return True
     if not quoted and (_RE_CMDLET.match(v) or _RE_GRAPHQL_TYPE.match(v) or _RE_COMPOSITE.match(v)):
         return True
     if _RE_GENERIC.match(v) or (")" in v and "(" not in v and v.rstrip("):;,").isidentifier()):

@@ -19,3 +19,8 @@ def first(sp, groups: tuple[int, ...]) -> tuple[int, int, int] | None:
         if sp[g][0] >= 0:
             return g, sp[g][0], sp[g][1]
     return None
+
+
+def end(s: int, value: str) -> int:
+    """The byte offset where `value`, starting at byte offset `s`, ends."""
+    return s + len(value.encode("utf-8", "surrogatepass"))

@@ -28,7 +28,35 @@ from .spans import first as _first, text as _text
 _TOLD_NOT_IT = frozenset(
     """fingerprint fingerprints hash hashes hashed checksum digest sha sha1 sha256 id ids uuid name names
     prefix suffix length format file path variable var field header hint type kind version
-    expiry ttl count number scope scopes usage contract algorithm refresh per""".split())
+    expiry ttl count number scope scopes usage contract algorithm refresh per hashing binding bindings
+    job jobs rotation policy policies strength label dialog title column cadence reset resets commit
+    test tests suite scheme requirement requirements rule rules manager""".split())
+#: The links of `patterns.TOLD_LINK` as words (and `now`: `is now`).
+_LINK_WORDS = frozenset("is are was ist lautet est es era jest adalah ialah hai sono è é är это são now".split())
+#: The first word between a password's word and its link when it says whose password it is (`the
+#: password for the staging db is`, `the passphrase we use is`, `the password you sent:`, `la
+#: contraseña del wifi es`); any other word names a thing of its own (`the password strength label
+#: is "Very Strong 4"`).
+_WHOSE = frozenset("""for of on to at in from we i you he she they that which this our your my their his
+    her its the a an
+    de del des du da do di dei della für fuer vom von zum zur pour para per van voor för til dla na""".split())
+#: A code mark in a sentence (`for \`deploy\` on staging`): a name, not code between.
+_TICKED_NAME = re.compile(r"`[^`\s]{1,60}`")
+
+
+def _gap_says_it(gap: str, whose: bool = False) -> bool:
+    """Whether the words `gap` between a secret's word and its value leave the value the secret: no
+    template or code (`_TOLD_CODE_GAP`; a name in backquotes is a name), no word that names
+    something else (`_TOLD_NOT_IT`); with `whose`, its first word, if any, says whose it is
+    (`_WHOSE`)."""
+    gap = _TICKED_NAME.sub("x", gap.lower())
+    if _TOLD_CODE_GAP.search(gap):
+        return False
+    words = [w.strip(".,;:()[]'\"*") for w in gap.split()]
+    if any(w in _TOLD_NOT_IT for w in words):
+        return False
+    words = [w for w in words if w]
+    return not (whose and words and words[0] not in _WHOSE and words[0] not in _LINK_WORDS)
 #: Ids and references that follow a secret word in a sentence: an address, a cloud resource's id, a
 #: digest, an image tag, a typed id (`proj_`, `req_`).
 _TOLD_ID = re.compile(r"^(?:0x|proj_|req_|msg_|org-|i-|sg-|ami-|vpc-|subnet-|arn:|sha\d*[:-]|v\d+\.)")
@@ -44,11 +72,13 @@ def h_told(rule, sp, data: bytes):
     cls = classify_key(_text(data, *sp[1]))
     if cls is None:
         return
-    gap = _text(data, sp[1][1], sp[2][0]).lower()
-    if gap.endswith(("`", "*")):
+    gap = _text(data, sp[1][1], sp[2][0])
+    ticked = gap.endswith(("`", "*"))
+    if ticked:
         gap = gap[:-1]   # the value's own opening mark (`is \`v\``, `is **v**`), not code between
-    if _TOLD_CODE_GAP.search(gap) or any(w.strip(".,;:()[]'\"") in _TOLD_NOT_IT for w in gap.split()):
-        return  # template or code between (`password }}@{{ .Values.db.host }}:5432`), or its id, its hash
+    if not _gap_says_it(gap, whose=ticked):
+        return  # template or code between (`password }}@{{ .Values.db.host }}:5432`), its id, its hash;
+        # a thing of its own before a value in backquotes (`the key binding is \`Ctrl+Alt+F2\``)
     s, e = sp[2]
     if data[s - 3:s] == b"h1:":
         return  # a Go module's hash in go.sum (`.../credentials v1.17.47 h1:...=`)
@@ -85,17 +115,16 @@ def told_passphrase(value: str, digit: bool = True) -> bool:
 
 
 def h_told_phrase(rule, sp, data: bytes):
-    """A passphrase told in a sentence between double quotes or backquotes (`The signing key
-    passphrase for the release builds is "maple river 7 lantern"`): a password word (group 1), one
-    to eight words, a link, the quoted words (group 2 or 3), read as `told_passphrase`; no code and
-    no word naming something else between (as `h_told`)."""
+    """A passphrase told in a sentence between quotes (`The signing key passphrase for the release
+    builds is "maple river 7 lantern"`; double, single, curly or backquotes): a password word
+    (group 1), one to eight words, a link, the quoted words (groups 2 to 5), read as
+    `told_passphrase`; the words between say whose it is, and nothing else (`_gap_says_it`)."""
     cls = classify_key(_text(data, *sp[1]))
-    found = _first(sp, (2, 3))
+    found = _first(sp, (2, 3, 4, 5))
     if cls is None or cls[0] != "pw" or found is None:
         return
-    _, s, e = found
-    gap = _text(data, sp[1][1], s - 1).lower()
-    if _TOLD_CODE_GAP.search(gap) or any(w.strip(".,;:()[]'\"") in _TOLD_NOT_IT for w in gap.split()):
+    g, s, e = found
+    if not _gap_says_it(_text(data, sp[1][1], s - (3 if g == 5 else 1)), whose=True):
         return
     if told_passphrase(_text(data, s, e)):
         yield s, e, cls[1]
@@ -115,8 +144,7 @@ _MORE_FUNCTION_WORDS = frozenset(
     la el los las de del en con por para que un una der die das den dem und mit im ein eine le les des
     du et une pour avec do da em il lo di che per y e och""".split())
 #: A link or a user's word inside a told phrase makes it a sentence of its own (`K9x y el usuario es root`).
-_SENTENCE_WORDS = frozenset("""is are was ist lautet est es era jest adalah ialah sono è é är это são
-    user username usuario benutzer utilisateur utente login""".split())
+_SENTENCE_WORDS = _LINK_WORDS | frozenset("user username usuario benutzer utilisateur utente login".split())
 
 
 def h_told_bare_phrase(rule, sp, data: bytes):
@@ -128,8 +156,7 @@ def h_told_bare_phrase(rule, sp, data: bytes):
     cls = classify_key(_text(data, *sp[1]))
     if cls is None or cls[0] != "pw":
         return
-    gap = _text(data, sp[1][1], sp[2][0]).lower()
-    if _TOLD_CODE_GAP.search(gap) or any(w.strip(".,;:()[]'\"") in _TOLD_NOT_IT for w in gap.split()):
+    if not _gap_says_it(_text(data, sp[1][1], sp[2][0]), whose=True):
         return
     s, e = sp[2]
     value = _text(data, s, e).rstrip(" \t.,;:!?")

@@ -8,15 +8,10 @@ from __future__ import annotations
 import re
 
 from . import shapes
-from .spans import text as _text
+from .spans import end as _end, text as _text
 from .keys import _WELLFORMED_INTERP, _clean_bare
 from .patterns import NAME_BEFORE, UUID
 from .rules import Rule
-
-
-def _end(s: int, value: str) -> int:
-    """The byte offset where `value`, starting at byte offset `s`, ends."""
-    return s + len(value.encode("utf-8", "surrogatepass"))
 
 
 def h_cookie(rule: Rule, sp, data: bytes):

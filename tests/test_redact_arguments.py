@@ -401,6 +401,17 @@ FOUND = [
      "password", "told-bare-phrase"),
     ("User „deploy“, Passwort ist {} (mit Leerzeichen). Danach bitte", "Sommerregen im Hafen 1987", "password",
      "told-bare-phrase"),
+    # single and curly quotes, a colon for a link, a name in backquotes, a bold word
+    ("The passphrase for the backup key is '{}'", "maple river 7 lantern", "password", "told-phrase"),
+    ("The passphrase for the backup key is “{}”", "maple river 7 lantern", "password", "told-phrase"),
+    ('Passphrase for the backup key: "{}"', "maple river 7 lantern", "password", "told-phrase"),
+    ('The password for `deploy` on staging is "{}"', "maple river 7 lantern", "password", "told-phrase"),
+    ('The **passphrase** for the release key is "{}"', "maple river 7 lantern", "password", "told-phrase"),
+    # Oracle's: RMAN's target, SQL*Plus' `as sysdba`; a user flag, a quoted word, then `-P`
+    ("rman target sys/{}@PROD", "Xk9mPq2vLr7Tz", "password", "oracle-connect"),
+    ("conn sys/{} as sysdba", "Xk9mPq2vLr7Tz", "password", "sqlplus-connect"),
+    ('mosquitto_pub -u plc -t plant/line7 -m "hello world from the plc" -q 1 -P {}', "WETmzLc2xC0YyAKn",
+     "password", "cli-user-password"),
     ("La contraseña es {} (sí, con espacios).", "cdts56 r14h2rd 53", "password", "told-bare-phrase"),
     # a password hashed from a literal (a seed, a migration): Django's, Laravel's, bcrypt's
     ('            "password": make_password("{}"),', "YGHOSmaC0Vci7Lm9", "password", "credential-call"),
@@ -680,7 +691,19 @@ KEPT = [
     'mytool --password "your password here" run\nthe pw is too short',
     # a `-p` after a `-u` that is a port, a pid, a port mapping; prose with a slash; psql's variable
     "psql -U app -p 5432 -h db\nps -u www-data -p 12345,12346\ndocker run -u app -p localhost:8080:80 nginx",
+    "mysqldump -u root -p wordpress > wp.sql\nmysql -u root -p --database=shop\njournalctl -u kubelet -p notice\n"
+    "python -u train.py -p configs/base.yaml\nsudo -u deploy ./bin/release -p production",
     "connect client/server pieces first\nALTER ROLE orders_app WITH PASSWORD :'new_pw';",
+    "See the RMAN backup/restore runbook.\nCompare expdp full/schema modes.\nsqlplus client/server mode is old\n"
+    "Connect frontend/backend",
+    # a thing of a password's named before its link; a key binding, a job's name in backquotes
+    'The password strength label on the signup page is "Very Strong 4".\nOur password rotation cadence is '
+    '"every 90 days"\nThe password reset commit was "bump deps 2024 q3" last week.',
+    "The key binding to switch to tty2 is `Ctrl+Alt+F2`\nThe API key rotation job is `RotateKeys-2024Q3`",
+    # keys that end in `_pass` and name a pass of a process; a long localized message; names in backquotes
+    "first_pass: collect files then parse\nrender_pass: shadow depth bloom\n",
+    'passwort_vergessen = "Wir senden Ihnen einen Link zum Zurücksetzen per E-Mail"',
+    "logging in via `okta` and `Okta-Verify-2024` on the phone",
     "the key was invalid, the key is 2048 bits\nthe primary key is user_id and the sort key is created_at_timestamp_v2",
     "the password is stored in the vault (see docs)\nthe passphrase is required for signing (see below)\n"
     "the password is too weak (zxcvbn score 1)\nel password es el de siempre (pregunta a Juan)\n"

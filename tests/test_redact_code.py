@@ -48,9 +48,13 @@ KEPT = [
     # Lua's method call; a prefix and an ellipsis for the value left out
     'local token = auth:match("^Bearer%s+(.+)$")\n',
     "ANTHROPIC_API_KEY=sk-ant-...\nGITHUB_TOKEN=ghp_\u2026\n",
-    # getters, finders and functions named for a secret take a name or a prompt
+    # getters, finders and functions named for a secret take a name or a prompt; a key's setter sets
+    # a cache's, a message's, an object's key; tape's `t.pass` takes a message
     'tok = vault.read_secret("ci/github-prod")\npassword = getpass.getpass("Database password: ")\n',
-    'expect(token("IDENT"))\ncfg.setPasswordPolicy("strict")\nbuilder.setKeyStoreType("PKCS12")\n',
+    'expect(token("IDENT_NAME"))\nt.pass("should parse the password field");\n',
+    'cache.setKey("session:user:8f3a2b1c")\nMessageBuilder.withPayload(p).setKey("order-8f3a2b1c9d")\n'
+    'PutObjectRequest.builder().bucket("acme").key("cache-7f3a9b2c1d4e5f60").build()\n',
+    'tokens.useToken("spacing.4xl")\ndoc.setAuth("Bearer realm=api")\n',
     # literals joined over lines that hold no secret
     'help_token = ("token_help_"\n    "text_here")\nTOKEN_URL = ("https://example.com/"\n    "oauth/token")\n',
 ]
@@ -77,6 +81,16 @@ FOUND = [
     ('"credentials":[{{"type":"password","value":"{}","temporary":false}}]', "Rep0rting!Svc#2025", "password"),
     # RabbitMQ's Erlang cookie
     ("rabbitmq:\n  auth:\n    erlangCookie: {}\n", "4CMLK5BTOHONIZTECWEI", "secret"),
+    # a setter's other syntaxes: PHP's `->`, a char array, C#'s verbatim string; a token's setter
+    ("$client = Client::builder()->apiKey('{}')->build();\n", "Xq7Lm2Rt9Vw4Yz8Bc1Nd5Pf", "api_key"),
+    ('ds.setPassword("{}".toCharArray());\n', "Kx9mPq2vLr7Tz", "password"),
+    ('ds.setPassword(@"{}");\n', "Kx9mPq2vLr7Tz", "password"),
+    ('cfg.setToken("{}")\n', "ghx9f8d7s6a5Ld4f3g2h1j0kqZ", "token"),
+    # AWS SSM's SecureString; a real value that an ellipsis follows; a password shaped like a Lua call
+    ('{{"Name": "/prod/db/password", "Type": "SecureString", "Value": "{}", "Version": 3}}', "Kx9mPq2vLr7Tz!", "secret"),
+    ("I set DB_PASSWORD={}... and it still fails\n", "Xk9mPq2vLr7Tz", "password"),
+    ("DB_PASSWORD={}\n", "admin:secret(2024)", "password"),
+    ('{{"password" :"{}"}}', "Tr0ub4dor2024", "password"),
 ]
 
 
@@ -91,6 +105,10 @@ def test_a_secret_in_the_same_slot_goes(redactor, template, secret, label):
     ('ALGOLIA_ADMIN_KEY = (\n    "{}"\n    "{}"\n    "{}"\n)\n', ("bca6bf17816804ee", "ec168fec957cccd2", "a1b2c3d4")),
     ('MAPBOX_TOKEN = ("{}"\n                "{}")\n', ("sk.eyJ1IjoiYWNtZS1tYXBz", "epmEgFMRPbeR1JrgTChes8.1YZ")),
     ('String apiKey = "{}" +\n    "{}";\n', ("AbCdEf123456", "GhIjKl789012")),
+    # any characters, a comment before the break, Python's bytes, a short last part
+    ('DB_PASSWORD = ("{}"\n  "{}")\n', ("Tr0ub4dor&3", "Xq!horse#7")),
+    ('API_KEY = (b"{}"  # part one\n    b"{}"\n    b"{}")\n', ("bca6bf17816804ee", "ec168fec957cccd2", "a1")),
+    ('String apiKey = "{}" +\n    "{}" + "{}";\n', ("AbCdEf123456", "GhIjKl789012", "Mn3")),
 ])
 def test_a_value_split_over_literals_goes_whole(redactor, template, parts):
     out = redactor.redact(template.format(*parts))
@@ -109,6 +127,16 @@ def test_the_rest_of_a_value_a_terminal_wrapped_goes_and_a_next_line_of_words_st
             "HhN5lEiPIVW3vkZ+d+uOgme3uTrZ2Z2cvGySM7\nNlUJMq358D2JWxXeyeZopaN3BwBHbeA9T2Yr7xfnSlvnUbpA==;BlobEndpoint=x\n")
     assert redactor.redact(text).text == ("DefaultEndpointsProtocol=https;EndpointSuffix=core.windows.net;AccountName="
                                           "stmedia01;AccountKey=[REDACTED:api_key]\n[REDACTED:api_key];BlobEndpoint=x\n")
+    # a next command after a long line is no rest: a word, a version, another encoding's symbol
+    key = "sk-proj-Zq8Xv2Lm9Rt4Wp7Yc3Kd5Nf6Hb1Jg0Qs8Tu2Vw4Xy6Za"
+    for after in ("python3", "step-2", "HTTP/1.1"):
+        text = f"$ export OPENAI_API_KEY={key}\n{after}\n"
+        assert redactor.redact(text).text == f"$ export OPENAI_API_KEY=[REDACTED:openai_key]\n{after}\n"
+    # lines that fill the terminal's width go on; the last one may be short
+    part = "Zq8Xv2Lm9Rt4Wp7Yc3Kd5Nf6Hb1Jg0Qs8Tu2Vw4Xy6ZaQ1w2E3r4T5y6U7i8O9p0AaSsDdFfGgHhJjKk"[:80]
+    first = "TOKEN=ghp_" + part[:70]
+    text = f"{first}\n{part}\nx9Q\ndone\n"
+    assert redactor.redact(text).text == "TOKEN=[REDACTED:github_token]\n[REDACTED:github_token]\n[REDACTED:github_token]\ndone\n"
     # a short line is no terminal's wrap
     text = "TOKEN=Zq8Xv2Lm9Rt4Wp7Yc3\nB7c9D2e4F6\n"
     assert redactor.redact(text).text == "TOKEN=[REDACTED:token]\nB7c9D2e4F6\n"

@@ -204,7 +204,7 @@ NEAR_MISSES = [
     "__Secure-next-auth.callback-url=https%3A%2F%2Fexample.com",
     "sdk-release-2024.11 and api-%s-%s-%s-%s-%s" % (g(8, HEX), g(4, HEX), g(4, HEX), g(4, HEX), g(12, HEX)),
     "artifact %s-%s" % (g(32, HEX), g(8, HEX)),                                    # one group, not a Mailgun key
-    "hvs.example and hvs.placeholder in the docs",
+    "hvs.example_placeholder_for_the_docs_here and hvs.your_vault_token_goes_here",   # no digit, words
 ]
 
 
