@@ -79,7 +79,7 @@ def load_corpus(root: Path = CORPUS_DIR) -> list[dict]:
 #: The independent corpus' held-out rounds (bench/secret_corpus_indep/README.md): their misses are
 #: never listed.
 HELD_ROUNDS = ("b_", "e_", "h_", "k_", "m_", "o_", "q_", "s_", "u_", "w_", "y_", "za_", "ac_", "ae_", "ag_", "ai_",
-               "ak_", "am_", "ao_", "aq_", "as_", "au_")
+               "ak_", "am_", "ao_", "aq_", "as_", "au_", "aw_", "ay_", "ba_")
 
 
 def indep_split(case: dict) -> str:
