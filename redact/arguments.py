@@ -69,6 +69,8 @@ SECRET_ARGUMENT = {
     "passwordhash": (1, "password"), "generatepasswordhash": (1, "password"), "hashpw": (1, "password"),
     "bcrypthash": (1, "password"), "bcrypthashsync": (1, "password"), "bcrypthashpw": (1, "password"),
     "bcryptpasswordcreate": (1, "password"),
+    "azurekeycredential": (1, "api_key"), "azurenamedkeycredential": (2, "api_key"), "apikeycredential": (1, "api_key"),
+    "twilio": (2, "token"),
 }
 
 

@@ -497,6 +497,15 @@ def _h_concat(rule: Rule, sp, data: bytes):
             yield a, b, cls[1]
 
 
+def _h_xml_phrase(rule: Rule, sp, data: bytes):
+    """A password element (group 1) holding a passphrase (group 2): words with spaces and a digit."""
+    cls = classify_key(_s(data, sp[1][0], sp[1][1]))
+    value = _s(data, sp[2][0], sp[2][1])
+    if cls is not None and cls[0] == "pw" and " " in value.strip() and told.told_passphrase(value.strip()):
+        s = sp[2][0] + len(value.encode("utf-8", "surrogatepass")) - len(value.lstrip().encode("utf-8", "surrogatepass"))
+        yield s, _end(s, value.strip()), cls[1]
+
+
 def _h_reverse(rule: Rule, sp, data: bytes):
     """"VALUE" == password: a literal compared with a secret-named variable."""
     j = 1 if sp[1][0] >= 0 else 2
@@ -709,6 +718,7 @@ HANDLERS = {
     "gradle": _h_key_literal,
     "nextline": _h_key_literal,
     "concat": _h_concat,
+    "xml_phrase": _h_xml_phrase,
     "command": arguments.h_command,
     "htpasswd": arguments.h_htpasswd,
     "prose": told.h_prose,

@@ -200,6 +200,8 @@ PROSE_PASSWORD = (
     # (up to four words before the link; five to eight when none holds a digit, which a value
     # has: `heslo Švestka.9Knedlík – a ještě API klíč pro Mapy.cz: ...` links no later value)
     r"(?:(?:(?:[ \t]+[^\s:=]+){0,4}?|(?:[ \t]+[^\s:=0-9]+){5,8}?)(?:" + PROSE_LINK + r")" + _PROSE_SPACE
+    # (`ist jetzt v`, `es ahora v`: the link, then `now`)
+    + r"(?:(?i:jetzt|nun|now|ahora|maintenant|agora|adesso|ora|teraz|nu)[ \t]+)?"
     # the value: ASCII, Latin or Greek letters (not CJK: `パスワードは英数字8文字以上`, where no space ends it)
     + r"|[ \t]+)(?:" + _PROSE_PHRASE + r"|(?:" + PROSE_OPEN + r")?" + _PROSE_SPACE
     + r"([^\s\"'`\\,;=\xd0-\xff]{6,}))"
@@ -288,7 +290,9 @@ CREDENTIAL_CALL = (
     r"|new[ \t]+(?:System\.Net\.)?NetworkCredential|ftplib\.FTP(?:_TLS)?|pymysql\.connect|MySQLdb\.connect|auth|smtp\.(?:PlainAuth|CRAMMD5Auth)|gmail"
     # a password hashed from a literal (a seed, a migration, a fixture): its cleartext is in the call
     r"|make_password|Hash::make|bcrypt(?:\.hash(?:Sync|pw)?)?|password_hash|generate_password_hash|hashpw"
-    r"|BCrypt::Password\.create)[ \t]*\("
+    r"|BCrypt::Password\.create"
+    # a key credential of Azure's and OpenAI's .NET SDKs; Twilio's Node client (`twilio(sid, token)`)
+    r"|(?:new[ \t]+)?(?:AzureKeyCredential|AzureNamedKeyCredential|ApiKeyCredential)|twilio)[ \t]*\("
 )
 
 

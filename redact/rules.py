@@ -56,6 +56,7 @@ Kinds (how `redact.handlers` turns a match into a span to redact):
   gradle    a Gradle field: group 1 the name (classified), group 2 the literal.
   nextline  KEY: then a quoted VALUE on the next line (a formatter's wrap), same checks as assign.
   concat    KEY = a value split over string literals, one a line: the key's check on their join.
+  xml_phrase  a password element's words with spaces and a digit (`told.told_passphrase`).
 Positional kinds, whose handlers live in `redact.arguments`:
   envdefault, call, printed, piped, namevalue, chat   (see that module's docstring);
   command   a command's, SQL's or a config line's password argument (`COMMAND_VALUE` groups);
@@ -163,12 +164,13 @@ RULES: tuple[Rule, ...] = (
          r"(?:[ \t]+[^\s|;&<>]+)*?[ \t]+(?:-p|--password|--pass)(?:[ \t]+|=)"
          r"((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'|;&<>])+)", "pwvalue"),
     # other clients' password flags: `redis-cli -a`, `ssh-keygen -N`, `sqlcmd -P`, `ldapsearch -w`,
-    # `az login -p`, `mongosh -p`
+    # `az login -p`, `mongosh -p`, macOS' `security import x.p12 -P`
     Rule("cli-password-flag", "password",
          r"(?:^|[\s;&|(`\"'])(?i:redis-cli(?:[ \t]+[^\s|;&<>]+)*?[ \t]+-a"
          r"|ssh-keygen(?:[ \t]+[^\s|;&<>]+)*?[ \t]+-[NP]|sqlcmd(?:[ \t]+[^\s|;&<>]+)*?[ \t]+-P"
          r"|ldap(?:search|modify|add|delete|passwd|whoami)(?:[ \t]+[^\s|;&<>]+)*?[ \t]+-w"
-         r"|(?:az[ \t]+login|mongo(?:sh)?|cypher-shell)(?:[ \t]+[^\s|;&<>]+)*?[ \t]+(?:-p|--password))(?:[ \t]+|=)"
+         r"|(?:az[ \t]+login|mongo(?:sh)?|cypher-shell)(?:[ \t]+[^\s|;&<>]+)*?[ \t]+(?:-p|--password)"
+         r"|security[ \t]+(?:import|create-keychain|unlock-keychain|export)(?:[ \t]+[^\s|;&<>]+)*?[ \t]+-[pP])(?:[ \t]+|=)"
          r"((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'|;&<>])+)", "pwvalue"),
     # any other client's `-u USER ... -p PASSWORD` (cqlsh, mosquitto_pub's `-P`, influx, nats): a
     # user flag, then a password flag in the same command, shaped like a password (`arguments.
@@ -191,6 +193,15 @@ RULES: tuple[Rule, ...] = (
          r"(?:@|[ \t]+as[ \t]+sys\w+|[ \t]*;?[ \t]*\r?$)",
          "shaped_password", options={"set_pattern": r"(?im)^[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+[A-Za-z0-9_$#.]+/",
                                      "max_matches": 500}),
+    # a token given to a CLI's `login` (`wandb login KEY`, `comet login KEY`): random, 32 characters or more
+    _tok("cli-login-token", "token",
+         r"\b[A-Za-z][\w\-]{1,30}[ \t]+login(?:[ \t]+--?[\w\-]+)*[ \t]+([A-Za-z0-9_\-]{32,200})(?:[^A-Za-z0-9_\-]|$)",
+         min_entropy=3.0, needs_digit=True, set_pattern=r"[ \t]login[ \t]"),
+    # the value given to a secret store's command (`databricks secrets put-secret s k --string-value v`)
+    Rule("secret-store-value", "secret",
+         r"(?i)\bsecrets?\b[^\n|;&]{0,200}?[ \t]--(?:string-value|secret-string|secret-value|value)(?:[ \t]+|=)"
+         r"((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'|;&<>])+)", "pwvalue",
+         options={"set_pattern": r"(?i)[ \t]--(?:string-value|secret-string|secret-value|value)[ \t=]"}),
     # Kickstart's root password (`rootpw --plaintext v`; `--iscrypted` holds a hash, which stays)
     Rule("kickstart-rootpw", "password",
          r"(?m)^[ \t]*rootpw(?:[ \t]+--(?:plaintext|lock|allow-ssh))*[ \t]+([^\s\-][^\s]{3,200})[ \t]*\r?$", "pwvalue",
@@ -292,8 +303,10 @@ RULES: tuple[Rule, ...] = (
                    "access_key", "ssh_pass", "become_pass", "sudo_pass", "db_pass", "smtp_pass",
                    "mail_pass", "admin_pass", "root_pass", "user_pass") + PASSPHRASE_TAIL,
          placeholder_ok=True),
+    # (a database's URL with its `:` left out too: the error that says it cannot parse it echoes it)
     Rule("url-userinfo", "password",
-         r"\b[A-Za-z][A-Za-z0-9+.\-]*://([^\s:@/\"'<>\\]*):([^\s@/\"'<>\\]+)@", "userinfo"),
+         r"(?:\b[A-Za-z][A-Za-z0-9+.\-]*:|\b(?i:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql"
+         r"|sqlserver|oracle|snowflake|clickhouse)(?:\+\w+)?)//([^\s:@/\"'<>\\]*):([^\s@/\"'<>\\]+)@", "userinfo"),
     # a token as the whole user part of a URL, no password: a Sentry DSN's key
     # (`https://KEY@o1.ingest.sentry.io/2`), a clone URL's token (`https://TOKEN@git.example.com/r`)
     _tok("url-user-token", "token",
@@ -714,6 +727,11 @@ RULES: tuple[Rule, ...] = (
          options={"set_pattern": r"\{[ \t]*[A-Za-z0-9_.$\-]+[ \t]*,[ \t]*(?:<<)?\""}),
     Rule("xml-element", "secret",
          r"(?i)<(?:[A-Za-z][\w.\-]{0,30}:)?" + KEY_RE + r"(?:[ \t][^<>\n]{0,200})?>[ \t\r\n]*([^<>\s]{6,})[ \t\r\n]*</", "xml"),
+    # ... and a password element holding words with spaces (Maven's `<passphrase>w x y z</passphrase>`)
+    Rule("xml-passphrase", "password",
+         r"(?i)<((?:[A-Za-z][\w.\-]{0,30}:)?[\w.\-]{0,40}(?:password|passphrase|passwd))(?:[ \t][^<>\n]{0,200})?>"
+         r"([^<>\n]{6,120}?)</", "xml_phrase",
+         options={"set_pattern": r"(?i)(?:password|passphrase|passwd)(?:[ \t][^<>\n]*)?>"}),
     Rule("add-key-value", "secret",
          r"""(?i)<add\s+key=["']([^"'<>]{1,100})["']\s+value=["']([^"'<>]{1,400})["']""", "xml"),
     Rule("k8s-secret-data", "secret",

@@ -80,8 +80,9 @@ def h_told(rule, sp, data: bytes):
         return  # template or code between (`password }}@{{ .Values.db.host }}:5432`), its id, its hash;
         # a thing of its own before a value in backquotes (`the key binding is \`Ctrl+Alt+F2\``)
     s, e = sp[2]
-    if data[s - 3:s] == b"h1:":
-        return  # a Go module's hash in go.sum (`.../credentials v1.17.47 h1:...=`)
+    if data[s - 3:s] == b"h1:" or _DIGEST_BEFORE.search(data, max(0, s - 8), s):
+        return  # a Go module's hash in go.sum (`.../credentials v1.17.47 h1:...=`), an image's digest
+        # (`cosign verify --key cosign.pub ghcr.io/acme/app@sha256:...`)
     value = _text(data, s, e).rstrip(".,;:!?)")
     if not shapes.credential_like(value) or shapes.is_date(value) or shapes.not_a_value(value):
         return
@@ -162,6 +163,8 @@ def h_told_bare_phrase(rule, sp, data: bytes):
     value = _text(data, s, e).rstrip(" \t.,;:!?")
     if any(c in value for c in "«»„“”「」『』‘’"):
         return   # quoted after all (`est « v w »`): rule prose-password reads it
+    if any(c in value for c in ",;–—") or " - " in value:
+        return   # the sentence goes on (`ist jetzt hOfRy6CU7YmQ?bn6 – bitte im Tableau-Server`)
     words = value.split()
     lowered = [w.lower().strip(".,;:!?") for w in words]
     digit = any(c.isdigit() for c in value)
@@ -177,6 +180,8 @@ def h_told_bare_phrase(rule, sp, data: bytes):
     yield s, s + len(value.encode("utf-8", "surrogatepass")), cls[1]
 
 
+#: A digest's algorithm right before a value (`@sha256:`, `sha512:`, `md5:`).
+_DIGEST_BEFORE = re.compile(rb"(?i)(?:sha(?:1|224|256|384|512)|md5|blake2b?):$")
 #: Template or code markup between a secret word and a value: they are not a sentence.
 _TOLD_CODE_GAP = re.compile(r"\{\{|\}\}|\$\{|\{%|%\}|[=`]|\\[nrt\"]")
 #: A ticket's key (`SEC-142`, `OPS-7`): what a sentence about a secret names, not the secret.

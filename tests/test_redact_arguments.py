@@ -412,6 +412,19 @@ FOUND = [
     ("conn sys/{} as sysdba", "Xk9mPq2vLr7Tz", "password", "sqlplus-connect"),
     ('mosquitto_pub -u plc -t plant/line7 -m "hello world from the plc" -q 1 -P {}', "WETmzLc2xC0YyAKn",
      "password", "cli-user-password"),
+    # a CLI's login token, a secret store's value, macOS' keychain import, Maven's passphrase
+    (": 1718291040:0;wandb login {}", "4466a62289d991c1aed96d76f1369aea7872dc7f", "token", "cli-login-token"),
+    ("$ databricks secrets put-secret ml-prod svc-password --string-value '{}'", "of7egjKM9QEaS0!wot6", "secret",
+     "secret-store-value"),
+    ("security import dist.p12 -k build.keychain -P {} -T /usr/bin/codesign", "3i2fKYFBNLtR", "password",
+     "cli-password-flag"),
+    ("    <server>\n      <passphrase>{}</passphrase>\n", "f9wy3 ku9sbe ieb6 0kr0y77", "password", "xml-passphrase"),
+    # Azure's key credential; a database URL its parser could not read (no `:` after the scheme)
+    ('    new AzureKeyCredential("{}"));', "96ff0fa415cd616690d1035e6d0e48e7", "api_key", "credential-call"),
+    ("Could not parse rfc1738 URL from string 'postgresql//etl_user:{}@warehouse.internal:5432/marts'",
+     "AVjt9EtVlz0FN4FzD7", "password", "url-userinfo"),
+    ("Das Passwort für den Service-User SVC_TABLEAU ist jetzt {} – bitte aktualisieren", "hOfRy6CU7YmQ?bn6",
+     "password", "prose-password"),
     ("La contraseña es {} (sí, con espacios).", "cdts56 r14h2rd 53", "password", "told-bare-phrase"),
     # a password hashed from a literal (a seed, a migration): Django's, Laravel's, bcrypt's
     ('            "password": make_password("{}"),', "YGHOSmaC0Vci7Lm9", "password", "credential-call"),
@@ -704,6 +717,9 @@ KEPT = [
     "first_pass: collect files then parse\nrender_pass: shadow depth bloom\n",
     'passwort_vergessen = "Wir senden Ihnen einen Link zum Zurücksetzen per E-Mail"',
     "logging in via `okta` and `Okta-Verify-2024` on the phone",
+    # an image's digest after a key word, a CLI's login to a registry, a password element's prose
+    "$ cosign verify --key cosign.pub ghcr.io/acme/edge-proxy@sha256:" + "0dccabd49c0f52de9bb4d2228cd5bb75e9f8c7109fea5e9c1908b7621e7b",
+    "docker login registry.example.com\nnpm login --registry=https://npm.example.com\n<password>see vault entry</password>",
     "the key was invalid, the key is 2048 bits\nthe primary key is user_id and the sort key is created_at_timestamp_v2",
     "the password is stored in the vault (see docs)\nthe passphrase is required for signing (see below)\n"
     "the password is too weak (zxcvbn score 1)\nel password es el de siempre (pregunta a Juan)\n"
