@@ -35,7 +35,7 @@ from . import shapes
 from .keys import classify_key, key_segments, value_ok
 from .patterns import APP_PASSWORD, CREDENTIAL_WORD
 from .spans import first as _first, text as _text
-from .told import _CAMEL_NAME, _TOLD_ID, _TOLD_SYMBOL, told_passphrase
+from .told import _CAMEL_NAME, _TOLD_ID, _TOLD_SYMBOL
 
 #: The credential calls (`patterns.CREDENTIAL_CALL`'s group 1, lower-cased, `_` and the namespace
 #: dropped): which argument (1-based) is the secret, and its label. `USER_THEN` means the argument
@@ -435,6 +435,10 @@ def h_login_pair(rule, sp, data: bytes):
         yield *span, rule.label
 
 
+#: Two names in backquotes joined by a word, the second's opening quote last (`\`okta\` and \``).
+_TICKED_PAIR = re.compile(rb"`[ \t]+(?:with|and|pw|pass(?:word)?:?)[ \t]+`$")
+
+
 def h_chat(rule, sp, data: bytes):
     """The password of `user / password` typed after a creds or login word (`_looks_like_a_password`);
     after an explicit `/` or `:`, a person's password in lower case too (`jenkins / jenkins-2024`)."""
@@ -443,7 +447,7 @@ def h_chat(rule, sp, data: bytes):
         return  # a Go module's hash in go.sum (`.../credentials v1.17.47/go.mod h1:...=`)
     ticked = data[s - 1:s] == b"`" and data[e:e + 1] == b"`"   # in backquotes: all of it, `!` too
     slot = data[max(0, s - 4):s].rstrip(b" \t`")[-1:] in (b"/", b":")   # an explicit `user / v`, `user: v`
-    if ticked and not slot:
+    if ticked and not slot and _TICKED_PAIR.search(data, max(0, s - 24), s):
         return   # `via \`okta\` and \`Okta-Verify-2024\``: names in backquotes joined by a word
     span = _looks_like_a_password(data, s, e, strip="" if ticked else ".,;)!?")
     if span is None and slot:
@@ -544,10 +548,7 @@ def h_table(rule, sp, data: bytes, state: dict):
 
 def _table_password(value: str) -> bool:
     """A table cell under a password column that holds one: one word (a cell of prose, code in
-    backticks or a name describes the column), a digit or a symbol in it, a credential context; or
-    a passphrase of words and a digit (`told_passphrase`: `violet tractor midnight 50`)."""
-    if value and " " in value.strip() and "`" not in value and told_passphrase(value.strip()):
-        return True
+    backticks or a name describes the column), a digit or a symbol in it, a credential context."""
     if not value or value.lower() in _NO_TABLE_PASSWORD or any(c.isspace() or c == "`" for c in value):
         return False
     if _TOLD_ID.match(value) or value.upper() == "REDACTED":
@@ -610,6 +611,8 @@ def h_form_fill(rule, sp, data: bytes):
     if found is None:
         return
     _, s, e = found
+    if _NOT_THE_PASSWORD_FIELD.search(data, sp[0][0], s):
+        return   # `#password-hint`, `#password-strength`: a field about the password
     keys = _TYPED_KEYS.search(data, s, e)
     if keys:
         e = keys.start()   # Cypress' `{enter}` after the password: a key it presses, not typed text
@@ -617,15 +620,22 @@ def h_form_fill(rule, sp, data: bytes):
         yield s, e, rule.label
 
 
+#: A field about a password, not for it (`#password-hint`, `password_strength`, `forgot-password`).
+_NOT_THE_PASSWORD_FIELD = re.compile(rb"(?i)pass(?:word|wd|phrase)?[\-_ ]?(?:hint|strength|reset|policy|help|rules)"
+                                     rb"|(?:forgot|reset|show|toggle)[\-_ ]?pass")
 #: Cypress' special keys at the end of what `.type()` types (`{enter}`, `{tab}{enter}`).
 _TYPED_KEYS = re.compile(rb"(?:\{[a-z]+\})+$")
 
 
-def h_cracked(rule, sp, data: bytes):
-    """The plaintext after a cracked hash (group 1), when a cracking tool or its pot file is named
-    within 4 KB (the rule's `near`): a password with a letter or a digit, not another hash, a
-    number or a field list (`/etc/shadow`'s `19000:0:99999`)."""
-    if not rule.options["near"].search(data, max(0, sp[0][0] - 4096), sp[0][1] + 4096):
+def h_cracked(rule, sp, data: bytes, state: dict):
+    """The plaintext after a cracked hash (group 1), when a cracking tool, its status line or its
+    pot file is named within 4 KB (the rule's `near`, found once per scan: `state`): a password with
+    a letter or a digit, not another hash, a number or a field list (`/etc/shadow`'s `19000:0:99999`)."""
+    near = state.get("near")
+    if near is None:
+        near = state["near"] = [m.start() for m in rule.options["near"].finditer(data)]
+    k = bisect.bisect_left(near, sp[0][0] - 4096)
+    if k == len(near) or near[k] > sp[0][1] + 4096:
         return
     s, e = sp[1]
     value = _text(data, s, e).strip()
@@ -640,11 +650,38 @@ def h_cracked(rule, sp, data: bytes):
 _PORT_OR_PID = re.compile(r"[\d,]+|.*:\d+(?:/(?:tcp|udp))?")
 
 
+#: One word of a command line: quoted, or up to a space.
+_WORD = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'|\S+")
+
+
+def _flags_only_after_user(head: str) -> bool:
+    """Whether, in `head` (a command from its user flag to its password flag), every word between
+    the user's value and the password flag is a flag or a flag's value: both flags are one
+    program's (`cqlsh host -u u -p v`, `mosquitto_pub -u u -t x -m "hi there" -P v`), not `sudo -u
+    deploy mkdir -p dir`."""
+    words = _WORD.findall(head)
+    i = next((k for k, w in enumerate(words) if w in ("-u", "-U", "--user", "--username")
+              or w.startswith(("--user=", "--username="))), None)
+    if i is None:
+        return True
+    rest = words[i + (1 if "=" in words[i] else 2):-1]   # after the user's value, before `-p`
+    prev_flag = False
+    for w in rest:
+        if w.startswith("-"):
+            prev_flag = "=" not in w
+        elif prev_flag:
+            prev_flag = False
+        else:
+            return False
+    return True
+
+
 def h_shaped_password(rule, sp, data: bytes):
     """A password in group 1 where another word could stand (a command's `-p` after its `-u`, an
     Oracle connect string's `user/password`): quotes stripped, `_looks_like_a_password` (letters
     and digits), no flag, port, pid or port mapping (`_PORT_OR_PID`); none after a tool on the
-    same line that the rule's `prompting` names (MySQL's `-p database` prompts for the password)."""
+    same line that the rule's `prompting` names (MySQL's `-p database` prompts for the password);
+    with `same_program`, only flags between the user's value and the password's flag."""
     s, e = sp[1]
     if data[s:s + 1] in (b'"', b"'") and e - s >= 2 and data[e - 1:e] == data[s:s + 1]:
         s, e = s + 1, e - 1
@@ -654,6 +691,8 @@ def h_shaped_password(rule, sp, data: bytes):
     prompting = rule.options.get("prompting")
     if prompting is not None and prompting.search(data, data.rfind(b"\n", 0, sp[0][0]) + 1, sp[0][0]):
         return
+    if rule.options.get("same_program") and not _flags_only_after_user(_text(data, sp[0][0], sp[1][0])):
+        return   # `sudo -u deploy mkdir -p releases2024`: the `-p` is another program's
     span = _looks_like_a_password(data, s, e, strip="")
     if span:
         yield *span, rule.label
@@ -661,11 +700,12 @@ def h_shaped_password(rule, sp, data: bytes):
 
 def h_found_login(rule, sp, data: bytes):
     """The password of a login a tool found (groups 1-3): password shaped, letters and digits
-    (`_looks_like_a_password`)."""
+    (`_looks_like_a_password`), no id or word and number (`_NOT_A_PAIRED_PASSWORD`: a Slack id
+    after an e-mail address, `build:release42`)."""
     found = _first(sp, (1, 2, 3))
     if found is not None:
         span = _looks_like_a_password(data, found[1], found[2], strip="")
-        if span:
+        if span and not _NOT_A_PAIRED_PASSWORD.fullmatch(_text(data, *span)):
             yield *span, rule.label
 
 

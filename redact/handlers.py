@@ -233,7 +233,7 @@ def _keyed_value(data: bytes, key: tuple[int, int], s: int, e: int, quoted: bool
         return
     if _same_name(key_text, value):
         return  # `self._authkey = authkey`, `SERVER_AUTH: "serverAuth"`: a name given to itself
-    if _OPENPGP_KEY_ID.fullmatch(value) and _OPENPGP_KEY_WORDS & set(key_segments(key_text)):
+    if _OPENPGP_KEY_ID.fullmatch(value) and _names_openpgp_key(key_segments(key_text)):
         return  # git's `signingkey = 5C2BB0BAB198BAE9`: an OpenPGP key's id or fingerprint names a public key
     if cls[1] == "token" and _FIELD_NAME.fullmatch(value) and key_segments(key_text)[-1:] == ("token",):
         return  # `"input_token": "NextMarker"` (an SDK's paginators): the name of a request's field
@@ -245,7 +245,14 @@ def _keyed_value(data: bytes, key: tuple[int, int], s: int, e: int, quoted: bool
 
 #: An OpenPGP key's id (8 or 16 hex digits) or fingerprint (40), in capitals as gpg prints them.
 _OPENPGP_KEY_ID = re.compile(r"(?:0x)?(?:[0-9A-F]{8}|[0-9A-F]{16}|[0-9A-F]{40})")
-_OPENPGP_KEY_WORDS = frozenset({"signingkey", "signing", "gpg", "pgp", "gpgkey"})
+
+
+def _names_openpgp_key(segs: tuple[str, ...]) -> bool:
+    """A key that names an OpenPGP key by its id: git's `signingkey`, `gpg_key`, `pgp_key_id`; not a
+    secret, a password or a passphrase of one (`GPG_PASSPHRASE`, `WEBHOOK_SIGNING_KEY`)."""
+    if any(s in ("secret", "password", "passphrase", "pass", "private") for s in segs):
+        return False
+    return segs[-1:] == ("signingkey",) or (bool({"gpg", "pgp"} & set(segs)) and segs[-1] in ("key", "keyid", "id"))
 
 #: The words of a lexer's or a parser's token (`token`, `tok.value`, `self.current_token.type`).
 _LEXER_TOKEN_WORDS = frozenset("token tok value type kind self this next current cur t".split())
@@ -492,6 +499,8 @@ def _h_concat(rule: Rule, sp, data: bytes):
         if not m:
             break
         parts.append(m.span(1))
+    if any(shapes.is_typed_sequence(_s(data, a, b)) for a, b in parts):
+        return  # `PASSWORD_CHARS = ("abcdefghijklmnopqrstuvwxyz" "ABCDEF..." "0123456789")`: an alphabet
     if value_ok(cls[0], "".join(_s(data, a, b) for a, b in parts), quoted=True):
         for a, b in parts:
             yield a, b, cls[1]

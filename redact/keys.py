@@ -197,7 +197,7 @@ def classify_key(key: str) -> tuple[str, str] | None:
         return None
     if _names_site_key(segs):
         return None
-    if "hashed" in segs or segs[-1] in ("hash", "hashes", "digest", "checksum"):
+    if (len(segs) == 2 and segs[0] == "hashed") or segs[-1] in ("hash", "hashes", "digest", "checksum"):
         return None  # `hashed_secret`, `password_hash`, `token_digest`: a hash of the secret, not the secret
     if "search" in segs and "only" in segs:
         return None  # `ALGOLIA_SEARCH_ONLY_KEY`: a search-only key, which its provider ships to browsers

@@ -41,7 +41,6 @@ Kinds (how `redact.handlers` turns a match into a span to redact):
   bearer    Bearer VALUE anywhere.
   curl_user curl -u / --user USER:PASSWORD.
   pwvalue   group 1 is a password (quotes stripped), password shaped: .netrc, `mysql -pVALUE`.
-  shaped_password  a password where another word could stand (`-u USER ... -p VALUE`, `user/VALUE@db`).
   cookie    NAME=VALUE of a session cookie: group 2 is the value, secret shaped.
   jprop     -DNAME=VALUE (Java system property): group 1 the name (classified, `-D` dropped), group 2
             the value (the credential-context rule).
@@ -57,13 +56,15 @@ Kinds (how `redact.handlers` turns a match into a span to redact):
   nextline  KEY: then a quoted VALUE on the next line (a formatter's wrap), same checks as assign.
   concat    KEY = a value split over string literals, one a line: the key's check on their join.
   xml_phrase  a password element's words with spaces and a digit (`told.told_passphrase`).
+Kinds of credentials told in prose, whose handlers live in `redact.told`:
+  told, told_phrase, told_bare_phrase  a credential told in a sentence, a quoted passphrase told
+            in one, an unquoted one that a remark in brackets follows (`TOLD_REMARK`);
+  prose     a password told in prose in other languages (`PROSE_PASSWORD`).
 Positional kinds, whose handlers live in `redact.arguments`:
+  shaped_password  a password where another word could stand (`-u USER ... -p VALUE`, `user/VALUE@db`);
   envdefault, call, printed, piped, namevalue, chat   (see that module's docstring);
   command   a command's, SQL's or a config line's password argument (`COMMAND_VALUE` groups);
   htpasswd  `htpasswd -b [file] user password`, by its flags;
-  prose     a password told in prose in other languages (`PROSE_PASSWORD`);
-  told, told_phrase, told_bare_phrase  a credential told in a sentence, a quoted passphrase told
-            in one, and an unquoted one up to a bracket or the line's end;
   setter    a setter's or a builder's literal (`setPassword("v")`, `.apiKey("v")`);
   form_fill what an end-to-end test types into a password field;
   cracked, found_login  a cracked hash's plaintext, a login a scanner found (`arguments`);
@@ -94,6 +95,11 @@ _LOG_PREFIX = (r"(?:(?:[\w.\-]{1,40}[ \t]+\||\[[\w./\-]{1,80}\])"
 _SETTER_WORD = r"(?i:pass(?:word|phrase)?|passwd|pwd|secret|token|key|auth|credentials?)"
 
 
+#: A remark in brackets on how a passphrase told with no quotes is typed: its spaces, its quotes,
+#: its case (`(with spaces, all lowercase)`, `(mit Leerzeichen)`, `(todo en minúsculas, con espacios)`).
+TOLD_REMARK = (r"\([^()\n]{0,60}?(?i:spaces?|leerzeichen|espacios?|espaces?|spazi|spaties|mellanslag|spacje|quotes"
+               r"|anf\xc3\xbchrungszeichen|comillas|guillemets|lower[ \-]?case|upper[ \-]?case|min\xc3\xbasculas|may\xc3\xbasculas"
+               r"|kleinbuchstaben|gro\xc3\x9fbuchstaben|minuscules|majuscules|capital)")
 #: The prefilter pattern of the rules of a password told in a sentence (told-phrase,
 #: told-bare-phrase: one Set entry): a password's word in English or another language, a space.
 TOLD_WORD_HEAD = r"(?i)(?:password|passwd|passphrase|pwd|" + PROSE_WORDS + r")s?\*{0,2}[ \t]"
@@ -181,7 +187,8 @@ RULES: tuple[Rule, ...] = (
          r"(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s|;&<>]+)){0,6}?"
          r"[ \t]+-[pP](?:[ \t]+|=)((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'|;&<>])+)", "shaped_password",
          options={"set_pattern": r"(?:^|[ \t])(?:-u|-U|--user(?:name)?)[ \t=][^\n]*[ \t]-[pP][ \t=]",
-                  "prompting": re.compile(rb"\b(?:mysql\w*|mariadb[\w\-]*)\b"), "max_matches": 500}),
+                  "prompting": re.compile(rb"\b(?:mysql\w*|mariadb[\w\-]*)\b"), "same_program": True,
+                  "max_matches": 500}),
     # Oracle's tools and SQL*Plus' CONNECT: `sqlplus -s system/PASSWORD@//host:1521/DB`, `expdp
     # userid=app/PASSWORD`, `SQL> conn app/PASSWORD@db`
     Rule("oracle-connect", "password",
@@ -193,13 +200,14 @@ RULES: tuple[Rule, ...] = (
          r"(?:@|[ \t]+as[ \t]+sys\w+|[ \t]*;?[ \t]*\r?$)",
          "shaped_password", options={"set_pattern": r"(?im)^[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+[A-Za-z0-9_$#.]+/",
                                      "max_matches": 500}),
-    # a token given to a CLI's `login` (`wandb login KEY`, `comet login KEY`): random, 32 characters or more
+    # a token given to a CLI's `login` as its one argument, at a command's start (`wandb login KEY`,
+    # `comet login KEY`): random, 32 characters or more, no hyphen (not a UUID, a tenant's id)
     _tok("cli-login-token", "token",
-         r"\b[A-Za-z][\w\-]{1,30}[ \t]+login(?:[ \t]+--?[\w\-]+)*[ \t]+([A-Za-z0-9_\-]{32,200})(?:[^A-Za-z0-9_\-]|$)",
+         r"(?m)(?:^|[;&|]|\$)[ \t]*[A-Za-z][\w\-]{1,30}[ \t]+login[ \t]+([A-Za-z0-9_]{32,200})(?:[^A-Za-z0-9_\-]|$)",
          min_entropy=3.0, needs_digit=True, set_pattern=r"[ \t]login[ \t]"),
     # the value given to a secret store's command (`databricks secrets put-secret s k --string-value v`)
     Rule("secret-store-value", "secret",
-         r"(?i)\bsecrets?\b[^\n|;&]{0,200}?[ \t]--(?:string-value|secret-string|secret-value|value)(?:[ \t]+|=)"
+         r"(?i)\bsecrets?[ \t]+(?:put|put-secret|set|create|add|write|update)\b[^\n|;&]{0,200}?[ \t]--(?:string-value|secret-string|secret-value|value)(?:[ \t]+|=)"
          r"((?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'|;&<>])+)", "pwvalue",
          options={"set_pattern": r"(?i)[ \t]--(?:string-value|secret-string|secret-value|value)[ \t=]"}),
     # Kickstart's root password (`rootpw --plaintext v`; `--iscrypted` holds a hash, which stays)
@@ -222,7 +230,7 @@ RULES: tuple[Rule, ...] = (
     Rule("cracked-hash", "password",
          r"(?m)^(?:[^\s:]{1,64}:)?(?:[^\s:]{1,64}:)?(?:[0-9a-fA-F]{32,128}|\$[a-z0-9]+\$[^\s:]{8,}"
          r"|eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+):([^\n:]{4,128})\r?$", "cracked",
-         options={"near": re.compile(rb"(?i)hashcat|\bjohn\b|\.pot\b|potfile|\bcracked\b|\bRecovered\b"),
+         options={"near": re.compile(rb"(?i)hashcat|\bjohn[ \t]+--|\bjtr\b|\.pot\b|potfile|Status\.{3,}:[ \t]*Cracked"),
                   "set_pattern": r"(?m)(?:[0-9a-fA-F]{32}|\$[a-z0-9]+\$[^\s:]{8}|eyJ[A-Za-z0-9_\-]+\.[^\s:]+):[^\n:]{4}"}),
     # a credential a login scanner or a sprayer found (Metasploit's `Success: 'DOMAIN\\user:v'`,
     # NetExec's and CrackMapExec's `[+] domain\\user:v (Pwn3d!)`), a combolist's `e-mail:v` line
@@ -386,13 +394,13 @@ RULES: tuple[Rule, ...] = (
          r"(?:[ \t]+" + TOLD_LINK + r"(?:[ \t]+now)?[ \t]*:?|[ \t]*:)[ \t]*"
          r"(?:\"([^\"\n]{8,120})\"|`([^`\n]{8,120})`|'([^'\n]{8,120})'|\xe2\x80\x9c([^\n]{8,120}?)\xe2\x80\x9d)", "told_phrase",
          options={"set_pattern": TOLD_WORD_HEAD, "set_group": "keyed"}),
-    # ... and one told with no quotes, up to an opening bracket or the line's end (`the passphrase
-    # is paper lantern quietly orbits (Dmitri will change it)`, `Passwort ist Sommerregen im Hafen
-    # 1987 (mit Leerzeichen)`), on the link's line or the next
+    # ... and one told with no quotes, that a remark in brackets right after says how to type
+    # (`passphrase is: correct horse battery staple 1987 (no quotes, all lower case)`, `Passwort ist
+    # Sommerregen im Hafen 1987 (mit Leerzeichen)`): where it ends is told; on the link's line or the next
     Rule("told-bare-phrase", "password",
          r"(?i)(?:^|[^A-Za-z0-9_.\-])([A-Za-z0-9_.\-]*(?:password|passwd|passphrase|pwd)|" + PROSE_WORDS + r")s?"
          r"(?:[ \t]+[^\s:=`\"]+){0,6}?[ \t]+" + TOLD_LINK + r"(?:[ \t]*:[ \t]*|[ \t]*\r?\n[ \t]*|[ \t]+)"
-         r"([^\s\"'`(\[{<][^\n\"'`()\[\]{}<>=@/\\]{4,120}?)[ \t]*(?:\r?\n[ \t]*)?(?:\(|\.?[ \t]*\r?$)", "told_bare_phrase",
+         r"([^\s\"'`(\[{<][^\n\"'`()\[\]{}<>=@/\\]{4,120}?)[ \t]*(?:\r?\n[ \t]*)?" + TOLD_REMARK, "told_bare_phrase",
          options={"set_pattern": TOLD_WORD_HEAD,
                   "set_group": "keyed", "fallback": True}),
     # an e-mail address and a password as a pair (a tuple, a list, a set of test accounts):
@@ -630,11 +638,11 @@ RULES: tuple[Rule, ...] = (
     # Cypress' `cy.get('#password').type('v')`, Selenium's `find_element(By.ID, "password").send_keys("v")`,
     # Puppeteer's `page.type('#password', 'v')`, Capybara's `fill_in 'Password', with: 'v'`
     Rule("form-fill", "password",
-         r"""(?i)(?:\b(?:getBy\w+|locator|querySelector|find_element\w*|find|get|\$)\([^()\n]{0,120}?pass(?:word|wd|phrase)?"""
+         r"""(?i)(?:\b(?:getBy\w+|locator|querySelector|find_element\w*|find|get|\$)\([^()\n]{0,120}?\bpass(?:word|wd|phrase)?\b"""
          r"""[^()\n]{0,60}\)(?:[ \t]*\.[A-Za-z_]+\([^()\n]{0,40}\))*[ \t]*\.(?:fill|type|send_keys|sendKeys|setValue"""
          r"""|pressSequentially|press_sequentially)\([ \t]*(?:"([^"\n]{4,200})"|'([^'\n]{4,200})')"""
-         r"""|\.(?:fill|type|setValue)\([ \t]*(?:'[^'\n]*pass[^'\n]*'|"[^"\n]*pass[^"\n]*")[ \t]*,[ \t]*(?:"([^"\n]{4,200})"|'([^'\n]{4,200})')"""
-         r"""|\bfill_in[ \t(]+(?:'[^'\n]*pass[^'\n]*'|"[^"\n]*pass[^"\n]*")[ \t]*,[ \t]*with:[ \t]*(?:"([^"\n]{4,200})"|'([^'\n]{4,200})'))""",
+         r"""|\.(?:fill|type|setValue)\([ \t]*(?:'[^'\n]*\bpass(?:word|wd|phrase)?\b[^'\n]*'|"[^"\n]*\bpass(?:word|wd|phrase)?\b[^"\n]*")[ \t]*,[ \t]*(?:"([^"\n]{4,200})"|'([^'\n]{4,200})')"""
+         r"""|\bfill_in[ \t(]+(?:'[^'\n]*\bpass(?:word|wd|phrase)?\b[^'\n]*'|"[^"\n]*\bpass(?:word|wd|phrase)?\b[^"\n]*")[ \t]*,[ \t]*with:[ \t]*(?:"([^"\n]{4,200})"|'([^'\n]{4,200})'))""",
          "form_fill", options={"set_pattern": r"(?i)\.(?:fill|type|send_keys|sendKeys|setValue|pressSequentially"
                                               r"|press_sequentially)\(|\bfill_in[ \t(]"}),
     # a setter or a builder's method named for a secret, its one argument a string literal:

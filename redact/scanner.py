@@ -274,8 +274,9 @@ _WRAPPED_REST = re.compile(rb"\r?\n([A-Za-z0-9+/_\-.]{0,200}[A-Za-z0-9]={0,2})(?
 #: How long a line is at least when a terminal wrapped it (80 columns and more; a prompt or a
 #: key may come before the value).
 WRAPPED_LINE = 60
-#: At most this many lines of one value a terminal wrapped are read after its first.
-WRAPPED_LINES = 16
+#: At most this many lines of one value a terminal wrapped follow its first; more lines of the
+#: same width are a dump (hex, base64), whose lines are none of the value's.
+WRAPPED_LINES = 8
 
 
 def _wrapped_rest(data: bytes, e: int, value: bytes, last: bool = False) -> tuple[int, int] | None:
@@ -304,6 +305,13 @@ def _wrapped_rest(data: bytes, e: int, value: bytes, last: bool = False) -> tupl
 _SYMBOL_FAMILIES = (frozenset("+/="), frozenset("-_."))
 
 
+def _uniform_after(data: bytes, last: tuple[int, int]) -> bool:
+    """Whether the line after a value's last rest (`last`) is one more of the same width and kind:
+    a block of uniform lines (a hex or base64 dump), where a wrapped value's last line is shorter."""
+    m = _WRAPPED_REST.match(data, last[1])
+    return m is not None and m.end(1) - m.start(1) == last[1] - last[0]
+
+
 def _with_wrapped_rests(data: bytes, raw: list) -> list:
     """`raw` and, for each one-line span that ends a line of `WRAPPED_LINE` bytes or more, the rest
     of its value on the next lines (`_wrapped_rest`), with its label: a long value wrapped by a
@@ -315,17 +323,20 @@ def _with_wrapped_rests(data: bytes, raw: list) -> list:
         width = e - line_start
         if width < WRAPPED_LINE or line_start > s:
             continue
-        end = e
-        for k in range(WRAPPED_LINES):
+        end, rests = e, []
+        for k in range(WRAPPED_LINES + 1):
             span = _wrapped_rest(data, end, data[s:e], last=k > 0)
             if span is None:
                 break
-            if out is raw:
-                out = list(raw)
-            out.append((span[0], span[1], label, name))
+            rests.append(span)
             if span[1] - span[0] != width or data[span[1]:span[1] + 1] not in (b"\n", b"\r"):
                 break
             end = span[1]
+        if not rests or len(rests) > WRAPPED_LINES or _uniform_after(data, rests[-1]):
+            continue   # lines of one width go on: a dump (hex, base64) whose lines are none of the value's
+        if out is raw:
+            out = list(raw)
+        out.extend((a, b, label, name) for a, b in rests)
     return out
 
 

@@ -103,6 +103,7 @@ PLACEHOLDER_WORDS = (
     "fake_", "fakekey", "fake-", "sample", "foobar", "secret_value", "my_secret",
     "mysecret", "mypassword", "my_password",
     "^pass^", "^user^",   # hydra's slots for the word lists' entries (`user=^USER^&pass=^PASS^`)
+    "*sensitive*data*deleted*",   # what Windows writes back into an unattended setup's answer file
 )
 # Whole values that are placeholders or code words (compared lower-cased).
 PLACEHOLDER_VALUES = frozenset(

@@ -28,9 +28,7 @@ from .spans import first as _first, text as _text
 _TOLD_NOT_IT = frozenset(
     """fingerprint fingerprints hash hashes hashed checksum digest sha sha1 sha256 id ids uuid name names
     prefix suffix length format file path variable var field header hint type kind version
-    expiry ttl count number scope scopes usage contract algorithm refresh per hashing binding bindings
-    job jobs rotation policy policies strength label dialog title column cadence reset resets commit
-    test tests suite scheme requirement requirements rule rules manager""".split())
+    expiry ttl count number scope scopes usage contract algorithm refresh per""".split())
 #: The links of `patterns.TOLD_LINK` as words (and `now`: `is now`).
 _LINK_WORDS = frozenset("is are was ist lautet est es era jest adalah ialah hai sono è é är это são now".split())
 #: The first word between a password's word and its link when it says whose password it is (`the

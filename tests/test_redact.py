@@ -467,7 +467,7 @@ def test_the_stateful_kinds_are_the_handlers_that_take_state():
     is not listed would raise on every match (its whole match then redacted)."""
     from reverie.redact.handlers import STATEFUL_KINDS
 
-    assert STATEFUL_KINDS == {"values_after", "userlist", "k8s", "table"}
+    assert STATEFUL_KINDS == {"values_after", "userlist", "k8s", "table", "cracked"}
 
 
 def test_loosen_keeps_a_superset():

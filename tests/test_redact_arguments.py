@@ -393,6 +393,11 @@ FOUND = [
     ("> > the Grafana admin, with the password you sent:\n> > {}\n> > but it fails.", "Y0ZRIbXWMzK5177", "password",
      "told-credential"),
     ("[10:44] Tom: pw is {}", "7aXsyoXOPe044LcGfU", "password", "prose-is"),
+    # words that name a thing of a password's before a value of a person's password's shape
+    ("The password for the test user is {}", "Welcome#2024", "password", "told-credential"),
+    ("my new password after the reset is {}", "Xk9#mPq2vLr7", "password", "told-credential"),
+    # a password in backquotes after `pw` or `with`
+    ("login: admin pw `{}`", "Tr0ub4dor3x", "password", "chat-credentials"),
     ("The exposed key was `{}` (API key, org prod-eu).", "29017ffadd18c3012b5b51fc76ac4f06", "api_key", "prose-is"),
     # a passphrase told with no quotes, up to a bracket or the line's end, in other languages too
     ("user: passphrase is: {} (no quotes, all lower case)", "correct horse battery staple 1987", "password",
@@ -453,8 +458,6 @@ FOUND = [
     # a SQL client's table (`+---+` rules), a passphrase in a password column
     ("+----+----------+----------------+\n| id | username | password       |\n+----+----------+----------------+\n"
      "| 1  | admin    | {}   |\n+----+----------+----------------+", "Uvb9WOa0jGbZ", "password", "credential-table"),
-    ("| Host | Username | Password | Where |\n|---|---|---|---|\n| 10.20.4.30 | deploy | {} | notes.txt |",
-     "violet tractor midnight 50", "password", "credential-table"),
     # an ARM parameters file's value object, JSON-escaped in an activity log
     ('"requestbody": "{{\\"adminUsername\\":{{\\"value\\":\\"azureadmin\\"}},\\"adminPassword\\":{{\\"value\\":\\"{}\\"}}}}"',
      "osna82o8Se6741#20", "password", "arm-parameter"),
@@ -717,6 +720,24 @@ KEPT = [
     "first_pass: collect files then parse\nrender_pass: shadow depth bloom\n",
     'passwort_vergessen = "Wir senden Ihnen einen Link zum Zurücksetzen per E-Mail"',
     "logging in via `okta` and `Okta-Verify-2024` on the phone",
+    # sentences that describe a password, no remark on how to type it
+    "// The password is validated server side (see #123)\nThe one-time password is valid for 30 seconds "
+    "(TOTP default).\nDas Passwort ist immer noch falsch (siehe Log)",
+    # ids after a login word, a tenant's id; git log lines whose author is John; e2e fields not for a password
+    "2024-05-02T10:11:12Z WARN auth: failed login 550e8400-e29b-41d4-a716-446655440000 from 10.0.0.5\n"
+    "audit: user login 9f86d081884c7d659a2feaa0c55ad015 ok\naz login --tenant 72f988bf-86f1-41af-91ab-2d7cd011db47",
+    "$ git log --format='%H:%an' -3\n3f9a1c2b4d5e6f708192a3b4c5d6e7f8091a2b3c:John Smith\n"
+    "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678:Maria Lopez",
+    "await page.getByPlaceholder('Search passengers').fill('John Smith');\nawait page.fill('#passport', 'P12345678');\n"
+    "await page.locator('#password-hint').fill('first pet name');",
+    # another program's -p after sudo's -u; a parameter whose path says secrets; ids after e-mail addresses
+    "sudo -u deploy mkdir -p releases2024\ndocker exec -u root web1 mkdir -p uploads2024",
+    "aws ssm put-parameter --name /app/secrets/region --value eu-west-1 --type String",
+    "alice@example.com:U02ABCD1234\n[+] x - Success: 'build:release42'",
+    # an alphabet split over literals; a password column's notes
+    'PASSWORD_CHARS = (\n    "abcdefghijklmnopqrstuvwxyz"\n    "ABCDEFGHIJKLMNOPQRSTUVWXYZ"\n    "0123456789"\n)',
+    "| Account | Username | Password |\n|---|---|---|\n| Staging DB | app | rotates every 90 days |\n"
+    "| Grafana | admin | SSO since v10 |",
     # an image's digest after a key word, a CLI's login to a registry, a password element's prose
     "$ cosign verify --key cosign.pub ghcr.io/acme/edge-proxy@sha256:" + "0dccabd49c0f52de9bb4d2228cd5bb75e9f8c7109fea5e9c1908b7621e7b",
     "docker login registry.example.com\nnpm login --registry=https://npm.example.com\n<password>see vault entry</password>",

@@ -91,6 +91,10 @@ FOUND = [
     ("I set DB_PASSWORD={}... and it still fails\n", "Xk9mPq2vLr7Tz", "password"),
     ("DB_PASSWORD={}\n", "admin:secret(2024)", "password"),
     ('{{"password" :"{}"}}', "Tr0ub4dor2024", "password"),
+    # secrets whose keys name a signing secret, a passphrase, a salt of a hash
+    ("WEBHOOK_SIGNING_KEY = \"{}\"\n", "8C1E4A7F2B9D3E60", "api_key"),
+    ("GPG_PASSPHRASE={}\n", "7F3A9C2E", "password"),
+    ('hashed_secret_salt = "{}"\n', "Kp9zQ2xLm7vWn4Tb", "secret"),
 ]
 
 
@@ -137,6 +141,11 @@ def test_the_rest_of_a_value_a_terminal_wrapped_goes_and_a_next_line_of_words_st
     first = "TOKEN=ghp_" + part[:70]
     text = f"{first}\n{part}\nx9Q\ndone\n"
     assert redactor.redact(text).text == "TOKEN=[REDACTED:github_token]\n[REDACTED:github_token]\n[REDACTED:github_token]\ndone\n"
+    # a dump's lines of one width are none of a value's
+    rows = "\n".join(("%064X" % (0x9E3779B97F4A7C15F39CC0605CEDC8341082276BF3A27251F86C6A11D0C18E95 * k))[-64:]
+                     for k in range(1, 21))
+    text = "token: EAAC3481FC612665CA112D3F889A0E5B7843EFFCEFACA24A01B6AC2B7DDE02F4\n" + rows + "\n"
+    assert rows in redactor.redact(text).text
     # a short line is no terminal's wrap
     text = "TOKEN=Zq8Xv2Lm9Rt4Wp7Yc3\nB7c9D2e4F6\n"
     assert redactor.redact(text).text == "TOKEN=[REDACTED:token]\nB7c9D2e4F6\n"
