@@ -35,7 +35,7 @@ from . import shapes
 from .keys import classify_key, key_segments, value_ok
 from .patterns import APP_PASSWORD, CREDENTIAL_WORD
 from .spans import first as _first, text as _text
-from .told import _CAMEL_NAME, _TOLD_ID, _TOLD_SYMBOL
+from .told import _CAMEL_NAME, _TOLD_ID, _TOLD_SYMBOL, after_a_digest
 
 #: The credential calls (`patterns.CREDENTIAL_CALL`'s group 1, lower-cased, `_` and the namespace
 #: dropped): which argument (1-based) is the secret, and its label. `USER_THEN` means the argument
@@ -443,8 +443,8 @@ def h_chat(rule, sp, data: bytes):
     """The password of `user / password` typed after a creds or login word (`_looks_like_a_password`);
     after an explicit `/` or `:`, a person's password in lower case too (`jenkins / jenkins-2024`)."""
     s, e = sp[1]
-    if data[s - 3:s] == b"h1:":
-        return  # a Go module's hash in go.sum (`.../credentials v1.17.47/go.mod h1:...=`)
+    if after_a_digest(data, s):
+        return  # a Go module's hash in go.sum (`.../credentials v1.17.47/go.mod h1:...=`), a digest
     ticked = data[s - 1:s] == b"`" and data[e:e + 1] == b"`"   # in backquotes: all of it, `!` too
     slot = data[max(0, s - 4):s].rstrip(b" \t`")[-1:] in (b"/", b":")   # an explicit `user / v`, `user: v`
     if ticked and not slot and _TICKED_PAIR.search(data, max(0, s - 24), s):
@@ -567,7 +567,7 @@ _TABLE_RULE = re.compile(r"^[ \t|:\-+]+$")
 
 
 #: A setter's or a builder's verb before the secret's name (`setPassword`, `withApiKey`, `useToken`).
-_SETTER_VERB = re.compile(r"(?:set|with|use)(?=[A-Z_])|(?:Set|With|Use)(?=[A-Z_])")
+_SETTER_VERB = re.compile(r"(?:[sS]et|[wW]ith|[uU]se)(?=[A-Z_])")
 #: The words of a builder's method that may name a secret with no verb (`.apiKey(`, `.clientSecret(`,
 #: `.accessToken(`); not `.read_secret(`, `.getpass(`, `.hash_password(`: they take a name or a prompt.
 _BUILDER_WORDS = frozenset("password passwd pwd passphrase secret token key apikey credential credentials auth "
@@ -627,6 +627,10 @@ _NOT_THE_PASSWORD_FIELD = re.compile(rb"(?i)pass(?:word|wd|phrase)?[\-_ ]?(?:hin
 _TYPED_KEYS = re.compile(rb"(?:\{[a-z]+\})+$")
 
 
+#: Another hash where a cracked hash's plaintext would be (hex, 32 digits or more).
+_HEX_HASH = re.compile(r"[0-9a-fA-F]{32,}")
+
+
 def h_cracked(rule, sp, data: bytes, state: dict):
     """The plaintext after a cracked hash (group 1), when a cracking tool, its status line or its
     pot file is named within 4 KB (the rule's `near`, found once per scan: `state`): a password with
@@ -638,10 +642,11 @@ def h_cracked(rule, sp, data: bytes, state: dict):
     if k == len(near) or near[k] > sp[0][1] + 4096:
         return
     s, e = sp[1]
-    value = _text(data, s, e).strip()
+    raw = _text(data, s, e)
+    value = raw.strip()
     if (len(value) >= 4 and any(c.isalnum() for c in value) and not value.isdigit()
-            and not re.fullmatch(r"[0-9a-fA-F]{32,}", value) and not shapes.is_url_or_path(value)):
-        s += len(_text(data, s, e)) - len(_text(data, s, e).lstrip())
+            and not _HEX_HASH.fullmatch(value) and not shapes.is_url_or_path(value)):
+        s += len(raw.encode("utf-8", "surrogatepass")) - len(raw.lstrip().encode("utf-8", "surrogatepass"))
         yield s, s + len(value.encode("utf-8", "surrogatepass")), rule.label
 
 

@@ -430,7 +430,8 @@ _CONTINUED = re.compile(rb"\\\r?\n[ \t]+([^\s=:\\]{6,1024})\\?[ \t]*(?:\r?\n|$)"
 #: (literals side by side on one line), then the next literal of four characters or more, no
 #: space, and no key (no `:` or `=` after it): the secret goes on there (`PAYPAL_SECRET = "v1" +` then `"v2";`: split to pass a
 #: scanner, or by a formatter).
-_CONCAT = re.compile(rb"""\\?["'`](?:[ \t]*(?:(?:\r?\n|\\n)[ \t]+)?(?:\+|\.\.|\.|&|<>)[ \t]*(?:(?:\r?\n|\\n)[ \t]*)?"""
+_CONCAT_OP = rb"(?:\+|\.\.|\.|&|<>)"
+_CONCAT = re.compile(rb"""\\?["'`](?:[ \t]*(?:(?:\r?\n|\\n)[ \t]+)?""" + _CONCAT_OP + rb"""[ \t]*(?:(?:\r?\n|\\n)[ \t]*)?"""
                      rb"""|[ \t]*\\\r?\n[ \t]*|[ \t]+)\\?["'`]([^"'`\\\s]{4,400})(?=\\?["'`](?![ \t]*[:=]))""")
 
 
@@ -482,8 +483,8 @@ def _h_key_literal(rule: Rule, sp, data: bytes):
 #: `..`, PHP's `.`, VB's `&`, Haskell's `<>`), or on the next line with none (Python's and C's
 #: implicit concatenation); a comment before the break, Python's bytes; one character or more (the
 #: last part may be short: `"a1"`).
-_NEXT_PART = re.compile(rb"""\\?["'`][ \t]*(?:(?:\+|\.\.|\.|&|<>)[ \t]*(?:#[^\n]*)?(?:\r?\n[ \t]*)?"""
-                        rb"""|(?:#[^\n]*)?\r?\n[ \t]*(?:(?:\+|\.\.|\.|&|<>)[ \t]*)?)"""
+_NEXT_PART = re.compile(rb"""\\?["'`][ \t]*(?:""" + _CONCAT_OP + rb"""[ \t]*(?:#[^\n]*)?(?:\r?\n[ \t]*)?"""
+                        rb"""|(?:#[^\n]*)?\r?\n[ \t]*(?:""" + _CONCAT_OP + rb"""[ \t]*)?)"""
                         rb"""[bB]?\\?["'`]([^"'`\\\s]{1,400})(?=\\?["'`](?![ \t]*[:=]))""")
 
 

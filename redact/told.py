@@ -78,7 +78,7 @@ def h_told(rule, sp, data: bytes):
         return  # template or code between (`password }}@{{ .Values.db.host }}:5432`), its id, its hash;
         # a thing of its own before a value in backquotes (`the key binding is \`Ctrl+Alt+F2\``)
     s, e = sp[2]
-    if data[s - 3:s] == b"h1:" or _DIGEST_BEFORE.search(data, max(0, s - 8), s):
+    if after_a_digest(data, s):
         return  # a Go module's hash in go.sum (`.../credentials v1.17.47 h1:...=`), an image's digest
         # (`cosign verify --key cosign.pub ghcr.io/acme/app@sha256:...`)
     value = _text(data, s, e).rstrip(".,;:!?)")
@@ -178,8 +178,14 @@ def h_told_bare_phrase(rule, sp, data: bytes):
     yield s, s + len(value.encode("utf-8", "surrogatepass")), cls[1]
 
 
-#: A digest's algorithm right before a value (`@sha256:`, `sha512:`, `md5:`).
-_DIGEST_BEFORE = re.compile(rb"(?i)(?:sha(?:1|224|256|384|512)|md5|blake2b?):$")
+#: A digest's algorithm right before a value (`@sha256:`, `sha512:`, `md5:`, go.sum's `h1:`).
+_DIGEST_BEFORE = re.compile(rb"(?i)(?:h1|sha(?:1|224|256|384|512)|md5|blake2b?):$")
+
+
+def after_a_digest(data: bytes, s: int) -> bool:
+    """Whether the value at byte `s` follows a digest's algorithm (`_DIGEST_BEFORE`): a hash, not a
+    credential."""
+    return bool(_DIGEST_BEFORE.search(data, max(0, s - 8), s))
 #: Template or code markup between a secret word and a value: they are not a sentence.
 _TOLD_CODE_GAP = re.compile(r"\{\{|\}\}|\$\{|\{%|%\}|[=`]|\\[nrt\"]")
 #: A ticket's key (`SEC-142`, `OPS-7`): what a sentence about a secret names, not the secret.
