@@ -110,3 +110,12 @@ def db(tmp_path):
     d = open_db(tmp_path / "agent.db")
     yield d
     d.close()
+
+
+@pytest.fixture(scope="module")
+def redactor():
+    """A redactor with no remembered secrets on disk, one per test module (what a module's cases
+    learn stays in it)."""
+    from reverie.redact.engine import Redactor
+
+    return Redactor(None)

@@ -40,11 +40,6 @@ JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9." + "eyJzdWIiOiIx" + rand(30) + "."
 ESC = "\x1b"
 
 
-@pytest.fixture(scope="module")
-def redactor():
-    return Redactor(None)
-
-
 def learned_redactor(tmp_path, secret: str) -> Redactor:
     """A Redactor with a memory that learned `secret` from an env line (checked)."""
     r = Redactor(tmp_path / "secrets")

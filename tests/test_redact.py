@@ -43,11 +43,6 @@ PEM_BODY = "\n".join(rand(64, ALNUM + "+/") for _ in range(6))
 PEM = f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n-----END RSA PRIVATE KEY-----"
 
 
-@pytest.fixture(scope="module")
-def redactor():
-    return Redactor(None)
-
-
 def assert_kept(redactor, text: str) -> None:
     """`text` comes back unchanged, with no finding."""
     out = redactor.redact(text)

@@ -24,11 +24,6 @@ def g(n: int, alphabet: str = ALNUM) -> str:
     return "".join(_rng.choice(alphabet) for _ in range(n))
 
 
-@pytest.fixture(scope="module")
-def redactor():
-    return Redactor(None)
-
-
 PW = "Xk29-pq!mR7" + g(4)
 TOKEN = g(32)
 

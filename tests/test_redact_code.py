@@ -7,12 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from reverie.redact.engine import Redactor
-
-
-@pytest.fixture(scope="module")
-def redactor():
-    return Redactor(None)
 
 
 KEPT = [

@@ -11,15 +11,9 @@ import pytest
 from secret_values import generators
 
 from reverie.redact import shapes
-from reverie.redact.engine import Redactor
 
 RNG = random.Random(1414)
 rand, pw = generators(RNG)
-
-
-@pytest.fixture(scope="module")
-def redactor():
-    return Redactor(None)
 
 
 # --- redacted by default: "looks like words" is no exception ---------------------------------

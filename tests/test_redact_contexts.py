@@ -24,11 +24,6 @@ rand, pw = generators(RNG)
 GH = "ghp_" + rand(36)
 
 
-@pytest.fixture(scope="module")
-def redactor():
-    return Redactor(None)
-
-
 # --- same-text occurrences -------------------------------------------------------------------
 
 

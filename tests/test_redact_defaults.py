@@ -13,15 +13,9 @@ import string
 import pytest
 
 from reverie.redact.defaults import owner_name
-from reverie.redact.engine import Redactor
 from secret_values import generators
 
 g, _ = generators(random.Random(2026))
-
-
-@pytest.fixture(scope="module")
-def redactor():
-    return Redactor(None)
 
 
 PW = "Xk29-pq!mR7" + g(4)

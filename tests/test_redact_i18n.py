@@ -7,13 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from reverie.redact.engine import Redactor
 from reverie.redact.keys import classify_key
-
-
-@pytest.fixture(scope="module")
-def redactor():
-    return Redactor(None)
 
 
 PW = "K2F9cX3KwRiUUi39"

@@ -10,16 +10,10 @@ import string
 
 import pytest
 
-from reverie.redact.engine import Redactor
 from secret_values import generators
 
 B62 = string.ascii_letters + string.digits
 g, _ = generators(random.Random(2027))
-
-
-@pytest.fixture(scope="module")
-def redactor():
-    return Redactor(None)
 
 
 PW = "Xk29-pq!mR7" + g(4)

@@ -11,7 +11,6 @@ import string
 
 import pytest
 
-from reverie.redact.engine import Redactor
 
 RNG = random.Random(90210)
 ALNUM = string.ascii_letters + string.digits
@@ -28,11 +27,6 @@ def g(n: int, alphabet: str = ALNUM) -> str:
 
 def b64(raw: bytes) -> str:
     return base64.b64encode(raw).decode()
-
-
-@pytest.fixture(scope="module")
-def redactor():
-    return Redactor(None)
 
 
 PEM = b64(b"-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA" + g(300).encode() + b"\n-----END RSA PRIVATE KEY-----\n")
